@@ -1,0 +1,443 @@
+"""The memory record and everything around it: versions, relationships, tags, artifacts,
+retrieval events and provenance. docs/adr/0032 maps each seed's fields onto these models.
+
+Row-level security, the composite (org_id, id) keys, the vector index and the triggers live
+in the migrations as SQL; see memories/schema.py.
+"""
+
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import F, Q
+from pgvector.django import VectorField
+
+from tenants.models import Agent, Session, TenantModel, tenant_fk, user_fk
+
+EMBEDDING_DIMENSIONS = 384
+
+LIVE = Q(status="active", deleted_at__isnull=True)
+
+
+def unit_interval(name: str, field: str) -> models.CheckConstraint:
+    return models.CheckConstraint(condition=Q(**{f"{field}__gte": 0}) & Q(**{f"{field}__lte": 1}), name=name)
+
+
+class MemoryCategory(models.TextChoices):
+    FACTUAL = "factual"
+    PREFERENCE = "preference"
+    BEHAVIORAL = "behavioral"
+    EPISODIC = "episodic"
+    PROCEDURAL = "procedural"
+
+
+class MemoryType(models.TextChoices):
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+
+
+class MemorySource(models.TextChoices):
+    EXTRACTED = "extracted"
+    USER_PROVIDED = "user_provided"
+    IMPORTED = "imported"
+    INFERRED = "inferred"
+
+
+class MemoryStatus(models.TextChoices):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    MERGED = "merged"
+    ARCHIVED = "archived"
+    PENDING_REVIEW = "pending_review"
+
+
+class MemoryValidationStatus(models.TextChoices):
+    UNVERIFIED = "unverified"
+    VERIFIED = "verified"
+    REJECTED = "rejected"
+
+
+class Memory(TenantModel):
+    Category = MemoryCategory
+    MemoryType = MemoryType
+    Source = MemorySource
+    Status = MemoryStatus
+    ValidationStatus = MemoryValidationStatus
+
+    agent = tenant_fk(Agent, related_name="memories")
+    session = tenant_fk(Session, null=True, related_name="memories")
+
+    # Content
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64, help_text="SHA-256 hex of the normalised content.")
+    # Maintained by PostgreSQL from content; the GIN index makes full-text search cheap.
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    # Null while the embedding is pending (written before the model ran, completed by a job).
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=128, blank=True, default="")
+    embedding_dimensions = models.PositiveSmallIntegerField(null=True, blank=True)
+    embedded_at = models.DateTimeField(null=True, blank=True)
+
+    # Classification
+    category = models.CharField(max_length=16, choices=Category.choices)
+    memory_type = models.CharField(max_length=16, choices=MemoryType.choices, default=MemoryType.SEMANTIC)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.EXTRACTED)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+
+    # Quality signals, all in [0, 1]
+    confidence = models.DecimalField(max_digits=4, decimal_places=3, default=0.8)
+    usefulness_score = models.DecimalField(max_digits=4, decimal_places=3, default=0.5)
+    importance = models.DecimalField(max_digits=4, decimal_places=3, default=0.0)
+
+    # Governance (seed 002)
+    sensitivity = models.CharField(max_length=64, default="internal")
+    validation_status = models.CharField(
+        max_length=16, choices=ValidationStatus.choices, default=ValidationStatus.UNVERIFIED
+    )
+    # Seed 002's scope string and seed 003's namespace tuple, joined with "/".
+    scope = models.CharField(max_length=256, blank=True, default="")
+    key = models.CharField(max_length=256, null=True, blank=True)
+    provenance = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    # Usage (drives ranking and decay)
+    retrieval_count = models.PositiveIntegerField(default=0)
+    last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    last_injected_at = models.DateTimeField(null=True, blank=True)
+
+    # Decay (seed 004): confirmed memories are protected and do not decay.
+    decay_rate = models.FloatField(default=0.1)
+    is_protected = models.BooleanField(default=False)
+
+    # Bi-temporal validity (seed 004): when the fact holds, and when the event happened.
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
+    event_time = models.DateTimeField(null=True, blank=True)
+
+    # Lifecycle
+    superseded_by = tenant_fk("self", null=True, db_column="superseded_by")
+    merged_into = tenant_fk("self", null=True, db_column="merged_into")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    # Optimistic concurrency: bumped with every change, matched against If-Match.
+    version = models.PositiveIntegerField(default=1)
+
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+    updated_at = models.DateTimeField(auto_now=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "memories"
+        ordering = ["-created_at"]
+        verbose_name_plural = "memories"
+        indexes = [
+            # Context assembly: an agent's live memories, newest first.
+            models.Index(F("org"), F("agent"), F("created_at").desc(), condition=LIVE, name="memories_agent_live"),
+            models.Index(
+                F("org"), F("agent"), F("category"), F("created_at").desc(),
+                condition=Q(deleted_at__isnull=True), name="memories_agent_category",
+            ),
+            models.Index(fields=["org", "status", "-created_at"], name="memories_org_status_created"),
+            models.Index(
+                F("org"), OpClass("scope", name="varchar_pattern_ops"),
+                condition=Q(deleted_at__isnull=True), name="memories_scope_prefix",
+            ),
+            GinIndex(fields=["search_vector"], condition=Q(deleted_at__isnull=True), name="memories_fts"),
+            models.Index(
+                fields=["expires_at"], condition=Q(expires_at__isnull=False, deleted_at__isnull=True),
+                name="memories_expiring",
+            ),
+            models.Index(
+                fields=["org", "created_at"], condition=Q(embedding__isnull=True, deleted_at__isnull=True),
+                name="memories_embedding_pending",
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org", "agent", "content_hash"], condition=LIVE, name="memories_content_hash_live_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["org", "scope", "key"], condition=Q(key__isnull=False, deleted_at__isnull=True),
+                name="memories_scope_key_live_unique",
+            ),
+            models.CheckConstraint(condition=Q(content__length__gt=0), name="memories_content_not_empty"),
+            models.CheckConstraint(condition=Q(content__length__lte=8192), name="memories_content_max_length"),
+            models.CheckConstraint(
+                condition=Q(content_hash__regex=r"^[0-9a-f]{64}$"), name="memories_content_hash_is_sha256"
+            ),
+            models.CheckConstraint(
+                condition=Q(category__in=MemoryCategory.values), name="memories_category_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(memory_type__in=MemoryType.values), name="memories_memory_type_valid"
+            ),
+            models.CheckConstraint(condition=Q(source__in=MemorySource.values), name="memories_source_valid"),
+            models.CheckConstraint(condition=Q(status__in=MemoryStatus.values), name="memories_status_valid"),
+            models.CheckConstraint(
+                condition=Q(validation_status__in=MemoryValidationStatus.values), name="memories_validation_status_valid"
+            ),
+            unit_interval("memories_confidence_range", "confidence"),
+            unit_interval("memories_usefulness_range", "usefulness_score"),
+            unit_interval("memories_importance_range", "importance"),
+            models.CheckConstraint(
+                condition=~Q(status="active", superseded_by__isnull=False), name="memories_superseded_or_active"
+            ),
+            models.CheckConstraint(
+                condition=Q(sensitivity__length__gt=0), name="memories_sensitivity_not_empty"
+            ),
+            models.CheckConstraint(condition=Q(key__isnull=True) | Q(key__length__gt=0), name="memories_key_not_empty"),
+            models.CheckConstraint(condition=Q(decay_rate__gte=0), name="memories_decay_rate_non_negative"),
+            models.CheckConstraint(
+                condition=Q(is_protected=False) | Q(decay_rate=0), name="memories_protected_do_not_decay"
+            ),
+            models.CheckConstraint(
+                condition=Q(valid_until__isnull=True) | Q(valid_from__isnull=True)
+                | Q(valid_until__gte=F("valid_from")),
+                name="memories_validity_ordered",
+            ),
+            models.CheckConstraint(
+                condition=(Q(embedding__isnull=True) & Q(embedding_dimensions__isnull=True))
+                | (Q(embedding__isnull=False) & Q(embedding_dimensions=EMBEDDING_DIMENSIONS)
+                   & ~Q(embedding_model="")),
+                name="memories_embedding_described",
+            ),
+            models.CheckConstraint(condition=~Q(superseded_by=F("id")), name="memories_not_superseded_by_itself"),
+            models.CheckConstraint(condition=~Q(merged_into=F("id")), name="memories_not_merged_into_itself"),
+        ]
+
+    def __str__(self) -> str:
+        return self.content[:80]
+
+
+class VersionOperation(models.TextChoices):
+    CREATE = "create"
+    UPDATE = "update"
+    SUPERSEDE = "supersede"
+    MERGE = "merge"
+    ARCHIVE = "archive"
+    DELETE = "delete"
+    RESTORE = "restore"
+    CONFIRM = "confirm"
+    REVIEW = "review"
+
+
+class VersionChangedByType(models.TextChoices):
+    EXTRACTION = "extraction"
+    USER = "user"
+    AGENT = "agent"
+    SYSTEM = "system"
+    CONFLICT_RESOLUTION = "conflict_resolution"
+
+
+class MemoryVersion(TenantModel):
+    """One immutable row per change to a memory: a snapshot plus who changed it and why."""
+
+    Operation = VersionOperation
+    ChangedByType = VersionChangedByType
+
+    memory = tenant_fk(Memory, related_name="versions")
+    version_num = models.PositiveIntegerField()
+    operation = models.CharField(max_length=16, choices=Operation.choices)
+
+    # Snapshot of the memory at this version (seed 000's columns, then the rest as JSON).
+    content = models.TextField()
+    category = models.CharField(max_length=16)
+    confidence = models.DecimalField(max_digits=4, decimal_places=3)
+    status = models.CharField(max_length=16)
+    metadata = models.JSONField(default=dict, blank=True)
+    snapshot = models.JSONField(default=dict, blank=True, help_text="Every other field of the memory.")
+
+    # Who and why
+    changed_by_type = models.CharField(max_length=24, choices=ChangedByType.choices)
+    changed_by_agent = tenant_fk(Agent, null=True, db_column="changed_by_agent_id")
+    changed_by_user = user_fk(null=True)
+    change_reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "memory_versions"
+        ordering = ["memory", "version_num"]
+        constraints = [
+            models.UniqueConstraint(fields=["org", "memory", "version_num"], name="memory_versions_num_unique"),
+            models.CheckConstraint(condition=Q(operation__in=VersionOperation.values), name="memory_versions_operation_valid"),
+            models.CheckConstraint(
+                condition=Q(changed_by_type__in=VersionChangedByType.values), name="memory_versions_changed_by_valid"
+            ),
+            models.CheckConstraint(condition=Q(version_num__gte=1), name="memory_versions_num_positive"),
+        ]
+
+
+class RelationshipRelationType(models.TextChoices):
+    SUPPORTS = "supports"
+    CONTRADICTS = "contradicts"
+    SUPERSEDES = "supersedes"
+    REFINES = "refines"
+    CO_OCCURS = "co_occurs"
+    DERIVED_FROM = "derived_from"
+    TEMPORAL = "temporal"
+    CAUSAL = "causal"
+    ENTITY = "entity"
+
+
+class MemoryRelationship(TenantModel):
+    RelationType = RelationshipRelationType
+
+    source = tenant_fk(Memory, related_name="outgoing_relationships")
+    target = tenant_fk(Memory, related_name="incoming_relationships")
+    relation_type = models.CharField(max_length=16, choices=RelationType.choices)
+    predicate = models.CharField(max_length=128, blank=True, default="")
+    weight = models.FloatField(default=1.0)
+    confidence = models.DecimalField(max_digits=4, decimal_places=3, default=0.8)
+    evidence = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "memory_relationships"
+        indexes = [
+            models.Index(fields=["org", "source"], name="memory_relationships_source"),
+            models.Index(fields=["org", "target"], name="memory_relationships_target"),
+            models.Index(fields=["org", "relation_type"], name="memory_relationships_type"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org", "source", "target", "relation_type"], name="memory_relationships_unique_per_type"
+            ),
+            models.CheckConstraint(condition=~Q(source=F("target")), name="memory_relationships_no_self_loop"),
+            models.CheckConstraint(
+                condition=Q(relation_type__in=RelationshipRelationType.values), name="memory_relationships_type_valid"
+            ),
+            unit_interval("memory_relationships_confidence_range", "confidence"),
+        ]
+
+
+class MemoryTag(TenantModel):
+    memory = tenant_fk(Memory, related_name="tags")
+    tag = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "memory_tags"
+        ordering = ["tag"]
+        indexes = [models.Index(fields=["org", "tag"], name="memory_tags_lookup")]
+        constraints = [
+            models.UniqueConstraint(fields=["org", "memory", "tag"], name="memory_tags_unique"),
+            models.CheckConstraint(
+                condition=Q(tag__length__gte=1) & Q(tag__length__lte=64), name="memory_tags_length"
+            ),
+        ]
+
+
+class Artifact(TenantModel):
+    """A pointer to external evidence (seed 002): never the bytes themselves."""
+
+    scope = models.CharField(max_length=256, blank=True, default="")
+    sha256 = models.CharField(max_length=64)
+    storage_uri = models.TextField()
+    artifact_type = models.CharField(max_length=64)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "artifacts"
+        indexes = [models.Index(fields=["org", "scope"], name="artifacts_scope")]
+        constraints = [
+            models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="artifacts_sha256_is_hex"),
+            models.CheckConstraint(condition=Q(storage_uri__length__gt=0), name="artifacts_storage_uri_not_empty"),
+            models.CheckConstraint(condition=Q(artifact_type__length__gt=0), name="artifacts_type_not_empty"),
+        ]
+
+
+class MemoryArtifact(TenantModel):
+    """Links a memory to an artifact. Its scope column is held equal to both ends' scope by
+    composite foreign keys, so an artifact can only be linked within its own scope."""
+
+    memory = tenant_fk(Memory, related_name="artifact_links")
+    artifact = tenant_fk(Artifact, related_name="memory_links")
+    scope = models.CharField(max_length=256, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "memory_artifacts"
+        indexes = [models.Index(fields=["org", "artifact"], name="memory_artifacts_artifact")]
+        constraints = [
+            models.UniqueConstraint(fields=["org", "memory", "artifact"], name="memory_artifacts_unique"),
+        ]
+
+
+class RetrievalEventKind(models.TextChoices):
+    SEARCH = "search"
+    RETRIEVE = "retrieve"
+    NAMESPACE_SEARCH = "namespace_search"
+    REPLAY = "replay"
+
+
+class RetrievalEvent(TenantModel):
+    """What a caller was shown, in order, for audit and replay (seed 002). Append-only."""
+
+    Kind = RetrievalEventKind
+
+    kind = models.CharField(max_length=24, choices=Kind.choices)
+    agent = tenant_fk(Agent, null=True, related_name="retrieval_events")
+    user = user_fk(null=True)
+    query = models.TextField()
+    scope = models.CharField(max_length=256, blank=True, default="")
+    filters = models.JSONField(default=dict, blank=True)
+    returned_memory_ids = ArrayField(models.UUIDField(), default=list, blank=True)
+    returned_scores = ArrayField(models.FloatField(), default=list, blank=True)
+    returned_artifact_ids = ArrayField(models.UUIDField(), default=list, blank=True)
+    # Per-result signal detail (vector / full-text rank and score) for the console.
+    details = models.JSONField(default=dict, blank=True)
+    replay_of = tenant_fk("self", null=True, db_column="replay_of")
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "retrieval_events"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["org", "-created_at"], name="retrieval_events_recent"),
+            models.Index(fields=["org", "agent", "-created_at"], name="retrieval_events_agent"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=RetrievalEventKind.values), name="retrieval_events_kind_valid"),
+            models.CheckConstraint(
+                condition=Q(returned_scores__len=models.Func(F("returned_memory_ids"), function="cardinality")),
+                name="retrieval_events_one_score_per_id",
+            ),
+        ]
+
+
+class Provenance(TenantModel):
+    """Lineage of exactly one memory, artifact or retrieval event (seed 002)."""
+
+    memory = tenant_fk(Memory, null=True, related_name="provenance_records")
+    artifact = tenant_fk(Artifact, null=True, related_name="provenance_records")
+    retrieval_event = tenant_fk(RetrievalEvent, null=True, related_name="provenance_records")
+    source_identity = models.CharField(max_length=256, blank=True, default="")
+    source_event = models.CharField(max_length=256, blank=True, default="")
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "provenance"
+        indexes = [
+            models.Index(fields=["org", "memory"], name="provenance_memory"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    Q(memory__isnull=False, artifact__isnull=True, retrieval_event__isnull=True)
+                    | Q(memory__isnull=True, artifact__isnull=False, retrieval_event__isnull=True)
+                    | Q(memory__isnull=True, artifact__isnull=True, retrieval_event__isnull=False)
+                ),
+                name="provenance_exactly_one_subject",
+            ),
+        ]

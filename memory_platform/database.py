@@ -1,0 +1,114 @@
+"""Facts about the database the product runs on, and the privileges of its runtime role."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.management.base import CommandError
+from django.db import connections
+from psycopg import sql
+
+logger = logging.getLogger(__name__)
+
+MINIMUM_PGVECTOR = (0, 8, 0)
+
+# Tables whose rows, once written, are history: the runtime role may add and erase them but
+# never rewrite them.
+APPEND_ONLY_TABLES = ("memory_versions", "retrieval_events")
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def describe(alias: str) -> str:
+    settings = connections[alias].settings_dict
+    host = settings.get("HOST") or "localhost"
+    return f"{settings.get('NAME')} on {host}:{settings.get('PORT') or 5432}"
+
+
+def pgvector_version(alias: str = "default") -> str | None:
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def require_pgvector(alias: str) -> str:
+    """Return the installed pgvector version, or raise a one-line CommandError saying what is missing."""
+    try:
+        installed = pgvector_version(alias)
+        if installed is None:
+            with connections[alias].cursor() as cursor:
+                cursor.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+                available = cursor.fetchone()
+    except Exception as exc:  # connection refused, bad password, no such database...
+        raise CommandError(f"cannot reach the database {describe(alias)}: {str(exc).strip().splitlines()[0]}") from exc
+    if installed is None:
+        if available is None:
+            raise CommandError(
+                f"the PostgreSQL server behind DATABASE_URL ({describe(alias)}) has no pgvector extension: "
+                "install pgvector >= 0.8 on that server (e.g. the pgvector/pgvector:pg16 image), "
+                "or unset DATABASE_URL to use the embedded server"
+            )
+        raise CommandError(
+            f"pgvector {available[0]} is available but not created in {describe(alias)}: "
+            "a superuser must run CREATE EXTENSION vector in that database"
+        )
+    if _version_tuple(installed) < MINIMUM_PGVECTOR:
+        raise CommandError(
+            f"pgvector {installed} in {describe(alias)} is too old: 0.8.0 or newer is required "
+            "(ALTER EXTENSION vector UPDATE after upgrading the package)"
+        )
+    return installed
+
+
+def _runtime_role(using: str) -> sql.Identifier | None:
+    runtime_user = connections["default"].settings_dict["USER"]
+    if not runtime_user or runtime_user == connections[using].settings_dict["USER"]:
+        logger.warning(
+            "DATABASE_URL and DATABASE_OWNER_URL use the same role: row-level security does not hold "
+            "against a table owner that can disable it; give the application its own role"
+        )
+        return None
+    return sql.Identifier(runtime_user)
+
+
+def grant_default_privileges(using: str = "owner") -> None:
+    """Before migrate: existing tables, and those the owner creates from now on, are readable
+    and writable by the runtime role (some of Django's own data migrations read through
+    `default`, so the grant cannot wait until the end).
+
+    Never TRUNCATE (which ignores row-level security) and no DDL right.
+    """
+    role = _runtime_role(using)
+    if role is None:
+        return
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(role))
+        cursor.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {}").format(role))
+        cursor.execute(sql.SQL("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}").format(role))
+        cursor.execute(
+            sql.SQL(
+                "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {}"
+            ).format(role)
+        )
+        cursor.execute(
+            sql.SQL("ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO {}").format(role)
+        )
+
+
+def restrict_runtime_privileges(sender, using="owner", **kwargs) -> None:
+    """After migrate: take back what the runtime role must not do, rewrite history or the
+    migration record."""
+    if getattr(sender, "label", None) != "memories":
+        return  # post_migrate fires once per app; one pass at the end is enough
+    role = _runtime_role(using)
+    if role is None:
+        return
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql.SQL("REVOKE INSERT, UPDATE, DELETE ON django_migrations FROM {}").format(role))
+        for table in APPEND_ONLY_TABLES:
+            cursor.execute("SELECT to_regclass(%s)", [table])
+            if cursor.fetchone()[0] is not None:  # absent after migrating to zero
+                cursor.execute(sql.SQL("REVOKE UPDATE ON {} FROM {}").format(sql.Identifier(table), role))

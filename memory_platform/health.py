@@ -1,0 +1,72 @@
+"""GET /health: is every part of the product up? JSON, 200 when all are, 503 when one is not."""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET
+
+from memory_platform import database
+
+
+def _timed(check):
+    started = time.perf_counter()
+    try:
+        report = check()
+    except Exception as exc:  # any failure of a dependency is a report, not a crash
+        report = {"ok": False, "error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
+    report["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    return report
+
+
+def check_database() -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('server_version'), current_user")
+        server_version, role = cursor.fetchone()
+    pgvector = database.pgvector_version()
+    return {
+        "ok": pgvector is not None,
+        "server_version": server_version,
+        "role": role,
+        "pgvector": pgvector,
+        "embedded": settings.EMBEDDED_POSTGRES,
+        **({} if pgvector else {"error": "pgvector extension is not installed"}),
+    }
+
+
+def _redis():
+    import django_rq
+
+    return django_rq.get_connection("default")
+
+
+def check_redis() -> dict:
+    info = _redis().info("server")
+    return {
+        "ok": True,
+        "server_version": info.get("valkey_version") or info.get("redis_version"),
+        "embedded": settings.EMBEDDED_REDIS,
+    }
+
+
+def check_worker() -> dict:
+    from rq import Worker
+
+    workers = Worker.all(connection=_redis())
+    return {
+        "ok": bool(workers),
+        "count": len(workers),
+        "workers": [{"name": w.name, "state": w.get_state(), "queues": w.queue_names()} for w in workers],
+        **({} if workers else {"error": "no RQ worker is running"}),
+    }
+
+
+@require_GET
+def health_view(request):
+    checks = {"database": _timed(check_database), "redis": _timed(check_redis)}
+    checks["worker"] = _timed(check_worker) if checks["redis"]["ok"] else {"ok": False, "error": "redis is down"}
+    healthy = all(check["ok"] for check in checks.values())
+    return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=200 if healthy else 503)

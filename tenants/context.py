@@ -1,0 +1,81 @@
+"""The tenant of the current transaction, as PostgreSQL's row-level security policies read it.
+
+Every policy compares a table's org_id with
+    nullif(current_setting('app.current_org_id', true), '')::uuid
+and lets rows through for a maintenance job only when app.service_account is 'on'. Both are
+set with set_config(..., is_local => true): they live exactly as long as the transaction, so
+a pooled connection never carries one request's tenant into the next.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import connections, transaction
+
+ORG_SETTING = "app.current_org_id"
+SERVICE_ACCOUNT_SETTING = "app.service_account"
+
+
+class TenantContextError(RuntimeError):
+    """The tenant was set outside a transaction, where it would vanish at once."""
+
+
+def _set(using: str, org_id: str, service_account: str) -> None:
+    connection = connections[using]
+    if not connection.in_atomic_block:
+        raise TenantContextError("the tenant can only be set inside a transaction (transaction.atomic)")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config(%s, %s, true), set_config(%s, %s, true)",
+            [ORG_SETTING, org_id, SERVICE_ACCOUNT_SETTING, service_account],
+        )
+
+
+def _get(using: str) -> tuple[str, str]:
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(current_setting(%s, true), ''), coalesce(current_setting(%s, true), '')",
+            [ORG_SETTING, SERVICE_ACCOUNT_SETTING],
+        )
+        return cursor.fetchone()
+
+
+def activate_org(org_id: uuid.UUID | str, *, using: str = "default") -> None:
+    """Make org_id the tenant for the rest of the current transaction."""
+    _set(using, str(uuid.UUID(str(org_id))), "")
+
+
+def deactivate(*, using: str = "default") -> None:
+    _set(using, "", "")
+
+
+def current_org_id(*, using: str = "default") -> uuid.UUID | None:
+    org_id, _ = _get(using)
+    return uuid.UUID(org_id) if org_id else None
+
+
+@contextmanager
+def _scoped(org_id: str, service_account: str, using: str) -> Iterator[None]:
+    with transaction.atomic(using=using):
+        previous = _get(using)
+        _set(using, org_id, service_account)
+        yield
+        # Restore the enclosing scope (if the block raised, the savepoint rollback already has).
+        _set(using, *previous)
+
+
+def tenant_context(org_id: uuid.UUID | str, *, using: str = "default"):
+    """Run a block as organisation org_id: for jobs, commands and tests.
+
+        with tenant_context(memory.org_id):
+            ...
+    """
+    return _scoped(str(uuid.UUID(str(org_id))), "", using)
+
+
+def service_account(*, using: str = "default"):
+    """Run a block with cross-tenant access, for maintenance jobs and administration only."""
+    return _scoped("", "on", using)

@@ -1,0 +1,23 @@
+from django.db import transaction
+
+from tenants import context
+
+
+class TenantTransactionMiddleware:
+    """Wrap the whole request (later middleware, view and template rendering) in one transaction.
+
+    The request starts with no tenant: every tenant table reads as empty until authentication
+    (an API key, an operator's chosen organisation) calls context.activate_org(). A response
+    with an error status rolls the transaction back, so a rejected request changes nothing.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with transaction.atomic():
+            context.deactivate()
+            response = self.get_response(request)
+            if response.status_code >= 400:
+                transaction.set_rollback(True)
+        return response

@@ -1,0 +1,174 @@
+"""Organisations and who acts for them: agents, their sessions and API keys, operator memberships.
+
+Every table here but organizations carries org_id, and every reference between tenant rows is
+a composite foreign key (org_id, x_id) -> (org_id, id): a row can never point into another
+organisation, and the tables can be distributed by org_id (docs/adr/0032).
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Length
+
+# `content__length__gt=0` and the like, in check constraints and queries.
+models.CharField.register_lookup(Length)
+models.TextField.register_lookup(Length)
+
+
+class Organization(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=64, unique=True)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "organizations"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TenantModel(models.Model):
+    """A row owned by one organisation; row-level security keys on org_id."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # The constraint (ON DELETE CASCADE) is declared by the migration, like every other here.
+    org = models.ForeignKey(
+        Organization,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # the (org_id, id) primary key leads with it
+        db_column="org_id",
+        related_name="+",
+    )
+
+    class Meta:
+        abstract = True
+
+
+def tenant_fk(to, *, null=False, related_name="+", db_column=None, **kwargs):
+    """A reference to another tenant row.
+
+    The database owns the constraint and its ON DELETE action: a composite foreign key
+    (org_id, <column>) -> (org_id, id) declared in the migration (memory_platform/schema.py).
+    Django neither creates a single-column constraint nor emulates cascades in Python.
+    """
+    return models.ForeignKey(
+        to,
+        on_delete=models.DO_NOTHING,
+        null=null,
+        blank=null,
+        db_constraint=False,
+        db_index=False,  # the migration indexes (org_id, <column>) with the constraint
+        related_name=related_name,
+        db_column=db_column,
+        **kwargs,
+    )
+
+
+def user_fk(*, null=False, related_name="+"):
+    """A reference to an operator account; the migration declares its ON DELETE action."""
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # indexed with the constraint the migration declares
+        null=null,
+        blank=null,
+        related_name=related_name,
+    )
+
+
+class Agent(TenantModel):
+    name = models.CharField(max_length=128)
+    description = models.TextField(blank=True, default="")
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "agents"
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["org", "name"], name="agents_org_name_unique"),
+            models.CheckConstraint(condition=~Q(name=""), name="agents_name_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Session(TenantModel):
+    """A conversation or task run of an agent (seed 000's prerequisite, seed 002's sessions)."""
+
+    agent = tenant_fk(Agent, null=True, related_name="sessions")
+    scope = models.CharField(max_length=256, blank=True, default="")
+    external_id = models.CharField(max_length=256, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "sessions"
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["org", "agent", "-started_at"], name="sessions_org_agent_started")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(ended_at__isnull=True) | Q(ended_at__gte=models.F("started_at")),
+                name="sessions_ends_after_start",
+            ),
+        ]
+
+
+class ApiKey(TenantModel):
+    """A bearer key for one agent. Only its SHA-256 is stored; the key is shown once."""
+
+    agent = tenant_fk(Agent, related_name="api_keys")
+    name = models.CharField(max_length=128, blank=True, default="")
+    prefix = models.CharField(max_length=16, help_text="The key's first characters, to recognise it.")
+    key_hash = models.CharField(max_length=64)
+    created_by = user_fk(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "api_keys"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["key_hash"], name="api_keys_key_hash")]
+        constraints = [
+            models.UniqueConstraint(fields=["org", "key_hash"], name="api_keys_org_key_hash_unique"),
+            models.CheckConstraint(condition=Q(key_hash__regex=r"^[0-9a-f]{64}$"), name="api_keys_hash_is_sha256"),
+        ]
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name or 'unnamed'})"
+
+
+class Membership(TenantModel):
+    """An operator's role in one organisation."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "Viewer"
+        OPERATOR = "operator", "Operator"
+        ADMIN = "admin", "Admin"
+
+    user = user_fk(related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "memberships"
+        constraints = [
+            models.UniqueConstraint(fields=["org", "user"], name="memberships_org_user_unique"),
+            models.CheckConstraint(condition=Q(role__in=["viewer", "operator", "admin"]), name="memberships_role_valid"),
+        ]

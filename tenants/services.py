@@ -1,0 +1,66 @@
+"""Writes for tenancy: organisations, agents, API keys."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from tenants.context import service_account, tenant_context
+from tenants.models import Agent, ApiKey, Organization
+
+API_KEY_PREFIX = "mp_"
+DISPLAY_PREFIX_LENGTH = 11  # "mp_" and 8 characters of the secret
+
+
+def api_key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def organization_create(*, name: str, slug: str | None = None) -> Organization:
+    """Create an organisation. Creating a tenant is cross-tenant work: it runs as the service account."""
+    with service_account():
+        return Organization.objects.create(name=name, slug=slug or slugify(name)[:64])
+
+
+def organization_get_or_create(*, name: str, slug: str) -> tuple[Organization, bool]:
+    with service_account():
+        return Organization.objects.get_or_create(slug=slug, defaults={"name": name})
+
+
+def agent_create(*, org: Organization, name: str, description: str = "") -> Agent:
+    with tenant_context(org.id):
+        return Agent.objects.create(org=org, name=name, description=description)
+
+
+def agent_get_or_create(*, org: Organization, name: str) -> tuple[Agent, bool]:
+    with tenant_context(org.id):
+        return Agent.objects.get_or_create(org=org, name=name)
+
+
+def api_key_issue(*, agent: Agent, name: str = "", created_by=None) -> tuple[ApiKey, str]:
+    """Issue a key for an agent. Returns the row and the key itself, which is never stored:
+    show it once."""
+    key = API_KEY_PREFIX + secrets.token_urlsafe(32)
+    with tenant_context(agent.org_id):
+        api_key = ApiKey.objects.create(
+            org_id=agent.org_id,
+            agent=agent,
+            name=name,
+            prefix=key[:DISPLAY_PREFIX_LENGTH],
+            key_hash=api_key_hash(key),
+            created_by=created_by,
+        )
+    return api_key, key
+
+
+@transaction.atomic
+def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+    with tenant_context(api_key.org_id):
+        if api_key.revoked_at is None:
+            api_key.revoked_at = timezone.now()
+            api_key.save(update_fields=["revoked_at"])
+    return api_key

@@ -1,0 +1,63 @@
+"""Test database set-up and two-tenant fixtures.
+
+The suite runs against real PostgreSQL + pgvector and Redis (embedded servers under
+.data/test unless DATABASE_URL / REDIS_URL say otherwise), connected as the same two roles
+as production: tests read and write through `default`, the runtime role that row-level
+security applies to; the test database is created and migrated through `owner`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.db import connections
+
+from tests import factories
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_test_environment, django_db_blocker):
+    """Create the test database as the owner role, and point the runtime role at it.
+
+    Django's own set-up would create and migrate the database through `default`, which may
+    neither create databases nor tables; and it would treat `owner` as a second database.
+    """
+    owner, default = connections["owner"], connections["default"]
+    real_name = default.settings_dict["NAME"]
+    with django_db_blocker.unblock():
+        test_name = owner.creation._get_test_db_name()
+        # Set first: Django's own data migrations read some tables through `default`.
+        for alias in ("default", "owner"):
+            connections[alias].close()
+            connections[alias].settings_dict["NAME"] = test_name
+            settings.DATABASES[alias]["NAME"] = test_name
+        owner.settings_dict["NAME"] = real_name
+        owner.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+        default.close()
+    yield
+    with django_db_blocker.unblock():
+        default.close()
+        owner.creation.destroy_test_db(real_name, verbosity=0)
+        default.settings_dict["NAME"] = real_name
+        settings.DATABASES["default"]["NAME"] = real_name
+
+
+@pytest.fixture
+def org_a(db):
+    return factories.organization("Alpha Corp")
+
+
+@pytest.fixture
+def org_b(db):
+    return factories.organization("Beta Corp")
+
+
+@pytest.fixture
+def tenant_a(org_a):
+    """Organisation A with one row in every tenant table."""
+    return factories.populated_tenant(org_a)
+
+
+@pytest.fixture
+def tenant_b(org_b):
+    return factories.populated_tenant(org_b)

@@ -1,0 +1,113 @@
+"""Rows for tests, written through the runtime role inside the owning tenant's context."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from itertools import count
+
+from django.contrib.auth import get_user_model
+
+from memories.models import (
+    EMBEDDING_DIMENSIONS,
+    Artifact,
+    Memory,
+    MemoryArtifact,
+    MemoryRelationship,
+    MemoryTag,
+    MemoryVersion,
+    Provenance,
+    RetrievalEvent,
+)
+from tenants import services
+from tenants.context import tenant_context
+from tenants.models import Agent, ApiKey, Membership, Organization, Session
+
+_sequence = count(1)
+
+
+def organization(name: str) -> Organization:
+    return services.organization_create(name=name, slug=f"{name.lower().replace(' ', '-')}-{next(_sequence)}")
+
+
+def unit_vector(seed: int, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    rng = random.Random(seed)
+    values = [rng.gauss(0, 1) for _ in range(dimensions)]
+    norm = sum(v * v for v in values) ** 0.5
+    return [v / norm for v in values]
+
+
+def memory(*, org, agent, content: str, **fields) -> Memory:
+    with tenant_context(org.id):
+        embedding = fields.pop("embedding", unit_vector(next(_sequence)))
+        return Memory.objects.create(
+            org=org,
+            agent=agent,
+            content=content,
+            content_hash=hashlib.sha256(content.encode()).hexdigest(),
+            category=fields.pop("category", Memory.Category.FACTUAL),
+            embedding=embedding,
+            embedding_model="all-MiniLM-L6-v2" if embedding is not None else "",
+            embedding_dimensions=EMBEDDING_DIMENSIONS if embedding is not None else None,
+            **fields,
+        )
+
+
+@dataclass
+class Tenant:
+    org: Organization
+    agent: Agent
+    session: Session
+    api_key: ApiKey
+    membership: Membership
+    memory: Memory
+    other_memory: Memory
+    version: MemoryVersion
+    relationship: MemoryRelationship
+    tag: MemoryTag
+    artifact: Artifact
+    memory_artifact: MemoryArtifact
+    retrieval_event: RetrievalEvent
+    provenance: Provenance
+
+    def rows(self) -> dict[type, object]:
+        """One row of every tenant table, by model."""
+        return {type(row): row for row in vars(self).values()}
+
+
+def populated_tenant(org: Organization) -> Tenant:
+    """An organisation with at least one row in every tenant table."""
+    n = next(_sequence)
+    agent = services.agent_create(org=org, name=f"agent-{n}")
+    api_key, _ = services.api_key_issue(agent=agent, name="test key")
+    user = get_user_model().objects.create_user(username=f"operator-{n}", password="not-used-here")
+    with tenant_context(org.id):
+        session = Session.objects.create(org=org, agent=agent, scope="memories/user-1")
+        membership = Membership.objects.create(org=org, user=user, role=Membership.Role.OPERATOR)
+        first = memory(org=org, agent=agent, session=session, scope="memories/user-1",
+                       content=f"{org.name} prefers tea over coffee")
+        second = memory(org=org, agent=agent, scope="memories/user-1", content=f"{org.name} works in Lisbon")
+        version = MemoryVersion.objects.create(
+            org=org, memory=first, version_num=1, operation="create", content=first.content,
+            category=first.category, confidence=first.confidence, status=first.status,
+            changed_by_type="agent", changed_by_agent=agent,
+        )
+        relationship = MemoryRelationship.objects.create(
+            org=org, source=second, target=first, relation_type="supports"
+        )
+        tag = MemoryTag.objects.create(org=org, memory=first, tag="drinks")
+        artifact = Artifact.objects.create(
+            org=org, scope="memories/user-1", sha256="a" * 64, storage_uri="s3://bucket/doc", artifact_type="document"
+        )
+        link = MemoryArtifact.objects.create(org=org, memory=first, artifact=artifact, scope="memories/user-1")
+        event = RetrievalEvent.objects.create(
+            org=org, kind="search", agent=agent, query="what does the user drink?",
+            returned_memory_ids=[first.id], returned_scores=[0.9], returned_artifact_ids=[artifact.id],
+        )
+        provenance = Provenance.objects.create(org=org, memory=first, source_identity="chat", source_event="turn-1")
+    return Tenant(
+        org=org, agent=agent, session=session, api_key=api_key, membership=membership, memory=first,
+        other_memory=second, version=version, relationship=relationship, tag=tag, artifact=artifact,
+        memory_artifact=link, retrieval_event=event, provenance=provenance,
+    )

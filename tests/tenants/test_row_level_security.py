@@ -1,0 +1,195 @@
+"""Tenant isolation, tried the way an attacker or a buggy view would: through the
+application's own connection (the runtime role), by ORM and by raw SQL, on every tenant table."""
+
+import uuid
+
+import pytest
+from django.apps import apps
+from django.db import DatabaseError, IntegrityError, ProgrammingError, connection, transaction
+
+from memories.models import MemoryRelationship, MemoryArtifact, Artifact
+from tenants.context import service_account, tenant_context
+from tenants.models import Organization, TenantModel
+
+TENANT_MODELS = sorted(
+    (model for model in apps.get_models() if issubclass(model, TenantModel)), key=lambda m: m._meta.db_table
+)
+APPEND_ONLY = {"memory_versions", "retrieval_events"}
+
+
+def table(model) -> str:
+    return model._meta.db_table
+
+
+def raw(sql, params=()):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall() if cursor.description else cursor.rowcount
+
+
+# --------------------------------------------------------------------------- the catalog
+
+
+def tables_with_org_id() -> set[str]:
+    rows = raw(
+        """
+        SELECT c.relname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+        WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
+          AND a.attname = 'org_id' AND NOT a.attisdropped
+        """
+    )
+    return {name for (name,) in rows}
+
+
+@pytest.mark.django_db
+def test_every_table_with_org_id_is_a_tenant_model_and_vice_versa():
+    assert tables_with_org_id() == {table(model) for model in TENANT_MODELS}
+    assert len(TENANT_MODELS) == 12
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted({table(m) for m in TENANT_MODELS} | {"organizations"}))
+def test_tenant_table_has_forced_row_level_security_and_a_policy(name):
+    [(enabled, forced)] = raw(
+        "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = %s::regclass", [name]
+    )
+    assert enabled and forced
+    policies = raw("SELECT cmd, permissive, qual, with_check FROM pg_policies WHERE tablename = %s", [name])
+    assert len(policies) == 1
+    cmd, permissive, qual, with_check = policies[0]
+    assert cmd == "ALL" and permissive == "PERMISSIVE"
+    for expression in (qual, with_check):
+        assert "current_setting('app.current_org_id'::text, true)" in expression
+        assert "NULLIF" in expression  # an unset tenant reads as NULL, never as a cast error
+        assert "app.service_account" in expression
+
+
+@pytest.mark.django_db
+def test_runtime_role_is_not_superuser_cannot_bypass_rls_and_owns_nothing():
+    [(role, superuser, bypass, createrole)] = raw(
+        "SELECT rolname, rolsuper, rolbypassrls, rolcreaterole FROM pg_roles WHERE rolname = current_user"
+    )
+    assert (superuser, bypass, createrole) == (False, False, False)
+    assert raw("SELECT count(*) FROM pg_class WHERE relowner = (SELECT oid FROM pg_roles WHERE rolname = %s)",
+               [role]) == [(0,)]
+    # ...and the tables do have an owner, one that is not the runtime role.
+    [(owner,)] = raw("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'memories'::regclass")
+    assert owner != role
+
+
+@pytest.mark.django_db
+def test_runtime_role_cannot_disable_rls_or_truncate():
+    for statement in ("ALTER TABLE memories DISABLE ROW LEVEL SECURITY", "TRUNCATE memories", "SET ROLE memory_owner"):
+        with pytest.raises(ProgrammingError), transaction.atomic():
+            raw(statement)
+
+
+# --------------------------------------------------------------------------- reads
+
+
+@pytest.mark.parametrize("model", TENANT_MODELS, ids=table)
+def test_with_a_set_no_row_of_b_is_visible_by_orm_or_raw_sql(model, tenant_a, tenant_b):
+    with tenant_context(tenant_a.org.id):
+        assert not model.objects.filter(org_id=tenant_b.org.id).exists()
+        assert not model.objects.filter(pk=tenant_b.rows()[model].pk).exists()
+        assert set(model.objects.values_list("org_id", flat=True)) == {tenant_a.org.id}
+        assert raw(f"SELECT count(*) FROM {table(model)} WHERE org_id = %s", [tenant_b.org.id]) == [(0,)]
+        assert raw(f"SELECT DISTINCT org_id FROM {table(model)}") == [(tenant_a.org.id,)]
+
+
+@pytest.mark.parametrize("model", [*TENANT_MODELS, Organization], ids=table)
+def test_with_no_organisation_set_every_tenant_table_reads_empty(model, tenant_a, tenant_b):
+    assert model.objects.count() == 0
+    assert raw(f"SELECT count(*) FROM {table(model)}") == [(0,)]
+
+
+def test_organisations_table_shows_only_the_current_organisation(tenant_a, tenant_b):
+    with tenant_context(tenant_a.org.id):
+        assert list(Organization.objects.all()) == [tenant_a.org]
+        assert Organization.objects.filter(pk=tenant_b.org.pk).update(name="taken over") == 0
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def row_copy_for(model, row, org):
+    """A new row shaped like `row` but claiming organisation `org`."""
+    copy = model.objects.model(**{
+        f.attname: getattr(row, f.attname) for f in model._meta.concrete_fields if not f.generated
+    })
+    copy.pk = uuid.uuid4()
+    copy.org_id = org.id
+    return copy
+
+
+@pytest.mark.parametrize("model", TENANT_MODELS, ids=table)
+def test_inserting_a_row_for_b_while_a_is_set_fails(model, tenant_a, tenant_b):
+    intruder = row_copy_for(model, tenant_a.rows()[model], tenant_b.org)
+    with tenant_context(tenant_a.org.id):
+        with pytest.raises(ProgrammingError, match="row-level security"), transaction.atomic():
+            intruder.save(force_insert=True)
+    with service_account():
+        assert not model.objects.filter(pk=intruder.pk).exists()
+
+
+@pytest.mark.parametrize("model", TENANT_MODELS, ids=table)
+def test_updating_or_deleting_b_rows_while_a_is_set_affects_nothing(model, tenant_a, tenant_b):
+    victim = tenant_b.rows()[model]
+    with tenant_context(tenant_a.org.id):
+        if table(model) in APPEND_ONLY:
+            # History tables: the runtime role may not UPDATE them at all.
+            with pytest.raises(ProgrammingError, match="permission denied"), transaction.atomic():
+                raw(f"UPDATE {table(model)} SET org_id = org_id WHERE id = %s", [victim.pk])
+        else:
+            assert model.objects.filter(pk=victim.pk).update(org_id=tenant_a.org.id) == 0
+            assert raw(f"UPDATE {table(model)} SET org_id = org_id WHERE id = %s", [victim.pk]) == 0
+        assert model.objects.filter(pk=victim.pk).delete()[0] == 0
+        assert raw(f"DELETE FROM {table(model)} WHERE org_id = %s", [tenant_b.org.id]) == 0
+    with tenant_context(tenant_b.org.id):
+        assert model.objects.filter(pk=victim.pk).exists()
+
+
+@pytest.mark.parametrize("model", [m for m in TENANT_MODELS if table(m) not in APPEND_ONLY], ids=table)
+def test_moving_a_row_of_a_to_b_fails(model, tenant_a, tenant_b):
+    row = tenant_a.rows()[model]
+    with tenant_context(tenant_a.org.id):
+        with pytest.raises(ProgrammingError, match="row-level security"), transaction.atomic():
+            model.objects.filter(pk=row.pk).update(org_id=tenant_b.org.id)
+        with pytest.raises(ProgrammingError, match="row-level security"), transaction.atomic():
+            raw(f"UPDATE {table(model)} SET org_id = %s WHERE id = %s", [tenant_b.org.id, row.pk])
+        assert model.objects.get(pk=row.pk).org_id == tenant_a.org.id
+
+
+# --------------------------------------------------------------------------- references
+
+
+def test_a_relationship_cannot_point_at_another_organisations_memory(tenant_a, tenant_b):
+    """Foreign-key checks ignore row-level security; the composite (org_id, id) keys do not."""
+    with tenant_context(tenant_a.org.id):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            MemoryRelationship.objects.create(
+                org=tenant_a.org, source=tenant_a.memory, target_id=tenant_b.memory.id, relation_type="contradicts"
+            )
+
+
+def test_an_artifact_can_only_be_linked_to_a_memory_of_the_same_scope(tenant_a):
+    with tenant_context(tenant_a.org.id):
+        elsewhere = Artifact.objects.create(
+            org=tenant_a.org, scope="projects/other", sha256="b" * 64, storage_uri="s3://b/c", artifact_type="log"
+        )
+        for scope in ("projects/other", "memories/user-1"):
+            with pytest.raises(IntegrityError), transaction.atomic():
+                MemoryArtifact.objects.create(org=tenant_a.org, memory=tenant_a.memory, artifact=elsewhere, scope=scope)
+
+
+def test_a_memory_linked_to_artifacts_cannot_change_scope_alone(tenant_a):
+    with tenant_context(tenant_a.org.id):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            type(tenant_a.memory).objects.filter(pk=tenant_a.memory.pk).update(scope="memories/user-2")
+
+
+def test_errors_inside_a_tenant_context_do_not_leak_it(tenant_a):
+    with pytest.raises(DatabaseError):
+        with tenant_context(tenant_a.org.id):
+            raw("SELECT 1/0")
+    assert type(tenant_a.memory).objects.count() == 0
