@@ -1,6 +1,7 @@
 import pytest
 
 from tenants import context
+from tests.markers import committing
 from tenants.models import Agent
 
 
@@ -28,7 +29,7 @@ def test_service_account_sees_every_organisation(tenant_a, tenant_b):
     assert not Agent.objects.exists()
 
 
-@pytest.mark.django_db(transaction=True)
+@committing
 def test_the_tenant_cannot_be_set_outside_a_transaction():
     """In autocommit a set_config(..., true) would vanish with its one-statement transaction."""
     with pytest.raises(context.TenantContextError):
