@@ -203,8 +203,8 @@ class Memory(TenantModel):
             ),
             models.CheckConstraint(
                 condition=(Q(embedding__isnull=True) & Q(embedding_dimensions__isnull=True))
-                | (Q(embedding__isnull=False) & Q(embedding_dimensions=EMBEDDING_DIMENSIONS)
-                   & ~Q(embedding_model="")),
+                | (Q(embedding__isnull=False, embedding_dimensions__isnull=False)
+                   & Q(embedding_dimensions=EMBEDDING_DIMENSIONS) & ~Q(embedding_model="")),
                 name="memories_embedding_described",
             ),
             models.CheckConstraint(condition=~Q(superseded_by=F("id")), name="memories_not_superseded_by_itself"),

@@ -107,7 +107,9 @@ SET_UPDATED_AT_FUNCTION = migrations.RunSQL(
     """
     CREATE FUNCTION set_updated_at() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        NEW.updated_at := now();
+        -- clock_timestamp(), not now(): a row updated later in the transaction that created it
+        -- must not appear updated before it was created.
+        NEW.updated_at := clock_timestamp();
         RETURN NEW;
     END
     $$;

@@ -94,7 +94,8 @@ def _database(url: str) -> dict:
 if env("DATABASE_URL", default=""):
     DATABASE_URL = env("DATABASE_URL")
     DATABASE_OWNER_URL = env("DATABASE_OWNER_URL", default=DATABASE_URL)
-    EMBEDDED_POSTGRES = False
+    # `manage.py run` hands the embedded servers' URLs to its children and says so here.
+    EMBEDDED_POSTGRES = env.bool("MEMORY_PLATFORM_EMBEDDED_POSTGRES", default=False)
 else:
     _postgres = local_services.ensure_postgres()
     DATABASE_URL = _postgres.url(user=local_services.APP_ROLE)
@@ -109,7 +110,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if env("REDIS_URL", default=""):
     REDIS_URL = env("REDIS_URL")
-    EMBEDDED_REDIS = False
+    EMBEDDED_REDIS = env.bool("MEMORY_PLATFORM_EMBEDDED_REDIS", default=False)
 else:
     REDIS_URL = local_services.ensure_redis().url
     EMBEDDED_REDIS = True
@@ -169,11 +170,7 @@ MEMORY_PLATFORM = {
     "VECTOR_INDEX": env.str("MEMORY_PLATFORM_VECTOR_INDEX", default="hnsw"),
     "HNSW_M": env.int("MEMORY_PLATFORM_HNSW_M", default=16),
     "HNSW_EF_CONSTRUCTION": env.int("MEMORY_PLATFORM_HNSW_EF_CONSTRUCTION", default=64),
-    "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=100),
     "IVFFLAT_LISTS": env.int("MEMORY_PLATFORM_IVFFLAT_LISTS", default=100),
-    "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=10),
-    "EMBEDDING_MODEL": env.str("MEMORY_PLATFORM_EMBEDDING_MODEL", default="all-MiniLM-L6-v2"),
-    "EMBEDDING_DIMENSIONS": 384,
 }
 
 LOGGING = {
