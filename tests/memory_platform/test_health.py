@@ -1,0 +1,61 @@
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from django.conf import settings
+
+from tests.markers import committing
+
+
+def worker_env() -> dict:
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_platform.settings.test",
+        "DATABASE_URL": settings.DATABASE_URL,
+        "DATABASE_OWNER_URL": settings.DATABASE_OWNER_URL,
+        "REDIS_URL": settings.REDIS_URL,
+    }
+
+
+def wait_for(client, predicate, seconds=30):
+    deadline = time.monotonic() + seconds
+    while True:
+        response = client.get("/health")
+        if predicate(response.json()) or time.monotonic() > deadline:
+            return response
+        time.sleep(0.2)
+
+
+@committing
+def test_health_reports_database_pgvector_redis_and_worker(client):
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "rqworker", "default", "--name", f"health-test-{os.getpid()}"],
+        cwd=settings.BASE_DIR, env=worker_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        response = wait_for(client, lambda body: body["worker"]["ok"])
+        body = response.json()
+        assert response.status_code == 200, body
+        assert body["status"] == "ok"
+        assert body["database"]["ok"] and body["database"]["role"] == settings.DATABASES["default"]["USER"]
+        assert tuple(int(p) for p in body["database"]["pgvector"].split(".")) >= (0, 8, 0)
+        assert body["redis"]["ok"] and body["redis"]["server_version"]
+        assert f"health-test-{os.getpid()}" in [w["name"] for w in body["worker"]["workers"]]
+    finally:
+        worker.terminate()
+        worker.wait(timeout=20)
+    # A worker that shut down unregisters itself: the product is then degraded, and says so.
+    response = wait_for(client, lambda body: f"health-test-{os.getpid()}" not in
+                        [w["name"] for w in body["worker"].get("workers", [])])
+    body = response.json()
+    if not body["worker"]["ok"]:  # another worker may share this Redis; only then is it still ok
+        assert response.status_code == 503
+        assert body["status"] == "degraded" and "no RQ worker" in body["worker"]["error"]
+
+
+@pytest.mark.django_db
+def test_health_answers_json_and_only_to_get(client):
+    response = client.post("/health")
+    assert response.status_code == 405
