@@ -1,0 +1,81 @@
+"""Migrations, applied to a database of their own: twice (the second run changes nothing),
+then reversed to zero and applied again."""
+
+import io
+import uuid
+
+import psycopg
+import pytest
+from django.core.management import call_command
+from django.db import connections
+
+from memory_platform.local_services import PostgresEndpoint
+
+APPS_IN_REVERSE = ["memories", "tenants", "admin", "sessions", "django_rq", "auth", "contenttypes"]
+
+
+def catalog_snapshot(alias: str) -> dict:
+    """Everything migrate can change that matters: columns, constraints, indexes, policies,
+    triggers, row-level security flags, functions and the runtime role's grants."""
+    queries = {
+        "columns": """SELECT table_name, column_name, data_type, is_nullable, column_default, is_generated
+                      FROM information_schema.columns WHERE table_schema = 'public'""",
+        "constraints": """SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid)
+                          FROM pg_constraint WHERE connamespace = 'public'::regnamespace""",
+        "indexes": "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'",
+        "policies": "SELECT tablename, policyname, cmd, qual, with_check FROM pg_policies",
+        "triggers": "SELECT tgrelid::regclass::text, tgname FROM pg_trigger WHERE NOT tgisinternal",
+        "rls": """SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class
+                  WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'""",
+        "functions": "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace",
+        "grants": """SELECT table_name, grantee, privilege_type FROM information_schema.role_table_grants
+                     WHERE table_schema = 'public'""",
+    }
+    with connections[alias].cursor() as cursor:
+        snapshot = {}
+        for name, sql in queries.items():
+            cursor.execute(sql)
+            snapshot[name] = sorted(cursor.fetchall(), key=repr)
+    return snapshot
+
+
+@pytest.fixture
+def scratch(django_db_setup, django_db_blocker):
+    """A database of its own (Django's data migrations still read some tables through
+    `default`, which django_db_setup points at the migrated test database)."""
+    owner = connections["owner"].settings_dict
+    name = f"migrations_{uuid.uuid4().hex[:8]}"
+    admin_url = PostgresEndpoint(owner["HOST"], owner["PORT"] or 5432).url(user=owner["USER"], database=owner["NAME"])
+    if owner.get("PASSWORD"):
+        admin_url = admin_url.replace(f"{owner['USER']}@", f"{owner['USER']}:{owner['PASSWORD']}@", 1)
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # from template1, which carries pgvector
+    connections.settings["scratch"] = {**owner, "NAME": name}
+    with django_db_blocker.unblock():
+        yield "scratch"
+        connections["scratch"].close()
+    del connections["scratch"]
+    del connections.settings["scratch"]
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_migrate_twice_changes_nothing_and_migrations_reverse_to_zero(scratch):
+    call_command("migrate", database=scratch, verbosity=0)
+    applied = catalog_snapshot(scratch)
+    assert any(table == "memories" for table, *_ in applied["rls"])
+
+    output = io.StringIO()
+    call_command("migrate", database=scratch, verbosity=1, stdout=output)
+    assert "No migrations to apply." in output.getvalue()
+    assert catalog_snapshot(scratch) == applied
+
+    for app in APPS_IN_REVERSE:
+        call_command("migrate", app, "zero", database=scratch, verbosity=0)
+    emptied = catalog_snapshot(scratch)
+    assert [table for table, *_ in emptied["rls"]] == ["django_migrations"]
+    assert emptied["policies"] == [] and emptied["triggers"] == []
+    assert not {"set_updated_at", "forbid_rewrite"} & {name for (name,) in emptied["functions"]}
+
+    call_command("migrate", database=scratch, verbosity=0)
+    assert catalog_snapshot(scratch) == applied
