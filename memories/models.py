@@ -159,8 +159,11 @@ class Memory(TenantModel):
             ),
         ]
         constraints = [
+            # Exact dedup (seed 000) for free-form memories; keyed store items (seed 003) are
+            # identified, and upserted, by their key instead (docs/adr/0032).
             models.UniqueConstraint(
-                fields=["org", "agent", "content_hash"], condition=LIVE, name="memories_content_hash_live_unique"
+                fields=["org", "agent", "content_hash"], condition=LIVE & Q(key__isnull=True),
+                name="memories_content_hash_live_unique",
             ),
             models.UniqueConstraint(
                 fields=["org", "scope", "key"], condition=Q(key__isnull=False, deleted_at__isnull=True),
@@ -440,4 +443,49 @@ class Provenance(TenantModel):
                 ),
                 name="provenance_exactly_one_subject",
             ),
+        ]
+
+
+class DuplicateCandidate(TenantModel):
+    """A live memory found close to a newly written one (cosine similarity at or above
+    MEMORY_PLATFORM["NEAR_DUPLICATE_SIMILARITY"], same agent), waiting for review."""
+
+    memory = tenant_fk(Memory, related_name="duplicate_candidates")
+    candidate = tenant_fk(Memory, related_name="+")
+    similarity = models.FloatField()
+    detected_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution = models.CharField(max_length=32, blank=True, default="")
+
+    class Meta:
+        db_table = "memory_duplicate_candidates"
+        indexes = [
+            models.Index(
+                fields=["org", "-detected_at"], condition=Q(resolved_at__isnull=True), name="duplicate_candidates_open"
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["org", "memory", "candidate"], name="duplicate_candidates_unique"),
+            models.CheckConstraint(condition=~Q(memory=F("candidate")), name="duplicate_candidates_not_itself"),
+            models.CheckConstraint(
+                condition=Q(similarity__gte=-1) & Q(similarity__lte=1), name="duplicate_candidates_similarity_range"
+            ),
+        ]
+
+
+class IdempotencyRecord(TenantModel):
+    """The first response to a POST carrying an Idempotency-Key, replayed for retries."""
+
+    agent = tenant_fk(Agent, related_name="+")
+    key = models.CharField(max_length=255)
+    request_fingerprint = models.CharField(max_length=64, help_text="SHA-256 of method, path and body.")
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "idempotency_records"
+        indexes = [models.Index(fields=["created_at"], name="idempotency_records_created")]
+        constraints = [
+            models.UniqueConstraint(fields=["org", "agent", "key"], name="idempotency_records_unique"),
         ]

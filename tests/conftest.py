@@ -61,3 +61,30 @@ def tenant_a(org_a):
 @pytest.fixture
 def tenant_b(org_b):
     return factories.populated_tenant(org_b)
+
+
+@pytest.fixture
+def api_client_for():
+    """An API client authenticated with a fresh key of the given agent."""
+    from rest_framework.test import APIClient
+
+    from tenants import services
+
+    def make(agent):
+        _, key = services.api_key_issue(agent=agent, name="test client")
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        client.key = key
+        return client
+
+    return make
+
+
+@pytest.fixture
+def api_a(tenant_a, api_client_for):
+    return api_client_for(tenant_a.agent)
+
+
+@pytest.fixture
+def api_b(tenant_b, api_client_for):
+    return api_client_for(tenant_b.agent)

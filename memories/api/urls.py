@@ -1,0 +1,24 @@
+from django.urls import path
+
+from memories.api import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("memories", views.MemoryCollectionView.as_view(), name="memories"),
+    path("memories/<uuid:memory_id>", views.MemoryDetailView.as_view(), name="memory"),
+    path("memories/<uuid:memory_id>/restore", views.MemoryRestoreView.as_view(), name="memory-restore"),
+    path("memories/<uuid:memory_id>/confirm", views.MemoryConfirmView.as_view(), name="memory-confirm"),
+    path("memories/<uuid:memory_id>/supersede", views.MemorySupersedeView.as_view(), name="memory-supersede"),
+    path("memories/<uuid:memory_id>/correct", views.MemorySupersedeView.as_view(), name="memory-correct"),
+    path("memories/<uuid:memory_id>/feedback", views.MemoryFeedbackView.as_view(), name="memory-feedback"),
+    path("memories/<uuid:memory_id>/history", views.MemoryHistoryView.as_view(), name="memory-history"),
+    path("memories/<uuid:memory_id>/tags", views.MemoryTagsView.as_view(), name="memory-tags"),
+    path("memories/<uuid:memory_id>/tags/<str:tag>", views.MemoryTagDetailView.as_view(), name="memory-tag"),
+    path("memories/<uuid:memory_id>/relationships", views.MemoryRelationshipsView.as_view(),
+         name="memory-relationships"),
+    path("relationships/<uuid:relationship_id>", views.RelationshipDetailView.as_view(), name="relationship"),
+    path("store/items", views.StoreItemView.as_view(), name="store-item"),
+    path("store/keys", views.StoreKeysView.as_view(), name="store-keys"),
+    path("store/namespaces", views.StoreNamespacesView.as_view(), name="store-namespaces"),
+]

@@ -1,0 +1,75 @@
+"""Background work: embedding memories that were stored without one.
+
+Jobs take ids plus org_id, re-enter the tenant context and are idempotent: a memory that
+already has its embedding is skipped, so running a job twice leaves the same state as once.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from tenants.context import service_account, tenant_context
+
+logger = logging.getLogger(__name__)
+
+QUEUE = "embeddings"
+SWEEP_BATCH = 256
+
+
+def enqueue_embedding(*, org_id: str, memory_ids: list[str]) -> None:
+    import django_rq
+
+    django_rq.get_queue(QUEUE).enqueue(embed_memories, org_id=org_id, memory_ids=memory_ids,
+                                       job_timeout=600, retry=None)
+
+
+def embed_memories(*, org_id: str, memory_ids: list[str]) -> int:
+    """Embed the listed memories of one organisation that still lack an embedding; record
+    their near-duplicates. Returns how many were embedded."""
+    from memories import services
+    from memories.embeddings import MODEL_NAME, get_embedder
+    from memories.models import EMBEDDING_DIMENSIONS, Memory
+
+    with tenant_context(org_id), transaction.atomic():
+        pending = list(
+            Memory.objects.select_for_update(skip_locked=True)
+            .filter(org_id=org_id, pk__in=memory_ids, embedding__isnull=True, deleted_at__isnull=True)
+            .order_by("created_at")
+        )
+        if not pending:
+            return 0
+        vectors = get_embedder().embed([memory.content for memory in pending])
+        now = timezone.now()
+        for memory, vector in zip(pending, vectors):
+            memory.embedding, memory.embedding_model = vector, MODEL_NAME
+            memory.embedding_dimensions, memory.embedded_at = EMBEDDING_DIMENSIONS, now
+        Memory.objects.bulk_update(pending, ["embedding", "embedding_model", "embedding_dimensions", "embedded_at"])
+        for memory, vector in zip(pending, vectors):
+            services._record_duplicates(memory, services.near_duplicates(memory, vector))
+    return len(pending)
+
+
+def embed_pending(*, batch_size: int = SWEEP_BATCH) -> int:
+    """The sweep: embed every pending memory of every organisation, a batch at a time.
+    Run by the cron scheduler and by `manage.py embed_pending`. Returns how many were embedded."""
+    from memories.models import Memory
+
+    total = 0
+    while True:
+        with service_account(), transaction.atomic():
+            batch = list(
+                Memory.objects.filter(embedding__isnull=True, deleted_at__isnull=True)
+                .order_by("created_at").values_list("org_id", "pk")[:batch_size]
+            )
+        if not batch:
+            return total
+        by_org: dict = {}
+        for org_id, memory_id in batch:
+            by_org.setdefault(str(org_id), []).append(str(memory_id))
+        embedded = sum(embed_memories(org_id=org_id, memory_ids=ids) for org_id, ids in by_org.items())
+        total += embedded
+        if embedded == 0:  # everything left is locked by a running job
+            return total

@@ -1,0 +1,82 @@
+"""API-key authentication: `Authorization: Bearer <key>` -> one organisation and one agent.
+
+Runs inside the request's transaction (TenantTransactionMiddleware) before the view touches
+any tenant data. The key row is found through the api_keys_lookup_by_hash policy (visible
+only to whoever can compute its hash), then the organisation becomes the tenant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import connection
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from tenants import context
+from tenants.models import Agent, ApiKey, Organization
+from tenants.services import api_key_hash
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one write per key per minute
+
+
+@dataclass(frozen=True)
+class AgentPrincipal:
+    """The caller of an API request: what request.user is for agents."""
+
+    org: Organization
+    agent: Agent
+    api_key: ApiKey
+    is_authenticated: bool = True
+    is_anonymous: bool = False
+
+    @property
+    def org_id(self):
+        return self.org.id
+
+    @property
+    def agent_id(self):
+        return self.agent.id
+
+
+def _find_key(key_hash: str) -> ApiKey | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('app.api_key_hash', %s, true)", [key_hash])
+    try:
+        return ApiKey.objects.filter(key_hash=key_hash).first()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('app.api_key_hash', '', true)")
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate_header(self, request) -> str:
+        return f'{self.keyword} realm="api"'  # makes DRF answer 401, not 403
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request)
+        if not header:
+            return None
+        try:
+            scheme, key = header.decode("ascii").split()
+        except (UnicodeDecodeError, ValueError):
+            raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <API key>`") from None
+        if scheme.lower() != "bearer":
+            raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <API key>`")
+        api_key = _find_key(api_key_hash(key))
+        if api_key is None:
+            raise exceptions.AuthenticationFailed("unknown API key")
+        if api_key.revoked_at is not None:
+            raise exceptions.AuthenticationFailed("this API key has been revoked")
+        context.activate_org(api_key.org_id)
+        org = Organization.objects.filter(pk=api_key.org_id, is_active=True).first()
+        agent = Agent.objects.filter(org_id=api_key.org_id, pk=api_key.agent_id, is_active=True).first()
+        if org is None or agent is None:
+            raise exceptions.AuthenticationFailed("the organisation or agent of this API key is disabled")
+        now = timezone.now()
+        if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+            ApiKey.objects.filter(pk=api_key.pk, org_id=api_key.org_id).update(last_used_at=now)
+        return AgentPrincipal(org=org, agent=agent, api_key=api_key), api_key

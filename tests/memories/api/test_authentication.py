@@ -1,0 +1,72 @@
+import pytest
+from rest_framework.test import APIClient
+
+from tenants import services
+from tenants.context import tenant_context
+from tenants.models import ApiKey
+
+pytestmark = pytest.mark.django_db
+
+
+def error(response):
+    assert response["Content-Type"].startswith("application/json")
+    return response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        (None, "Authentication credentials were not provided."),
+        ("Bearer", "Authorization header must be `Bearer <API key>`"),
+        ("Token abc", "Authorization header must be `Bearer <API key>`"),
+        ("Bearer mp_not-a-real-key", "unknown API key"),
+    ],
+)
+def test_missing_malformed_or_unknown_keys_get_401_json(tenant_a, header, message):
+    client = APIClient()
+    if header:
+        client.credentials(HTTP_AUTHORIZATION=header)
+    response = client.get("/api/v1/memories")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert error(response)["message"] == message
+
+
+def test_a_revoked_key_gets_401(tenant_a, api_a):
+    assert api_a.get("/api/v1/memories").status_code == 200
+    with tenant_context(tenant_a.org.id):
+        key = ApiKey.objects.get(key_hash=services.api_key_hash(api_a.key))
+    services.api_key_revoke(api_key=key)
+    response = api_a.get("/api/v1/memories")
+    assert response.status_code == 401 and error(response)["message"] == "this API key has been revoked"
+
+
+def test_a_disabled_agent_cannot_use_its_key(tenant_a, api_a):
+    with tenant_context(tenant_a.org.id):
+        type(tenant_a.agent).objects.filter(pk=tenant_a.agent.pk).update(is_active=False)
+    assert api_a.get("/api/v1/memories").status_code == 401
+
+
+def test_a_key_resolves_to_its_own_organisation_and_agent(tenant_a, tenant_b, api_b):
+    created = api_b.post("/api/v1/memories", {"content": "Beta's fact"}).json()["memory"]
+    assert created["org_id"] == str(tenant_b.org.id) and created["agent_id"] == str(tenant_b.agent.id)
+
+
+def test_use_is_recorded_as_last_used_at(tenant_a, api_a):
+    api_a.get("/api/v1/memories")
+    with tenant_context(tenant_a.org.id):
+        assert ApiKey.objects.get(key_hash=services.api_key_hash(api_a.key)).last_used_at is not None
+
+
+def test_knowing_a_hash_policy_shows_only_that_key(tenant_a, tenant_b):
+    """The lookup policy opens exactly one row: the key whose hash was set."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('app.api_key_hash', %s, true)", [tenant_b.api_key.key_hash])
+        cursor.execute("SELECT org_id FROM api_keys")
+        rows = cursor.fetchall()
+        cursor.execute("SELECT count(*) FROM memories")
+        memories = cursor.fetchone()[0]
+    assert rows == [(tenant_b.org.id,)]
+    assert memories == 0
