@@ -11,3 +11,4 @@ class MemoryPlatformConfig(AppConfig):
         from memory_platform import database
 
         post_migrate.connect(database.restrict_runtime_privileges, dispatch_uid="restrict_runtime_privileges")
+

@@ -41,19 +41,19 @@ def agent_get_or_create(*, org: Organization, name: str) -> tuple[Agent, bool]:
         return Agent.objects.get_or_create(org=org, name=name)
 
 
-def api_key_issue(*, agent: Agent, name: str = "", created_by=None) -> tuple[ApiKey, str]:
-    """Issue a key for an agent. Returns the row and the key itself, which is never stored:
-    show it once."""
+def api_key_new(*, agent: Agent, name: str = "", created_by=None) -> tuple[ApiKey, str]:
+    """An unsaved key row for an agent, and the key itself (which is never stored)."""
     key = API_KEY_PREFIX + secrets.token_urlsafe(32)
+    api_key = ApiKey(org_id=agent.org_id, agent=agent, name=name, prefix=key[:DISPLAY_PREFIX_LENGTH],
+                     key_hash=api_key_hash(key), created_by=created_by)
+    return api_key, key
+
+
+def api_key_issue(*, agent: Agent, name: str = "", created_by=None) -> tuple[ApiKey, str]:
+    """Issue a key for an agent. Returns the row and the key itself: show it once."""
+    api_key, key = api_key_new(agent=agent, name=name, created_by=created_by)
     with tenant_context(agent.org_id):
-        api_key = ApiKey.objects.create(
-            org_id=agent.org_id,
-            agent=agent,
-            name=name,
-            prefix=key[:DISPLAY_PREFIX_LENGTH],
-            key_hash=api_key_hash(key),
-            created_by=created_by,
-        )
+        api_key.save(force_insert=True)
     return api_key, key
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import random
 from dataclasses import dataclass
 from itertools import count
@@ -12,6 +11,8 @@ from django.contrib.auth import get_user_model
 from memories.models import (
     EMBEDDING_DIMENSIONS,
     Artifact,
+    DuplicateCandidate,
+    IdempotencyRecord,
     Memory,
     MemoryArtifact,
     MemoryRelationship,
@@ -20,6 +21,7 @@ from memories.models import (
     Provenance,
     RetrievalEvent,
 )
+from memories.services import content_hash
 from tenants import services
 from tenants.context import tenant_context
 from tenants.models import Agent, ApiKey, Membership, Organization, Session
@@ -45,7 +47,7 @@ def memory(*, org, agent, content: str, **fields) -> Memory:
             org=org,
             agent=agent,
             content=content,
-            content_hash=hashlib.sha256(content.encode()).hexdigest(),
+            content_hash=content_hash(content),
             category=fields.pop("category", Memory.Category.FACTUAL),
             embedding=embedding,
             embedding_model="all-MiniLM-L6-v2" if embedding is not None else "",
@@ -70,6 +72,8 @@ class Tenant:
     memory_artifact: MemoryArtifact
     retrieval_event: RetrievalEvent
     provenance: Provenance
+    duplicate_candidate: DuplicateCandidate
+    idempotency_record: IdempotencyRecord
 
     def rows(self) -> dict[type, object]:
         """One row of every tenant table, by model."""
@@ -106,8 +110,13 @@ def populated_tenant(org: Organization) -> Tenant:
             returned_memory_ids=[first.id], returned_scores=[0.9], returned_artifact_ids=[artifact.id],
         )
         provenance = Provenance.objects.create(org=org, memory=first, source_identity="chat", source_event="turn-1")
+        duplicate = DuplicateCandidate.objects.create(org=org, memory=second, candidate=first, similarity=0.95)
+        idempotency = IdempotencyRecord.objects.create(
+            org=org, agent=agent, key=f"key-{n}", request_fingerprint="f" * 64, response_status=201, response_body={}
+        )
     return Tenant(
         org=org, agent=agent, session=session, api_key=api_key, membership=membership, memory=first,
         other_memory=second, version=version, relationship=relationship, tag=tag, artifact=artifact,
-        memory_artifact=link, retrieval_event=event, provenance=provenance,
+        memory_artifact=link, retrieval_event=event, provenance=provenance, duplicate_candidate=duplicate,
+        idempotency_record=idempotency,
     )

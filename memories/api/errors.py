@@ -31,8 +31,11 @@ def flatten(detail, prefix: str = "") -> dict[str, list[str]]:
     if isinstance(detail, dict):
         flat = {}
         for key, value in detail.items():
-            name = key if key != "non_field_errors" else ""
-            path = f"{prefix}.{name}" if prefix and name else (prefix or name or "non_field_errors")
+            if isinstance(key, int):  # a list field's errors come keyed by index
+                path = f"{prefix}[{key}]"
+            else:
+                name = key if key != "non_field_errors" else ""
+                path = f"{prefix}.{name}" if prefix and name else (prefix or name or "non_field_errors")
             flat.update(flatten(value, path))
         return flat
     if isinstance(detail, list):

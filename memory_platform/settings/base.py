@@ -22,7 +22,7 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 INSTALLED_APPS = [
     # Listed first so its management commands (migrate, flush) take precedence over Django's.
     "memory_platform",
-    "django.contrib.admin",
+    "memory_platform.admin_config.AdminConfig",  # django.contrib.admin, running as the service account
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -44,7 +44,7 @@ def tables_with_org_id() -> set[str]:
 @pytest.mark.django_db
 def test_every_table_with_org_id_is_a_tenant_model_and_vice_versa():
     assert tables_with_org_id() == {table(model) for model in TENANT_MODELS}
-    assert len(TENANT_MODELS) == 12
+    assert len(TENANT_MODELS) == 14
 
 
 @pytest.mark.django_db
@@ -54,14 +54,21 @@ def test_tenant_table_has_forced_row_level_security_and_a_policy(name):
         "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = %s::regclass", [name]
     )
     assert enabled and forced
-    policies = raw("SELECT cmd, permissive, qual, with_check FROM pg_policies WHERE tablename = %s", [name])
-    assert len(policies) == 1
-    cmd, permissive, qual, with_check = policies[0]
+    policies = {row[0]: row[1:] for row in raw(
+        "SELECT policyname, cmd, permissive, qual, with_check FROM pg_policies WHERE tablename = %s", [name]
+    )}
+    cmd, permissive, qual, with_check = policies.pop(f"{name}_tenant_isolation")
     assert cmd == "ALL" and permissive == "PERMISSIVE"
     for expression in (qual, with_check):
         assert "current_setting('app.current_org_id'::text, true)" in expression
         assert "NULLIF" in expression  # an unset tenant reads as NULL, never as a cast error
         assert "app.service_account" in expression
+    if name == "api_keys":
+        # The one other policy: authentication reads the single key whose hash it holds.
+        cmd, permissive, qual, with_check = policies.pop("api_keys_lookup_by_hash")
+        assert cmd == "SELECT" and with_check is None
+        assert "key_hash" in qual and "app.api_key_hash" in qual
+    assert policies == {}
 
 
 @pytest.mark.django_db

@@ -1,0 +1,62 @@
+from django.contrib import admin, messages
+from django.utils import timezone
+
+from tenants import services
+from tenants.models import Agent, ApiKey, Membership, Organization
+
+
+@admin.register(Organization)
+class OrganizationAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "is_active", "created_at"]
+    list_filter = ["is_active"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ["name", "org", "is_active", "created_at"]
+    list_filter = ["is_active", "org"]
+    search_fields = ["name", "description"]
+    list_select_related = ["org"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Issue a key by adding one (it is shown once, in the confirmation message); revoke with
+    the action. A key's hash and prefix are never editable."""
+
+    list_display = ["prefix", "name", "agent", "org", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["org", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["prefix", "name", "agent__name"]
+    list_select_related = ["agent", "org"]
+    readonly_fields = ["org", "prefix", "key_hash", "created_by", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def get_fields(self, request, obj=None):
+        return ["agent", "name"] if obj is None else ["agent", "name", *self.readonly_fields]
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields if obj is None else ["agent", *self.readonly_fields]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        issued, key = services.api_key_new(agent=obj.agent, name=obj.name, created_by=request.user)
+        for field in ("org_id", "prefix", "key_hash", "created_by"):
+            setattr(obj, field, getattr(issued, field))
+        super().save_model(request, obj, form, change)
+        messages.warning(request, f"New API key for {obj.agent.name} (shown only now): {key}")
+
+    @admin.action(description="Revoke selected API keys")
+    def revoke(self, request, queryset):
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"{count} API key(s) revoked.")
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "org", "role", "created_at"]
+    list_filter = ["role", "org"]
+    search_fields = ["user__username", "user__email"]
+    list_select_related = ["user", "org"]

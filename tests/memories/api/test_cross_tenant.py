@@ -1,0 +1,92 @@
+"""An agent of organisation B, holding a valid key, tries every endpoint on A's ids."""
+
+import pytest
+
+from memories.models import Memory, MemoryRelationship, MemoryTag
+from tenants.context import tenant_context
+
+pytestmark = pytest.mark.django_db
+
+
+def a_ids(tenant):
+    return {"memory": tenant.memory.id, "other": tenant.other_memory.id, "relationship": tenant.relationship.id}
+
+
+ENDPOINTS = [
+    ("get", "/api/v1/memories/{memory}", None),
+    ("patch", "/api/v1/memories/{memory}", {"content": "taken over", "version": 1}),
+    ("delete", "/api/v1/memories/{memory}", None),
+    ("post", "/api/v1/memories/{memory}/restore", {}),
+    ("post", "/api/v1/memories/{memory}/confirm", {}),
+    ("post", "/api/v1/memories/{memory}/supersede", {"content": "taken over"}),
+    ("post", "/api/v1/memories/{memory}/correct", {"content": "taken over"}),
+    ("post", "/api/v1/memories/{memory}/feedback", {"useful": False}),
+    ("get", "/api/v1/memories/{memory}/history", None),
+    ("get", "/api/v1/memories/{memory}/tags", None),
+    ("post", "/api/v1/memories/{memory}/tags", {"tags": ["mine"]}),
+    ("delete", "/api/v1/memories/{memory}/tags/drinks", None),
+    ("get", "/api/v1/memories/{memory}/relationships", None),
+    ("post", "/api/v1/memories/{memory}/relationships", {"target_id": "{other}", "relation_type": "supports"}),
+    ("delete", "/api/v1/relationships/{relationship}", None),
+]
+
+
+def fill(value, ids):
+    if isinstance(value, str):
+        return value.format(**ids)
+    if isinstance(value, dict):
+        return {k: fill(v, ids) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS, ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
+def test_b_gets_404_for_each_of_a_s_ids_and_changes_nothing(tenant_a, tenant_b, api_b, method, path, body):
+    ids = a_ids(tenant_a)
+    response = getattr(api_b, method)(fill(path, ids), fill(body, ids))
+    assert response.status_code == 404, response.content
+    assert response.json()["error"]["code"] == "not_found"
+    with tenant_context(tenant_a.org.id):
+        memory = Memory.objects.get(pk=tenant_a.memory.id)
+        assert (memory.content, memory.version, memory.deleted_at, memory.status) == (
+            tenant_a.memory.content, 1, None, "active")
+        assert memory.usefulness_score == tenant_a.memory.usefulness_score
+        assert MemoryRelationship.objects.filter(pk=tenant_a.relationship.id).exists()
+        assert list(MemoryTag.objects.filter(memory_id=memory.pk).values_list("tag", flat=True)) == ["drinks"]
+
+
+def test_b_cannot_link_its_memory_to_a_s(tenant_a, tenant_b, api_b):
+    response = api_b.post(f"/api/v1/memories/{tenant_b.memory.id}/relationships",
+                          {"target_id": str(tenant_a.memory.id), "relation_type": "contradicts"})
+    assert response.status_code == 404 and "target_id" in response.json()["error"]["fields"]
+
+
+def test_b_cannot_attach_a_s_session(tenant_a, api_b):
+    response = api_b.post("/api/v1/memories", {"content": "x", "session_id": str(tenant_a.session.id)})
+    assert response.status_code == 404
+
+
+def test_b_sees_none_of_a_s_rows_in_lists(tenant_a, tenant_b, api_b):
+    a_memory_ids = {str(tenant_a.memory.id), str(tenant_a.other_memory.id)}
+    listed = api_b.get("/api/v1/memories", {"include_deleted": "true"}).json()["results"]
+    assert listed and not a_memory_ids & {m["id"] for m in listed}
+    assert {m["org_id"] for m in listed} == {str(tenant_b.org.id)}
+    assert api_b.get("/api/v1/memories", {"agent": str(tenant_a.agent.id)}).json()["results"] == []
+    assert api_b.get("/api/v1/memories", {"session": str(tenant_a.session.id)}).json()["results"] == []
+
+
+def test_the_store_is_per_organisation(api_a, api_b):
+    item = {"namespace": ["memories", "shared-name"], "key": "diet", "content": "vegetarian"}
+    assert api_a.put("/api/v1/store/items", item).status_code == 201
+    # The same namespace and key in B is B's own item, not A's.
+    assert api_b.get("/api/v1/store/items", {"namespace": "memories/shared-name", "key": "diet"}).status_code == 404
+    assert api_b.get("/api/v1/store/keys", {"namespace": "memories/shared-name"}).json()["keys"] == []
+    assert ["memories", "shared-name"] not in api_b.get("/api/v1/store/namespaces").json()["namespaces"]
+    assert api_b.delete("/api/v1/store/items?namespace=memories/shared-name&key=diet").status_code == 404
+    assert api_b.put("/api/v1/store/items", {**item, "content": "carnivore"}).status_code == 201
+    assert api_a.get("/api/v1/store/items", {"namespace": "memories/shared-name", "key": "diet"}
+                     ).json()["content"] == "vegetarian"
+
+
+def test_exact_dedup_never_matches_another_organisation(tenant_a, api_b):
+    response = api_b.post("/api/v1/memories", {"content": tenant_a.memory.content})
+    assert response.status_code == 201 and response.json()["memory"]["id"] != str(tenant_a.memory.id)

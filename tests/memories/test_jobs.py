@@ -1,0 +1,116 @@
+"""Batch writes are embedded by a real RQ worker on a real Redis; with Redis down a write is
+still acknowledged, and embedded once Redis is back."""
+
+import os
+import subprocess
+import sys
+
+import django_rq
+import pytest
+import redis
+from django.conf import settings
+from django.db import connections
+
+from memory_platform import local_services
+from memories import jobs
+from memories.models import Memory
+from tenants.context import tenant_context
+from tests.markers import committing
+
+
+def embedding_states(org, ids):
+    with tenant_context(org.id):
+        return {str(pk): dims for pk, dims in Memory.objects.filter(pk__in=ids).values_list("pk", "embedding_dimensions")}
+
+
+def worker_env() -> dict:
+    """The environment a worker process needs to reach this test database and Redis."""
+    owner, default = connections["owner"].settings_dict, connections["default"].settings_dict
+    endpoint = local_services.PostgresEndpoint(default["HOST"], default["PORT"] or 5432)
+
+    def url(s):
+        auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
+        return endpoint.url(user=auth, database=s["NAME"]) if s["HOST"].startswith("/") else (
+            f"postgres://{auth}@{s['HOST']}:{s['PORT'] or 5432}/{s['NAME']}")
+
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_platform.settings.test",
+            "DATABASE_URL": url(default), "DATABASE_OWNER_URL": url(owner), "REDIS_URL": settings.REDIS_URL}
+
+
+@pytest.fixture
+def empty_queue():
+    queue = django_rq.get_queue(jobs.QUEUE)
+    queue.empty()
+    yield queue
+    queue.empty()
+
+
+@committing
+def test_a_batch_is_embedded_by_a_worker_after_commit(tenant_a, api_a, empty_queue):
+    response = api_a.post("/api/v1/memories", {"memories": [{"content": f"Worker fact {i}"} for i in range(5)]})
+    ids = [r["memory"]["id"] for r in response.json()["results"]]
+    assert set(embedding_states(tenant_a.org, ids).values()) == {None}
+    assert empty_queue.count == 1  # enqueued once the request's transaction committed
+
+    worker = subprocess.run(
+        [sys.executable, "manage.py", "rqworker", jobs.QUEUE, "--burst"],
+        cwd=settings.BASE_DIR, env=worker_env(), capture_output=True, text=True, timeout=300,
+    )
+    assert worker.returncode == 0, worker.stderr[-2000:]
+    assert set(embedding_states(tenant_a.org, ids).values()) == {384}
+    detail = api_a.get(f"/api/v1/memories/{ids[0]}").json()
+    assert detail["embedding_status"] == "ready" and detail["embedding_model"] == "all-MiniLM-L6-v2"
+
+
+@committing
+def test_running_the_job_twice_leaves_the_same_state(tenant_a, api_a, empty_queue):
+    response = api_a.post("/api/v1/memories", {"memories": [{"content": "Idempotent job fact"}]})
+    memory_id = response.json()["results"][0]["memory"]["id"]
+    assert jobs.embed_memories(org_id=str(tenant_a.org.id), memory_ids=[memory_id]) == 1
+    with tenant_context(tenant_a.org.id):
+        first = Memory.objects.get(pk=memory_id)
+    assert jobs.embed_memories(org_id=str(tenant_a.org.id), memory_ids=[memory_id]) == 0
+    with tenant_context(tenant_a.org.id):
+        again = Memory.objects.get(pk=memory_id)
+    assert again.embedded_at == first.embedded_at and list(again.embedding) == list(first.embedding)
+
+
+@pytest.fixture
+def redis_outage(empty_queue):
+    """Make Redis unreachable for real: stop the embedded server (it comes back on the same
+    port), or, with an external REDIS_URL, point the queues at a port nothing listens on.
+    Yields the function that ends the outage."""
+    from django_rq import settings as rq_settings
+
+    saved = {name: dict(config) for name, config in rq_settings.QUEUES.items()}
+    if settings.EMBEDDED_REDIS:
+        local_services.stop_redis()
+    else:
+        for config in rq_settings.QUEUES.values():
+            config["URL"] = "redis://127.0.0.1:9/0?socket_connect_timeout=1"
+
+    def end_outage():
+        if settings.EMBEDDED_REDIS:
+            local_services.ensure_redis()
+        for name, config in saved.items():
+            rq_settings.QUEUES[name].update(config)
+
+    yield end_outage
+    end_outage()
+
+
+@committing
+def test_with_redis_down_writes_succeed_and_are_embedded_when_it_returns(tenant_a, api_a, redis_outage):
+    with pytest.raises(redis.ConnectionError):
+        django_rq.get_queue(jobs.QUEUE).connection.ping()
+    single = api_a.post("/api/v1/memories", {"content": "Written while Redis was down"})
+    batch = api_a.post("/api/v1/memories", {"memories": [{"content": "Batch while Redis was down"}]})
+    assert single.status_code == 201 and batch.status_code == 201
+    assert single.json()["embedding_status"] == "ready"  # single writes embed inline, no Redis needed
+    pending = batch.json()["results"][0]["memory"]["id"]
+    assert embedding_states(tenant_a.org, [pending]) == {pending: None}
+
+    redis_outage()  # Redis is back; the periodic sweep (or `manage.py embed_pending`) completes the write
+    assert django_rq.get_queue(jobs.QUEUE).connection.ping()
+    assert jobs.embed_pending() >= 1
+    assert embedding_states(tenant_a.org, [pending]) == {pending: 384}

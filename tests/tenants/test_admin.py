@@ -1,0 +1,52 @@
+"""Administrators create agents and issue and revoke keys in Django admin, across organisations."""
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from tenants.context import tenant_context
+from tenants.models import Agent, ApiKey
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client_logged_in(client):
+    user = get_user_model().objects.create_superuser("root-admin", "admin@example.com", "a-long-password")
+    client.force_login(user)
+    return client
+
+
+def test_admin_lists_agents_of_every_organisation(admin_client_logged_in, tenant_a, tenant_b):
+    page = admin_client_logged_in.get("/admin/tenants/agent/").content.decode()
+    assert tenant_a.agent.name in page and tenant_b.agent.name in page
+
+
+def test_admin_creates_an_agent_and_issues_a_key_shown_once(admin_client_logged_in, tenant_a):
+    response = admin_client_logged_in.post("/admin/tenants/agent/add/", {
+        "org": str(tenant_a.org.id), "name": "admin-made", "description": "", "is_active": "on"})
+    assert response.status_code == 302
+    with tenant_context(tenant_a.org.id):
+        agent = Agent.objects.get(name="admin-made")
+    response = admin_client_logged_in.post("/admin/tenants/apikey/add/", {"agent": str(agent.id), "name": "from admin"},
+                                           follow=True)
+    key = re.search(r"\(shown only now\): (mp_[A-Za-z0-9_\-]+)", response.content.decode()).group(1)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    created = client.post("/api/v1/memories", {"content": "written with an admin-issued key"})
+    assert created.status_code == 201 and created.json()["memory"]["agent_id"] == str(agent.id)
+
+    with tenant_context(tenant_a.org.id):
+        api_key = ApiKey.objects.get(agent=agent)
+    assert key not in admin_client_logged_in.get(f"/admin/tenants/apikey/{api_key.id}/change/").content.decode()
+    admin_client_logged_in.post("/admin/tenants/apikey/", {"action": "revoke", "_selected_action": [str(api_key.id)]})
+    assert client.get("/api/v1/memories").status_code == 401
+
+
+def test_a_non_staff_user_reaches_no_admin_page(client, tenant_a):
+    user = get_user_model().objects.create_user("operator-only", password="a-long-password")
+    client.force_login(user)
+    response = client.get("/admin/tenants/agent/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]

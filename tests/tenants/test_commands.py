@@ -1,0 +1,48 @@
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from tenants.context import tenant_context
+from tenants.models import Agent, ApiKey
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_create_an_organisation_an_agent_and_use_the_printed_key():
+    assert "slug acme" in run("create_organization", "Acme Inc", "--slug", "acme")
+    output = run("create_agent", "acme", "support-bot", "--description", "answers tickets")
+    key = output.strip().splitlines()[-1].split(": ")[-1]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert client.post("/api/v1/memories", {"content": "Created from the command line"}).status_code == 201
+
+
+def test_issue_and_revoke_a_key(tenant_a):
+    key = run("issue_api_key", tenant_a.org.slug, tenant_a.agent.name, "--name", "ci").strip().splitlines()[-1]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert client.get("/api/v1/memories").status_code == 200
+    assert "revoked" in run("revoke_api_key", tenant_a.org.slug, key[:11])
+    assert client.get("/api/v1/memories").status_code == 401
+    with tenant_context(tenant_a.org.id):
+        stored = ApiKey.objects.get(prefix=key[:11])
+    assert stored.key_hash != key and key not in stored.prefix + stored.key_hash
+
+
+def test_commands_say_what_is_missing(tenant_a):
+    with pytest.raises(CommandError, match="no organisation"):
+        run("create_agent", "nowhere", "bot")
+    with pytest.raises(CommandError, match="no agent"):
+        run("issue_api_key", tenant_a.org.slug, "ghost")
+    with pytest.raises(CommandError, match="already has an agent"):
+        run("create_agent", tenant_a.org.slug, tenant_a.agent.name)
+    with tenant_context(tenant_a.org.id):
+        assert Agent.objects.filter(name=tenant_a.agent.name).count() == 1
