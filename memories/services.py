@@ -17,10 +17,9 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
 from memories import jobs
 from memories.embeddings import MODEL_NAME, EmbeddingError, get_embedder
@@ -118,44 +117,60 @@ def _embedding_fields(vector: list[float] | None) -> dict:
             "embedded_at": timezone.now()}
 
 
-def near_duplicates(memory: Memory, vector: list[float], *, limit: int = 5) -> list[tuple[Memory, float]]:
-    """Live memories of the same agent at or above the near-duplicate similarity."""
-    threshold = knob("NEAR_DUPLICATE_SIMILARITY")
-    rows = (
-        Memory.objects.filter(org_id=memory.org_id, agent_id=memory.agent_id, status="active",
-                              deleted_at__isnull=True, embedding__isnull=False)
-        .exclude(pk=memory.pk)
-        .annotate(distance=CosineDistance("embedding", vector))
-        .filter(distance__lte=1 - threshold)
-        .order_by("distance")[:limit]
-    )
-    return [(row, round(1 - row.distance, 6)) for row in rows]
+NEAR_DUPLICATES_SQL = """
+    SELECT written.id, candidate.id, 1 - (candidate.embedding <=> written.embedding) AS similarity
+    FROM memories written
+    CROSS JOIN LATERAL (
+        SELECT other.id, other.embedding FROM memories other
+        WHERE other.org_id = written.org_id AND other.agent_id = written.agent_id
+          AND other.status = 'active' AND other.deleted_at IS NULL AND other.id <> written.id
+        ORDER BY other.embedding <=> written.embedding
+        LIMIT %(limit)s
+    ) candidate
+    WHERE written.org_id = %(org_id)s AND written.id = ANY(%(ids)s::uuid[]) AND written.embedding IS NOT NULL
+      AND 1 - (candidate.embedding <=> written.embedding) >= %(threshold)s
+    ORDER BY written.id, similarity DESC
+"""
 
 
-def _record_duplicates(memory: Memory, found: list[tuple[Memory, float]]) -> None:
-    DuplicateCandidate.objects.bulk_create(
-        [DuplicateCandidate(org_id=memory.org_id, memory=memory, candidate=other, similarity=similarity)
-         for other, similarity in found],
-        ignore_conflicts=True,
-    )
+def near_duplicates(org_id, memory_ids: list, *, limit: int = 5) -> dict[uuid.UUID, list[tuple[Memory, float]]]:
+    """For each written memory, the live memories of the same agent at or above the
+    near-duplicate similarity, closest first: one statement for the whole batch."""
+    with connection.cursor() as cursor:
+        cursor.execute(NEAR_DUPLICATES_SQL, {"limit": limit, "org_id": org_id, "ids": [str(i) for i in memory_ids],
+                                             "threshold": knob("NEAR_DUPLICATE_SIMILARITY")})
+        rows = cursor.fetchall()
+    candidates = Memory.objects.only("id", "content").in_bulk({candidate for _, candidate, _ in rows})
+    found: dict[uuid.UUID, list[tuple[Memory, float]]] = {}
+    for written, candidate, similarity in rows:
+        found.setdefault(written, []).append((candidates[candidate], round(similarity, 6)))
+    return found
+
+
+def _record_duplicates(org_id, found: dict[uuid.UUID, list[tuple[Memory, float]]]) -> None:
+    rows = [DuplicateCandidate(org_id=org_id, memory_id=written, candidate=other, similarity=similarity)
+            for written, pairs in found.items() for other, similarity in pairs]
+    if rows:
+        DuplicateCandidate.objects.bulk_create(rows, ignore_conflicts=True)
 
 
 def _tags_of(memory: Memory) -> list[str]:
     return sorted(MemoryTag.objects.filter(org_id=memory.org_id, memory_id=memory.pk).values_list("tag", flat=True))
 
 
-def _snapshot(memory: Memory) -> dict:
+def _snapshot(memory: Memory, tags: list[str] | None = None) -> dict:
     snapshot = {}
     for name in SNAPSHOT_FIELDS:
         value = getattr(memory, name)
         snapshot[name] = value.isoformat() if hasattr(value, "isoformat") else (
             str(value) if isinstance(value, (Decimal, uuid.UUID)) else value)
-    snapshot["tags"] = _tags_of(memory)
+    snapshot["tags"] = _tags_of(memory) if tags is None else sorted(tags)
     return snapshot
 
 
-def _record_version(memory: Memory, operation: str, actor: Actor) -> MemoryVersion:
-    return MemoryVersion.objects.create(
+def _version(memory: Memory, operation: str, actor: Actor, tags: list[str] | None = None) -> MemoryVersion:
+    """The version row recording memory as it now is (unsaved)."""
+    return MemoryVersion(
         org_id=memory.org_id,
         memory=memory,
         version_num=memory.version,
@@ -165,12 +180,18 @@ def _record_version(memory: Memory, operation: str, actor: Actor) -> MemoryVersi
         confidence=memory.confidence,
         status=memory.status,
         metadata=memory.metadata,
-        snapshot=_snapshot(memory),
+        snapshot=_snapshot(memory, tags),
         changed_by_type=actor.changed_by_type,
         changed_by_agent_id=actor.agent_id,
         changed_by_user=actor.user,
         change_reason=actor.reason,
     )
+
+
+def _record_version(memory: Memory, operation: str, actor: Actor, tags: list[str] | None = None) -> MemoryVersion:
+    version = _version(memory, operation, actor, tags)
+    version.save(force_insert=True)
+    return version
 
 
 def _enqueue_embedding(org_id, memory_ids: list) -> None:
@@ -253,14 +274,15 @@ def _insert(org_id, agent_id, content: str, fields: dict, tags: list[str], actor
         if "memories_session_id_fkey" in str(exc):
             raise NotFound("session not found", field="session_id") from None
         raise
+    tags = sorted(set(tags))
     if tags:
-        MemoryTag.objects.bulk_create([MemoryTag(org_id=org_id, memory=memory, tag=tag) for tag in tags],
-                                      ignore_conflicts=True)
-    _record_version(memory, MemoryVersion.Operation.CREATE, actor)
+        MemoryTag.objects.bulk_create([MemoryTag(org_id=org_id, memory=memory, tag=tag) for tag in tags])
+    _record_version(memory, MemoryVersion.Operation.CREATE, actor, tags)
     found = []
     if vector is not None:
-        found = near_duplicates(memory, vector)
-        _record_duplicates(memory, found)
+        duplicates = near_duplicates(org_id, [memory.pk])
+        _record_duplicates(org_id, duplicates)
+        found = duplicates.get(memory.pk, [])
     return WriteResult(memory, created=True, near_duplicates=found)
 
 
@@ -275,20 +297,61 @@ def memory_create(*, org_id, agent_id, content: str, tags: list[str] = (), actor
         return result
 
 
-def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | None = None) -> list[WriteResult]:
-    """Create many memories in one transaction. They are stored with their embeddings pending
-    and embedded by a worker after commit (near-duplicates are found then)."""
-    actor = actor or Actor(agent_id=agent_id)
+def _create_one_by_one(org_id, agent_id, items: list[dict], actor: Actor) -> list[WriteResult]:
     results = []
+    for item in map(dict, items):
+        content, tags = item.pop("content"), item.pop("tags", [])
+        results.append(_insert(org_id, agent_id, content, {**item, "_embed": False}, list(tags), actor, vector=None))
+    pending = [result.memory.pk for result in results if result.created]
+    if pending:
+        _enqueue_embedding(org_id, pending)
+    return results
+
+
+def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | None = None) -> list[WriteResult]:
+    """Create many memories in one transaction, with a handful of statements whatever their
+    number. They are stored with their embeddings pending and embedded by a worker after
+    commit (which also finds their near-duplicates)."""
+    actor = actor or Actor(agent_id=agent_id)
     with tenant_context(org_id), transaction.atomic():
+        prepared = []
         for item in items:
             item = dict(item)
-            content, tags = item.pop("content"), item.pop("tags", [])
-            results.append(_insert(org_id, agent_id, content, {**item, "_embed": False}, list(tags), actor,
-                                   vector=None))
-        pending = [r.memory.pk for r in results if r.created]
-        if pending:
-            _enqueue_embedding(org_id, pending)
+            content, tags = item.pop("content"), sorted(set(item.pop("tags", [])))
+            redacted = _redact(content, item.pop("metadata", None) or {}, item.pop("provenance", None) or {})
+            _check_content(redacted.content)
+            memory = Memory(org_id=org_id, agent_id=agent_id, content=redacted.content,
+                            content_hash=content_hash(redacted.content), metadata=redacted.metadata,
+                            provenance=redacted.provenance, **item, **_embedding_fields(None))
+            prepared.append((memory, tags))
+
+        unkeyed = {memory.content_hash for memory, _ in prepared if memory.key is None}
+        existing = {m.content_hash: m for m in Memory.objects.filter(
+            org_id=org_id, agent_id=agent_id, content_hash__in=unkeyed, status="active", deleted_at__isnull=True,
+            key__isnull=True)}
+        results, new, first_of = [], [], {}
+        for memory, tags in prepared:
+            twin = existing.get(memory.content_hash) or first_of.get(memory.content_hash) if memory.key is None else None
+            if twin is not None:
+                results.append(WriteResult(twin, created=False, deduplicated=True))
+                continue
+            if memory.key is None:
+                first_of[memory.content_hash] = memory
+            results.append(WriteResult(memory, created=True))
+            new.append((memory, tags))
+        try:
+            with transaction.atomic():
+                Memory.objects.bulk_create([memory for memory, _ in new])
+        except IntegrityError:
+            # A concurrent equal write, a taken key or an unknown session: one at a time sorts
+            # each of these out (and names the item that is wrong).
+            return _create_one_by_one(org_id, agent_id, items, actor)
+        MemoryTag.objects.bulk_create([MemoryTag(org_id=org_id, memory=memory, tag=tag)
+                                       for memory, tags in new for tag in tags])
+        MemoryVersion.objects.bulk_create([_version(memory, MemoryVersion.Operation.CREATE, actor, tags)
+                                           for memory, tags in new])
+        if new:
+            _enqueue_embedding(org_id, [memory.pk for memory, _ in new])
     return results
 
 

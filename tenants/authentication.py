@@ -41,13 +41,11 @@ class AgentPrincipal:
 
 
 def _find_key(key_hash: str) -> ApiKey | None:
+    """The key row with this hash, visible through the lookup policy until the next statement
+    that sets a tenant closes it again."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('app.api_key_hash', %s, true)", [key_hash])
-    try:
-        return ApiKey.objects.filter(key_hash=key_hash).first()
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('app.api_key_hash', '', true)")
+        cursor.execute("SELECT set_config(%s, %s, true)", [context.API_KEY_HASH_SETTING, key_hash])
+    return ApiKey.objects.filter(key_hash=key_hash).first()
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -71,11 +69,12 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("unknown API key")
         if api_key.revoked_at is not None:
             raise exceptions.AuthenticationFailed("this API key has been revoked")
-        context.activate_org(api_key.org_id)
-        org = Organization.objects.filter(pk=api_key.org_id, is_active=True).first()
-        agent = Agent.objects.filter(org_id=api_key.org_id, pk=api_key.agent_id, is_active=True).first()
-        if org is None or agent is None:
+        context.activate_org(api_key.org_id)  # also closes the key lookup
+        agent = (Agent.objects.select_related("org")
+                 .filter(org_id=api_key.org_id, pk=api_key.agent_id, is_active=True, org__is_active=True).first())
+        if agent is None:
             raise exceptions.AuthenticationFailed("the organisation or agent of this API key is disabled")
+        org = agent.org
         now = timezone.now()
         if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
             ApiKey.objects.filter(pk=api_key.pk, org_id=api_key.org_id).update(last_used_at=now)

@@ -17,6 +17,9 @@ from django.db import connections, transaction
 
 ORG_SETTING = "app.current_org_id"
 SERVICE_ACCOUNT_SETTING = "app.service_account"
+# Opens one api_keys row to authentication (tenants/authentication.py). Setting a tenant
+# always closes it again.
+API_KEY_HASH_SETTING = "app.api_key_hash"
 
 
 class TenantContextError(RuntimeError):
@@ -29,8 +32,8 @@ def _set(using: str, org_id: str, service_account: str) -> None:
         raise TenantContextError("the tenant can only be set inside a transaction (transaction.atomic)")
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT set_config(%s, %s, true), set_config(%s, %s, true)",
-            [ORG_SETTING, org_id, SERVICE_ACCOUNT_SETTING, service_account],
+            "SELECT set_config(%s, %s, true), set_config(%s, %s, true), set_config(%s, '', true)",
+            [ORG_SETTING, org_id, SERVICE_ACCOUNT_SETTING, service_account, API_KEY_HASH_SETTING],
         )
 
 
@@ -41,6 +44,26 @@ def _get(using: str) -> tuple[str, str]:
             [ORG_SETTING, SERVICE_ACCOUNT_SETTING],
         )
         return cursor.fetchone()
+
+
+def _swap(using: str, org_id: str, service_account: str) -> tuple[str, str]:
+    """Set both values and return the previous ones, in one round trip (the subquery reads
+    them before the outer select_list sets them; OFFSET 0 keeps it from being flattened)."""
+    connection = connections[using]
+    if not connection.in_atomic_block:
+        raise TenantContextError("the tenant can only be set inside a transaction (transaction.atomic)")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT previous.org_id, previous.service_account,
+                   set_config(%s, %s, true), set_config(%s, %s, true), set_config(%s, '', true)
+            FROM (SELECT coalesce(current_setting(%s, true), '') AS org_id,
+                         coalesce(current_setting(%s, true), '') AS service_account OFFSET 0) AS previous
+            """,
+            [ORG_SETTING, org_id, SERVICE_ACCOUNT_SETTING, service_account, API_KEY_HASH_SETTING,
+             ORG_SETTING, SERVICE_ACCOUNT_SETTING],
+        )
+        return cursor.fetchone()[:2]
 
 
 def activate_org(org_id: uuid.UUID | str, *, using: str = "default") -> None:
@@ -60,8 +83,7 @@ def current_org_id(*, using: str = "default") -> uuid.UUID | None:
 @contextmanager
 def _scoped(org_id: str, service_account: str, using: str) -> Iterator[None]:
     with transaction.atomic(using=using):
-        previous = _get(using)
-        _set(using, org_id, service_account)
+        previous = _swap(using, org_id, service_account)
         yield
         # Restore the enclosing scope (if the block raised, the savepoint rollback already has).
         _set(using, *previous)

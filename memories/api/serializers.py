@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.models import Memory, MemoryRelationship, MemoryVersion
@@ -61,6 +62,7 @@ def scope_to_namespace(scope: str) -> list[str]:
     return scope.split(NAMESPACE_SEPARATOR) if scope else []
 
 
+@extend_schema_field({"type": "array", "items": {"type": "string", "minLength": 1}, "example": ["memories", "user-42"]})
 class NamespaceField(serializers.Field):
     """Seed 003's namespace tuple, e.g. ["memories", "user-123"]; stored joined with "/"."""
 
@@ -309,6 +311,18 @@ class WriteResultSerializer(serializers.Serializer):
     def get_near_duplicates(self, result) -> list[dict]:
         return [{"id": str(memory.pk), "similarity": similarity, "content": memory.content}
                 for memory, similarity in result.near_duplicates]
+
+
+class BatchItemResultSerializer(serializers.Serializer):
+    """One item of a batch create: what the client needs to refer to the memory, without
+    echoing back what it just sent (a batch of 100 stays cheap to answer)."""
+
+    id = serializers.UUIDField(source="memory.pk")
+    created = serializers.BooleanField()
+    deduplicated = serializers.BooleanField()
+    embedding_status = serializers.CharField()
+    content_hash = serializers.CharField(source="memory.content_hash")
+    version = serializers.IntegerField(source="memory.version")
 
 
 class VersionSerializer(serializers.ModelSerializer):

@@ -11,8 +11,22 @@ from rest_framework.views import APIView
 
 from memories import selectors, services
 from memories.api import serializers as s
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
+from rest_framework import serializers as drf
+
 from memories.api.idempotency import idempotent
 from memories.api.parsers import LimitedJSONParser
+from memories.api.schema import (
+    EXAMPLE_MEMORY,
+    EXAMPLE_RELATIONSHIP,
+    EXAMPLE_STORE_ITEM,
+    EXAMPLE_VERSION,
+    IDEMPOTENCY_KEY,
+    IF_MATCH,
+    PRECONDITION_ERRORS,
+    _error,
+    documented,
+)
 from memories.errors import InvalidInput
 from memories.services import Actor
 from tenants.authentication import ApiKeyAuthentication
@@ -81,6 +95,9 @@ def write_result(result: services.WriteResult) -> dict:
 class MemoryCollectionView(AgentAPIView):
     """GET: list memories (cursor pagination, filters). POST: create one, or a batch."""
 
+    @documented(summary="List memories", response=s.MemorySerializer(many=True), parameters=[
+        s.MemoryListQuerySerializer], response_example={"next": None, "previous": None, "results": [EXAMPLE_MEMORY]},
+        operation_id="memories_list")
     def get(self, request):
         filters = self.validated(s.MemoryListQuerySerializer, s.query_data(request.query_params))
         queryset = selectors.memory_list(org_id=self.org_id, **filters)
@@ -88,6 +105,21 @@ class MemoryCollectionView(AgentAPIView):
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(s.MemorySerializer(page, many=True).data)
 
+    @documented(
+        summary="Create a memory, or a batch", request=s.MemoryCreateSerializer, response=s.WriteResultSerializer,
+        status=201, parameters=[IDEMPOTENCY_KEY],
+        description="One memory (embedded inline), or `{\"memories\": [...]}` for a batch (embedded by a worker "
+                    "after commit; each result then carries only id, created, deduplicated, embedding_status, "
+                    "content_hash and version). An equal live memory of the same agent is returned with "
+                    "`deduplicated: true` and status 200 instead of a second row.",
+        request_example={"content": "The user prefers green tea in the morning", "category": "preference",
+                         "namespace": ["memories", "user-42"], "tags": ["drinks"], "metadata": {"turn": 4}},
+        response_example={"memory": EXAMPLE_MEMORY, "created": True, "deduplicated": False, "embedding_status": "ready", "near_duplicates": []},
+        errors=dict([_error(409, "key_exists", "key 'diet' already exists in this namespace"),
+                     _error(413, "payload_too_large", "request body exceeds the limit of 2097152 bytes"),
+                     _error(415, "unsupported_media_type", 'Unsupported media type "text/plain" in request.'),
+                     _error(422, "idempotency_key_reused", "this Idempotency-Key was used with a different request body")]),
+        operation_id="memories_create")
     @idempotent
     def post(self, request):
         if isinstance(request.data, dict) and "memories" in request.data:
@@ -95,7 +127,7 @@ class MemoryCollectionView(AgentAPIView):
             results = services.memory_create_batch(org_id=self.org_id, agent_id=self.agent_id,
                                                    items=[self._create_fields(dict(i)) for i in items])
             created = any(r.created for r in results)
-            return Response({"results": [write_result(r) for r in results]},
+            return Response({"results": s.BatchItemResultSerializer(results, many=True).data},
                             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
         fields = self._create_fields(self.validated(s.MemoryCreateSerializer, request.data))
         result = services.memory_create(org_id=self.org_id, agent_id=self.agent_id, **fields)
@@ -109,9 +141,18 @@ class MemoryCollectionView(AgentAPIView):
 
 
 class MemoryDetailView(AgentAPIView):
+    @documented(summary="Get a memory (its ETag is its version)", response=s.MemorySerializer,
+                response_example=EXAMPLE_MEMORY, operation_id="memories_get")
     def get(self, request, memory_id):
         return self.memory_response(self.fresh(memory_id))
 
+    @documented(summary="Change a memory (optimistic concurrency)", request=s.MemoryUpdateSerializer,
+                response=s.MemorySerializer, parameters=[IF_MATCH],
+                request_example={"content": "The user prefers black tea", "confidence": 0.95},
+                response_example={**EXAMPLE_MEMORY, "content": "The user prefers black tea", "confidence": 0.95,
+                                  "version": 2},
+                errors={**PRECONDITION_ERRORS, **dict([_error(409, "duplicate", "an identical live memory exists")])},
+                operation_id="memories_update")
     def patch(self, request, memory_id):
         changes = self.validated(s.MemoryUpdateSerializer, request.data)
         expected = self.expected_version(changes.pop("version", None))
@@ -119,6 +160,11 @@ class MemoryDetailView(AgentAPIView):
                                expected_version=expected, actor=self.actor())
         return self.memory_response(self.fresh(memory_id))
 
+    @documented(summary="Soft-delete a memory (history is kept; restore undoes it)", response=s.MemorySerializer,
+                parameters=[IF_MATCH], response_example={**EXAMPLE_MEMORY, "deleted_at": "2026-11-21T17:00:00Z",
+                                                         "version": 2},
+                errors={**PRECONDITION_ERRORS, **dict([_error(409, "deleted", "memory is already deleted")])},
+                operation_id="memories_delete")
     def delete(self, request, memory_id):
         services.memory_delete(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
                                expected_version=self.expected_version(None))
@@ -126,6 +172,9 @@ class MemoryDetailView(AgentAPIView):
 
 
 class MemoryRestoreView(AgentAPIView):
+    @documented(summary="Restore a soft-deleted memory", request=s.VersionOnlySerializer, response=s.MemorySerializer,
+                parameters=[IF_MATCH], request_example={}, response_example={**EXAMPLE_MEMORY, "version": 3},
+                errors=dict([_error(409, "not_deleted", "memory is not deleted")]), operation_id="memories_restore")
     def post(self, request, memory_id):
         body = self.validated(s.VersionOnlySerializer, request.data or {})
         services.memory_restore(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
@@ -134,6 +183,10 @@ class MemoryRestoreView(AgentAPIView):
 
 
 class MemoryConfirmView(AgentAPIView):
+    @documented(summary="Confirm a memory: confidence 1.0, protected from decay", request=s.VersionOnlySerializer,
+                response=s.MemorySerializer, parameters=[IF_MATCH], request_example={},
+                response_example={**EXAMPLE_MEMORY, "confidence": 1.0, "is_protected": True, "decay_rate": 0.0,
+                                  "version": 2}, operation_id="memories_confirm")
     def post(self, request, memory_id):
         body = self.validated(s.VersionOnlySerializer, request.data or {})
         services.memory_confirm(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
@@ -144,6 +197,17 @@ class MemoryConfirmView(AgentAPIView):
 class MemorySupersedeView(AgentAPIView):
     """Correct a memory: the new one replaces it (also at /correct, seed 004's correct_fact)."""
 
+    @documented(summary="Supersede (correct) a memory", request=s.SupersedeSerializer,
+                response=inline_serializer("SupersedeResult", {"superseded": s.MemorySerializer(),
+                                                               "memory": s.MemorySerializer(),
+                                                               "created": drf.BooleanField(),
+                                                               "deduplicated": drf.BooleanField(),
+                                                               "embedding_status": drf.CharField()}),
+                status=201, parameters=[IF_MATCH, IDEMPOTENCY_KEY],
+                request_example={"content": "The user now prefers coffee", "reason": "the user said so"},
+                response_example={"superseded": {**EXAMPLE_MEMORY, "status": "superseded", "version": 2},
+                                  **{"memory": EXAMPLE_MEMORY, "created": True, "deduplicated": False, "embedding_status": "ready", "near_duplicates": []}},
+                errors=dict([_error(409, "superseded", "memory is superseded; only an active memory can be superseded")]))
     @idempotent
     def post(self, request, memory_id):
         body = self.validated(s.SupersedeSerializer, request.data)
@@ -157,6 +221,9 @@ class MemorySupersedeView(AgentAPIView):
 
 
 class MemoryFeedbackView(AgentAPIView):
+    @documented(summary="Report whether a memory was useful", request=s.FeedbackSerializer,
+                response=s.MemorySerializer, request_example={"useful": True},
+                response_example={**EXAMPLE_MEMORY, "usefulness_score": 0.6}, operation_id="memories_feedback")
     def post(self, request, memory_id):
         body = self.validated(s.FeedbackSerializer, request.data)
         services.memory_feedback(org_id=self.org_id, memory_id=memory_id, **body)
@@ -164,6 +231,8 @@ class MemoryFeedbackView(AgentAPIView):
 
 
 class MemoryHistoryView(AgentAPIView):
+    @documented(summary="A memory's history: one version per change", response=s.VersionSerializer(many=True),
+                response_example={"results": [EXAMPLE_VERSION]}, operation_id="memories_history")
     def get(self, request, memory_id):
         versions = selectors.memory_versions(org_id=self.org_id, memory_id=memory_id)
         return Response({"results": s.VersionSerializer(versions, many=True).data})
@@ -173,9 +242,14 @@ class MemoryHistoryView(AgentAPIView):
 
 
 class MemoryTagsView(AgentAPIView):
+    @documented(summary="A memory's tags", response=s.TagsSerializer, response_example={"tags": ["drinks"]},
+                operation_id="memories_tags_list")
     def get(self, request, memory_id):
         return Response({"tags": selectors.memory_tags(org_id=self.org_id, memory_id=memory_id)})
 
+    @documented(summary="Add tags", request=s.TagsSerializer, response=s.TagsSerializer,
+                request_example={"tags": ["morning"]}, response_example={"tags": ["drinks", "morning"]},
+                operation_id="memories_tags_add")
     def post(self, request, memory_id):
         body = self.validated(s.TagsSerializer, request.data)
         tags = services.memory_tags_add(org_id=self.org_id, memory_id=memory_id, tags=body["tags"],
@@ -184,16 +258,26 @@ class MemoryTagsView(AgentAPIView):
 
 
 class MemoryTagDetailView(AgentAPIView):
+    @documented(summary="Remove a tag", response=s.TagsSerializer, response_example={"tags": ["drinks"]},
+                operation_id="memories_tags_remove")
     def delete(self, request, memory_id, tag):
         tags = services.memory_tag_remove(org_id=self.org_id, memory_id=memory_id, tag=tag, actor=self.actor())
         return Response({"tags": tags})
 
 
 class MemoryRelationshipsView(AgentAPIView):
+    @documented(summary="A memory's relationships, both directions", response=s.RelationshipSerializer(many=True),
+                response_example={"results": [EXAMPLE_RELATIONSHIP]}, operation_id="relationships_list")
     def get(self, request, memory_id):
         relationships = selectors.memory_relationships(org_id=self.org_id, memory_id=memory_id)
         return Response({"results": s.RelationshipSerializer(relationships, many=True).data})
 
+    @documented(summary="Relate this memory to another", request=s.RelationshipCreateSerializer,
+                response=s.RelationshipSerializer, status=201,
+                request_example={"target_id": EXAMPLE_RELATIONSHIP["target_id"], "relation_type": "contradicts"},
+                response_example=EXAMPLE_RELATIONSHIP,
+                errors=dict([_error(409, "relationship_exists", "these memories are already linked by contradicts")]),
+                operation_id="relationships_create")
     def post(self, request, memory_id):
         body = self.validated(s.RelationshipCreateSerializer, request.data)
         relationship = services.relationship_create(org_id=self.org_id, source_id=memory_id, **body)
@@ -201,6 +285,8 @@ class MemoryRelationshipsView(AgentAPIView):
 
 
 class RelationshipDetailView(AgentAPIView):
+    @documented(summary="Delete a relationship", response=OpenApiResponse(description="deleted"), status=204,
+                operation_id="relationships_delete")
     def delete(self, request, relationship_id):
         services.relationship_delete(org_id=self.org_id, relationship_id=relationship_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -212,6 +298,10 @@ class RelationshipDetailView(AgentAPIView):
 class StoreItemView(AgentAPIView):
     """PUT upserts by namespace + key; GET and DELETE take ?namespace=a/b&key=k."""
 
+    @documented(summary="Upsert an item by namespace and key (last write wins, every write versioned)",
+                request=s.StorePutSerializer, response=s.StoreItemSerializer,
+                request_example={"namespace": ["memories", "user-42"], "key": "diet", "content": "vegetarian"},
+                response_example=EXAMPLE_STORE_ITEM, operation_id="store_put")
     def put(self, request):
         body = self.validated(s.StorePutSerializer, request.data)
         result = services.store_put(org_id=self.org_id, agent_id=self.agent_id, scope=body["namespace"],
@@ -222,11 +312,17 @@ class StoreItemView(AgentAPIView):
                         status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
                         headers={"ETag": f'"{memory.version}"'})
 
+    @documented(summary="Get an item by namespace and key", response=s.StoreItemSerializer,
+                parameters=[OpenApiParameter("namespace", str, description="namespace joined with '/', e.g. memories/user-42"),
+                            OpenApiParameter("key", str)], response_example=EXAMPLE_STORE_ITEM, operation_id="store_get")
     def get(self, request):
         where = self.validated(s.StoreLocatorSerializer, s.query_data(request.query_params, ()))
         memory = selectors.store_get(org_id=self.org_id, scope=where["namespace"], key=where["key"])
         return Response(s.StoreItemSerializer(memory).data, headers={"ETag": f'"{memory.version}"'})
 
+    @documented(summary="Delete an item by namespace and key", response=OpenApiResponse(description="deleted"),
+                status=204, parameters=[OpenApiParameter("namespace", str, description="namespace joined with '/', e.g. memories/user-42"),
+                            OpenApiParameter("key", str)], operation_id="store_delete")
     def delete(self, request):
         where = self.validated(s.StoreLocatorSerializer, s.query_data(request.query_params, ()))
         memory = selectors.store_get(org_id=self.org_id, scope=where["namespace"], key=where["key"])
@@ -235,6 +331,12 @@ class StoreItemView(AgentAPIView):
 
 
 class StoreKeysView(AgentAPIView):
+    @documented(summary="List the keys of a namespace",
+                response=inline_serializer("StoreKeys", {"namespace": drf.ListField(child=drf.CharField()),
+                                                         "keys": drf.ListField(child=drf.CharField())}),
+                parameters=[OpenApiParameter("namespace", str)],
+                response_example={"namespace": ["memories", "user-42"], "keys": ["city", "diet"]},
+                operation_id="store_keys")
     def get(self, request):
         where = self.validated(s.StoreNamespaceQuerySerializer, s.query_data(request.query_params, ()))
         return Response({"namespace": s.scope_to_namespace(where["namespace"]),
@@ -242,6 +344,11 @@ class StoreKeysView(AgentAPIView):
 
 
 class StoreNamespacesView(AgentAPIView):
+    @documented(summary="List namespaces (optionally under a prefix)",
+                response=inline_serializer("StoreNamespaces", {"namespaces": drf.ListField(
+                    child=drf.ListField(child=drf.CharField()))}),
+                parameters=[OpenApiParameter("prefix", str, required=False)],
+                response_example={"namespaces": [["memories", "user-42"]]}, operation_id="store_namespaces")
     def get(self, request):
         where = self.validated(s.StoreNamespacesQuerySerializer, s.query_data(request.query_params, ()))
         scopes = selectors.store_namespaces(org_id=self.org_id, prefix=where.get("prefix", ""))

@@ -83,7 +83,8 @@ TEMPLATES = [
 def _database(url: str) -> dict:
     config = env.db_url_config(url)
     config["HOST"] = unquote(config["HOST"])  # a Unix-socket directory arrives percent-encoded
-    config["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+    # Persistent connections are safe here: the tenant lives in the transaction, not the session.
+    config["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
     config["CONN_HEALTH_CHECKS"] = True
     config["OPTIONS"] = {
         # Client-side binding, so no prepared statements: a prepared statement's generic plan

@@ -48,7 +48,7 @@ def empty_queue():
 @committing
 def test_a_batch_is_embedded_by_a_worker_after_commit(tenant_a, api_a, empty_queue):
     response = api_a.post("/api/v1/memories", {"memories": [{"content": f"Worker fact {i}"} for i in range(5)]})
-    ids = [r["memory"]["id"] for r in response.json()["results"]]
+    ids = [r["id"] for r in response.json()["results"]]
     assert set(embedding_states(tenant_a.org, ids).values()) == {None}
     assert empty_queue.count == 1  # enqueued once the request's transaction committed
 
@@ -65,7 +65,7 @@ def test_a_batch_is_embedded_by_a_worker_after_commit(tenant_a, api_a, empty_que
 @committing
 def test_running_the_job_twice_leaves_the_same_state(tenant_a, api_a, empty_queue):
     response = api_a.post("/api/v1/memories", {"memories": [{"content": "Idempotent job fact"}]})
-    memory_id = response.json()["results"][0]["memory"]["id"]
+    memory_id = response.json()["results"][0]["id"]
     assert jobs.embed_memories(org_id=str(tenant_a.org.id), memory_ids=[memory_id]) == 1
     with tenant_context(tenant_a.org.id):
         first = Memory.objects.get(pk=memory_id)
@@ -107,10 +107,42 @@ def test_with_redis_down_writes_succeed_and_are_embedded_when_it_returns(tenant_
     batch = api_a.post("/api/v1/memories", {"memories": [{"content": "Batch while Redis was down"}]})
     assert single.status_code == 201 and batch.status_code == 201
     assert single.json()["embedding_status"] == "ready"  # single writes embed inline, no Redis needed
-    pending = batch.json()["results"][0]["memory"]["id"]
+    pending = batch.json()["results"][0]["id"]
     assert embedding_states(tenant_a.org, [pending]) == {pending: None}
 
     redis_outage()  # Redis is back; the periodic sweep (or `manage.py embed_pending`) completes the write
     assert django_rq.get_queue(jobs.QUEUE).connection.ping()
     assert jobs.embed_pending() >= 1
     assert embedding_states(tenant_a.org, [pending]) == {pending: 384}
+
+
+@pytest.mark.django_db
+def test_idempotency_records_are_forgotten_after_a_day(tenant_a):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memories.models import IdempotencyRecord
+
+    with tenant_context(tenant_a.org.id):
+        IdempotencyRecord.objects.filter(pk=tenant_a.idempotency_record.pk).update(
+            created_at=timezone.now() - timedelta(hours=25))
+        fresh = IdempotencyRecord.objects.create(org=tenant_a.org, agent=tenant_a.agent, key="fresh",
+                                                 request_fingerprint="0" * 64)
+    assert jobs.purge_idempotency_records() == 1
+    with tenant_context(tenant_a.org.id):
+        assert list(IdempotencyRecord.objects.values_list("pk", flat=True)) == [fresh.pk]
+
+
+def test_the_cron_configuration_registers_the_sweeps():
+    from rq import cron
+
+    cron._job_data_registry.clear()
+    import importlib
+
+    import memories.cron
+
+    importlib.reload(memories.cron)
+    registered = {job["func"].__name__: job["interval"] for job in cron._job_data_registry}
+    cron._job_data_registry.clear()
+    assert registered == {"embed_pending": 60, "purge_idempotency_records": 3600}

@@ -46,11 +46,18 @@ class Command(BaseCommand):
         children = {
             "web": subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "memory_platform.wsgi", "--bind", bind,
+                 "--config", "python:memory_platform.gunicorn_conf",
                  "--workers", str(web_workers), "--access-logfile", "-", "--graceful-timeout", "10"],
                 env=env,
             ),
             "worker": subprocess.Popen(
-                [sys.executable, "manage.py", "rqworker", *QUEUES, "--with-scheduler"], env=env, cwd=settings.BASE_DIR
+                # One process, model loaded once at start (memories/worker.py).
+                [sys.executable, "manage.py", "rqworker", *QUEUES, "--with-scheduler",
+                 "--worker-class", "memories.worker.EmbeddingWorker"], env=env, cwd=settings.BASE_DIR
+            ),
+            # Periodic jobs: the embedding sweep, purging old idempotency keys (memories/cron.py).
+            "cron": subprocess.Popen(
+                [sys.executable, "manage.py", "rqcron", "memories.cron"], env=env, cwd=settings.BASE_DIR
             ),
         }
         self.stdout.write(

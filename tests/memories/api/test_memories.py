@@ -81,7 +81,8 @@ def test_batch_create_stores_all_with_embeddings_pending(tenant_a, api_a):
     assert response.status_code == 201
     results = response.json()["results"]
     assert [r["created"] for r in results] == [True, True, False]
-    assert results[2]["deduplicated"] and results[2]["memory"]["id"] == results[0]["memory"]["id"]
+    assert results[2]["deduplicated"] and results[2]["id"] == results[0]["id"]
+    assert set(results[0]) == {"id", "created", "deduplicated", "embedding_status", "content_hash", "version"}
     assert {r["embedding_status"] for r in results} == {"pending"}
 
 

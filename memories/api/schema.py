@@ -1,0 +1,95 @@
+"""OpenAPI descriptions (drf-spectacular): the API key scheme, the error shape, and request and
+response examples for every endpoint."""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+
+MEMORY_ID = "3f1c9a52-7a0b-4a4e-9d1e-1d2b3c4d5e6f"
+EXAMPLE_MEMORY = {
+    "id": MEMORY_ID, "org_id": "0b9d8199-de11-447d-96d1-289e11788ece",
+    "agent_id": "6a76cab1-20b1-47ac-a95e-2451ee6478c8", "session_id": None,
+    "content": "The user prefers green tea in the morning",
+    "content_hash": "400bdb578d4f5569900727b1e2869c39078f0fdc36eb380b2ac8e37190653876",
+    "category": "preference", "memory_type": "semantic", "source": "extracted", "status": "active",
+    "confidence": 0.9, "usefulness_score": 0.5, "importance": 0.4, "sensitivity": "internal",
+    "validation_status": "unverified", "scope": "memories/user-42", "namespace": ["memories", "user-42"],
+    "key": None, "provenance": {}, "metadata": {"turn": 4}, "tags": ["drinks"], "retrieval_count": 0,
+    "last_retrieved_at": None, "last_injected_at": None, "decay_rate": 0.1, "is_protected": False,
+    "valid_from": None, "valid_until": None, "event_time": None, "superseded_by": None, "merged_into": None,
+    "expires_at": None, "deleted_at": None, "version": 1, "embedding_status": "ready",
+    "embedding_model": "all-MiniLM-L6-v2", "created_at": "2026-11-21T16:31:56Z", "updated_at": "2026-11-21T16:31:56Z",
+}
+EXAMPLE_VERSION = {
+    "id": "91da50c5-27fc-4281-af64-a83cd4bb1957", "memory_id": MEMORY_ID, "version_num": 1, "operation": "create",
+    "content": EXAMPLE_MEMORY["content"], "category": "preference", "confidence": 0.9, "status": "active",
+    "metadata": {"turn": 4}, "snapshot": {"tags": ["drinks"], "scope": "memories/user-42"},
+    "changed_by_type": "agent", "changed_by_agent_id": EXAMPLE_MEMORY["agent_id"], "changed_by_user": None,
+    "change_reason": "", "created_at": "2026-11-21T16:31:56Z",
+}
+EXAMPLE_RELATIONSHIP = {
+    "id": "5b0c3f3e-1a2b-4c5d-8e9f-0a1b2c3d4e5f", "source_id": MEMORY_ID,
+    "target_id": "9e8d7c6b-5a49-4382-b1a0-f9e8d7c6b5a4", "relation_type": "contradicts", "predicate": "",
+    "weight": 1.0, "confidence": 0.8, "metadata": {}, "created_at": "2026-11-21T16:40:00Z",
+}
+EXAMPLE_STORE_ITEM = {
+    "id": "03dfd990-b100-43df-a317-aaea71c629d6", "namespace": ["memories", "user-42"], "key": "diet",
+    "content": "vegetarian", "metadata": {}, "version": 2, "createdAt": "2026-11-21T16:31:56Z",
+    "updatedAt": "2026-11-21T16:35:10Z",
+}
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    target_class = "tenants.authentication.ApiKeyAuthentication"
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "An agent's API key: `Authorization: Bearer mp_...`"}
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorDetailSerializer()
+
+
+def _error(status: int, code: str, message: str, fields: dict | None = None) -> tuple[int, OpenApiResponse]:
+    return status, OpenApiResponse(ErrorSerializer, description=message, examples=[OpenApiExample(
+        code, value={"error": {"code": code, "message": message, "fields": fields or {}}}, response_only=True,
+        status_codes=[str(status)])])
+
+
+COMMON_ERRORS = dict([
+    _error(400, "invalid", "content: This field may not be blank.", {"content": ["This field may not be blank."]}),
+    _error(401, "not_authenticated", "Authentication credentials were not provided."),
+    _error(404, "not_found", "memory 3f1c9a52-... not found"),
+])
+PRECONDITION_ERRORS = dict([
+    _error(412, "version_mismatch", "memory 3f1c9a52-... is at version 3, not 2"),
+    _error(428, "version_required", "send If-Match with the memory's current version (its ETag), or `version`"),
+])
+IF_MATCH = OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=False,
+                            description='The ETag of the version being changed, e.g. "2" (or send `version`).')
+IDEMPOTENCY_KEY = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                                   description="Retries with the same key and body get the first response.")
+
+
+def documented(*, summary: str, request=None, response=None, status: int = 200, request_example=None,
+               response_example=None, errors: dict | None = None, parameters=(), description: str = "",
+               operation_id: str | None = None):
+    """extend_schema with one request example and one response example."""
+    examples = []
+    if request_example is not None:
+        examples.append(OpenApiExample("request", value=request_example, request_only=True))
+    if response_example is not None:
+        examples.append(OpenApiExample("response", value=response_example, response_only=True,
+                                       status_codes=[str(status)]))
+    responses = {status: response, **COMMON_ERRORS, **(errors or {})}
+    return extend_schema(summary=summary, description=description, request=request, responses=responses,
+                         examples=examples, parameters=list(parameters), operation_id=operation_id)
