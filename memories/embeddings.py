@@ -71,3 +71,20 @@ def get_embedder() -> Embedder:
             if _embedder is None:
                 _embedder = SentenceTransformerEmbedder()
     return _embedder
+
+
+class use_embedder:
+    """Swap the process's embedder for a block (a different model, or a fault injected to
+    prove the write path survives the model failing)."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder = embedder
+
+    def __enter__(self):
+        global _embedder
+        self.previous, _embedder = _embedder, self.embedder
+        return self.embedder
+
+    def __exit__(self, *exc_info):
+        global _embedder
+        _embedder = self.previous

@@ -146,3 +146,28 @@ def test_the_cron_configuration_registers_the_sweeps():
     registered = {job["func"].__name__: job["interval"] for job in cron._job_data_registry}
     cron._job_data_registry.clear()
     assert registered == {"embed_pending": 60, "purge_idempotency_records": 3600}
+
+
+class BrokenModel:
+    """Fault injection: the embedding model itself fails (out of memory, corrupt weights...).
+    Only the model is replaced; the database, Redis and the worker stay real."""
+
+    model_name, dimensions = "all-MiniLM-L6-v2", 384
+
+    def embed(self, texts):
+        from memories.embeddings import EmbeddingError
+
+        raise EmbeddingError("model unavailable")
+
+
+@committing
+def test_when_the_model_fails_a_write_is_stored_pending_and_completed_later(tenant_a, api_a, empty_queue):
+    from memories.embeddings import use_embedder
+
+    with use_embedder(BrokenModel()):
+        response = api_a.post("/api/v1/memories", {"content": "Written while the model was down"})
+    assert response.status_code == 201 and response.json()["embedding_status"] == "pending"
+    memory_id = response.json()["memory"]["id"]
+    assert empty_queue.count == 1  # the retry is queued at once
+    assert jobs.embed_pending() == 1  # and the sweep would complete it too
+    assert embedding_states(tenant_a.org, [memory_id]) == {memory_id: 384}
