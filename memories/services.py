@@ -209,6 +209,16 @@ def _enqueue_embedding(org_id, memory_ids: list) -> None:
     transaction.on_commit(enqueue)
 
 
+def _refresh_hot_set(memory: Memory) -> None:
+    """After commit, keep the agent's hot set (Redis) in step: live memories in, others out."""
+    from memories import cache
+
+    if memory.status == Memory.Status.ACTIVE and memory.deleted_at is None:
+        transaction.on_commit(lambda: cache.hot_memory_update(memory))
+    else:
+        transaction.on_commit(lambda: cache.hot_memory_remove(memory))
+
+
 def _locked(org_id, memory_id) -> Memory:
     try:
         return Memory.objects.select_for_update().get(org_id=org_id, pk=memory_id)
@@ -278,6 +288,7 @@ def _insert(org_id, agent_id, content: str, fields: dict, tags: list[str], actor
     if tags:
         MemoryTag.objects.bulk_create([MemoryTag(org_id=org_id, memory=memory, tag=tag) for tag in tags])
     _record_version(memory, MemoryVersion.Operation.CREATE, actor, tags)
+    _refresh_hot_set(memory)
     found = []
     if vector is not None:
         duplicates = near_duplicates(org_id, [memory.pk])
@@ -350,6 +361,8 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
                                        for memory, tags in new for tag in tags])
         MemoryVersion.objects.bulk_create([_version(memory, MemoryVersion.Operation.CREATE, actor, tags)
                                            for memory, tags in new])
+        for memory, _ in new:
+            _refresh_hot_set(memory)
         if new:
             _enqueue_embedding(org_id, [memory.pk for memory, _ in new])
     return results
@@ -401,6 +414,7 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
                 raise Conflict("that key already exists in this namespace", code="key_exists", field="key") from None
             raise
         _record_version(memory, MemoryVersion.Operation.UPDATE, actor)
+        _refresh_hot_set(memory)
         if "content" in changes and memory.embedding is None:
             _enqueue_embedding(org_id, [memory.pk])
         return memory
@@ -420,6 +434,7 @@ def _transition(org_id, memory_id, operation: str, actor: Actor, expected_versio
                 raise Conflict("an identical live memory (or the same key) exists", code="duplicate") from None
             raise
         _record_version(memory, operation, actor)
+        _refresh_hot_set(memory)
         return memory
 
 
@@ -478,6 +493,7 @@ def memory_supersede(*, org_id, memory_id, agent_id, content: str, actor: Actor,
         MemoryRelationship.objects.get_or_create(
             org_id=org_id, source=new, target=old, relation_type=MemoryRelationship.RelationType.SUPERSEDES,
         )
+        _refresh_hot_set(old)
         if result.created and new.embedding is None:
             _enqueue_embedding(org_id, [new.pk])
         return old, result

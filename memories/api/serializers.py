@@ -9,7 +9,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.models import Memory, MemoryRelationship, MemoryVersion
+from memories.models import Memory, MemoryRelationship, MemoryVersion, RetrievalEvent
 
 NAMESPACE_SEPARATOR = "/"
 
@@ -365,3 +365,139 @@ class StoreItemSerializer(serializers.ModelSerializer):
 
     def get_namespace(self, memory) -> list[str]:
         return scope_to_namespace(memory.scope)
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+class SearchFiltersSerializer(StrictSerializer):
+    agent = serializers.ListField(child=serializers.UUIDField(), required=False)
+    session = serializers.UUIDField(required=False)
+    namespace = serializers.CharField(max_length=256, required=False)
+    category = serializers.ListField(child=serializers.ChoiceField(Memory.Category.choices), required=False)
+    memory_type = serializers.ListField(child=serializers.ChoiceField(Memory.MemoryType.choices), required=False)
+    status = serializers.ListField(child=serializers.ChoiceField(Memory.Status.choices), required=False,
+                                   help_text="Default: active only.")
+    sensitivity = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
+    require_verified = serializers.BooleanField(required=False)
+    min_confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    created_after = serializers.DateTimeField(required=False)
+    created_before = serializers.DateTimeField(required=False)
+    time_range = serializers.ChoiceField(["last_day", "last_week", "last_month"], required=False,
+                                         help_text="Shorthand for created_after.")
+    valid_at = serializers.DateTimeField(required=False)
+    tags = serializers.ListField(child=TagField(), required=False)
+    include_expired = serializers.BooleanField(required=False)
+    include_deleted = serializers.BooleanField(required=False)
+
+    def validate(self, attrs):
+        if "time_range" in attrs and "created_after" in attrs:
+            raise serializers.ValidationError({"time_range": ["send time_range or created_after, not both"]})
+        return attrs
+
+    @staticmethod
+    def to_filters(data: dict):
+        from memories.search import SearchFilters, time_preset
+
+        return SearchFilters(
+            agent_ids=data.get("agent", []), session_id=data.get("session"), namespace=data.get("namespace"),
+            categories=data.get("category", []), memory_types=data.get("memory_type", []),
+            statuses=data.get("status") or ["active"], sensitivity=data.get("sensitivity", []),
+            require_verified=data.get("require_verified", False), min_confidence=data.get("min_confidence"),
+            created_after=time_preset(data["time_range"]) if "time_range" in data else data.get("created_after"),
+            created_before=data.get("created_before"), valid_at=data.get("valid_at"), tags=data.get("tags", []),
+            include_expired=data.get("include_expired", False), include_deleted=data.get("include_deleted", False),
+        )
+
+
+class SearchRequestSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=4000)
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    mode = serializers.ChoiceField(["hybrid", "vector", "fulltext"], default="hybrid")
+    expand = serializers.BooleanField(default=False, help_text="Add memories one relationship away.")
+    threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False,
+                                       help_text="Keep vector matches at or above this cosine similarity.")
+    filters = SearchFiltersSerializer(required=False)
+
+
+class RetrieveRequestSerializer(StrictSerializer):
+    """Seed 002's retrieve request."""
+
+    query = serializers.CharField(max_length=4000)
+    scope = serializers.CharField(max_length=256)
+    allowed_sensitivity = serializers.ListField(child=serializers.CharField(min_length=1, max_length=64),
+                                                min_length=1, default=lambda: ["internal"])
+    require_verified = serializers.BooleanField(default=False)
+    limit = serializers.IntegerField(min_value=1, max_value=32, default=8)
+
+
+class StoreSearchRequestSerializer(StrictSerializer):
+    """Seed 003's store.search(namespace, query, {threshold, limit})."""
+
+    namespace = NamespaceField(minimum=1)
+    query = serializers.CharField(max_length=4000)
+    threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+
+
+class HotQuerySerializer(StrictSerializer):
+    limit = serializers.IntegerField(min_value=1, max_value=50, default=20)
+
+
+class RetrievalEventQuerySerializer(StrictSerializer):
+    kind = serializers.ChoiceField(["search", "retrieve", "namespace_search", "replay"], required=False)
+    agent = serializers.UUIDField(required=False)
+    created_after = serializers.DateTimeField(required=False)
+    created_before = serializers.DateTimeField(required=False)
+    cursor = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
+class SearchResultSerializer(serializers.Serializer):
+    memory = MemorySerializer()
+    score = serializers.FloatField()
+    signals = serializers.DictField()
+
+
+class RetrievedMemorySerializer(serializers.Serializer):
+    """Seed 002's retrieved memory: only what a caller needs to decide on context."""
+
+    id = serializers.UUIDField(source="memory.pk")
+    summary = serializers.CharField(source="memory.content")
+    scope = serializers.CharField(source="memory.scope")
+    sensitivity = serializers.CharField(source="memory.sensitivity")
+    validation_status = serializers.CharField(source="memory.validation_status")
+    provenance = serializers.DictField(source="memory.provenance")
+    artifact_refs = serializers.SerializerMethodField()
+
+    def get_artifact_refs(self, result) -> list[dict]:
+        return [{"id": str(link.artifact.pk), "scope": link.artifact.scope, "sha256": link.artifact.sha256,
+                 "storage_uri": link.artifact.storage_uri, "artifact_type": link.artifact.artifact_type}
+                for link in self.context.get("artifacts", {}).get(result.memory.pk, [])]
+
+
+class StoreSearchResultSerializer(StoreItemSerializer):
+    similarity = serializers.SerializerMethodField()
+
+    class Meta(StoreItemSerializer.Meta):
+        fields = [*StoreItemSerializer.Meta.fields, "similarity"]
+
+    def get_similarity(self, memory) -> float:
+        return self.context["similarity"][memory.pk]
+
+
+class RetrievalEventSerializer(serializers.ModelSerializer):
+    agent_id = serializers.UUIDField(read_only=True, allow_null=True)
+    replay_of = serializers.UUIDField(source="replay_of_id", read_only=True, allow_null=True)
+    results = serializers.SerializerMethodField()
+
+    class Meta:
+        model = RetrievalEvent
+        fields = ["id", "kind", "agent_id", "query", "scope", "filters", "returned_memory_ids", "returned_scores",
+                  "returned_artifact_ids", "results", "details", "replay_of", "created_at"]
+        read_only_fields = fields
+
+    def get_results(self, event) -> list[dict]:
+        signals = event.details.get("signals", {})
+        return [{"rank": rank, "id": str(memory_id), "score": score, "signals": signals.get(str(memory_id), {})}
+                for rank, (memory_id, score) in enumerate(zip(event.returned_memory_ids, event.returned_scores), 1)]

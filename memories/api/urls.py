@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memories.api import views
+from memories.api import retrieval_views, views
 
 app_name = "api"
 
@@ -21,4 +21,13 @@ urlpatterns = [
     path("store/items", views.StoreItemView.as_view(), name="store-item"),
     path("store/keys", views.StoreKeysView.as_view(), name="store-keys"),
     path("store/namespaces", views.StoreNamespacesView.as_view(), name="store-namespaces"),
+    path("store/search", retrieval_views.StoreSearchView.as_view(), name="store-search"),
+    path("search", retrieval_views.SearchView.as_view(), name="search"),
+    path("retrieve", retrieval_views.RetrieveView.as_view(), name="retrieve"),
+    path("hot", retrieval_views.HotView.as_view(), name="hot"),
+    path("retrieval-events", retrieval_views.RetrievalEventListView.as_view(), name="retrieval-events"),
+    path("retrieval-events/<uuid:event_id>", retrieval_views.RetrievalEventDetailView.as_view(),
+         name="retrieval-event"),
+    path("retrieval-events/<uuid:event_id>/replay", retrieval_views.RetrievalEventReplayView.as_view(),
+         name="retrieval-event-replay"),
 ]

@@ -195,6 +195,29 @@ MEMORY_PLATFORM = {
     "FEEDBACK_WEIGHT": env.float("MEMORY_PLATFORM_FEEDBACK_WEIGHT", default=0.2),
     # Most memories one batch create may carry.
     "BATCH_LIMIT": env.int("MEMORY_PLATFORM_BATCH_LIMIT", default=100),
+    # Retrieval (docs/adr/0035): how the vector search finds k rows for tenants of every size,
+    # how signals are fused and how the final score blends relevance with the rest.
+    "SEARCH": {
+        # A search whose tenant (after cheap filters) has at most this many rows is exact.
+        "EXACT_SCAN_ROWS": env.int("MEMORY_PLATFORM_EXACT_SCAN_ROWS", default=10000),
+        "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=100),
+        "HNSW_MAX_SCAN_TUPLES": env.int("MEMORY_PLATFORM_HNSW_MAX_SCAN_TUPLES", default=20000),
+        "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=10),
+        "IVFFLAT_MAX_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_MAX_PROBES", default=100),
+        # Candidates each signal contributes before fusion.
+        "CANDIDATES": env.int("MEMORY_PLATFORM_SEARCH_CANDIDATES", default=50),
+        "RRF_K": env.int("MEMORY_PLATFORM_RRF_K", default=60),
+        "RRF_WEIGHTS": {"vector": 1.0, "fulltext": 1.0, "graph": 0.5},
+        "RANKING_WEIGHTS": {"relevance": 0.75, "importance": 0.08, "confidence": 0.08, "recency": 0.05,
+                            "usage": 0.04},
+        "RECENCY_HALF_LIFE_DAYS": env.float("MEMORY_PLATFORM_RECENCY_HALF_LIFE_DAYS", default=30.0),
+        # Seed 003's store search returns items at or above this cosine similarity.
+        "STORE_SIMILARITY_THRESHOLD": env.float("MEMORY_PLATFORM_STORE_SIMILARITY_THRESHOLD", default=0.7),
+        "QUERY_EMBEDDING_CACHE_SECONDS": 86400,
+    },
+    # Seed 001's hot cache: the top memories of each agent in a Redis sorted set.
+    "HOT_CACHE_SIZE": 50,
+    "HOT_CACHE_TTL_SECONDS": 300,
     # Largest request body the API reads, in bytes (413 beyond).
     "MAX_REQUEST_BYTES": env.int("MEMORY_PLATFORM_MAX_REQUEST_BYTES", default=2 * 1024 * 1024),
 }

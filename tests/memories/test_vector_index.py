@@ -4,6 +4,7 @@ security on, shows the approximate index in use: HNSW (the default) and IVFFlat.
 import json
 import numpy as np
 import pytest
+from pgvector.django import CosineDistance
 from django.db import connection, connections, transaction
 
 from memories import vector_index
@@ -89,3 +90,66 @@ def test_vector_search_uses_the_index(populated, kind, knob_sql, settings):
     scans = [n for n in nodes if n.get("Index Name") == vector_index.INDEX_NAME]
     assert scans and scans[0]["Node Type"] == "Index Scan", [n["Node Type"] for n in nodes]
     assert returned == 10
+
+
+# --------------------------------------------------------------------------- the search's own query
+
+
+def search_plan(org_id, vector, filters, k):
+    from memories import search
+
+    with tenant_context(org_id), connection.cursor() as cursor:
+        query = search.vector_query(cursor, org_id, vector, filters, k)
+        for name, value in query.knobs.items():
+            cursor.execute("SELECT set_config(%s, %s, true)", [name, str(value)])
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + query.sql, query.params)
+        plan = cursor.fetchone()[0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    return query.method, list(plan_nodes(plan[0]["Plan"]))
+
+
+@committing
+def test_the_search_uses_the_index_for_a_large_tenant_and_an_exact_scan_for_a_small_one(populated, org_b, settings):
+    from memories import search
+
+    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
+                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 1000}}
+    with transaction.atomic(using="owner"):
+        vector_index.rebuild("hnsw")
+    analyze()
+    search._kind_cache.clear()
+    small = factories.organization("Small tenant")
+    small_agent = factories.services.agent_create(org=small, name="tiny")
+    bulk_memories(small, small_agent, 20, seed=9)
+    query = factories.unit_vector(11)
+
+    method, nodes = search_plan(populated.id, query, search.SearchFilters(), 10)
+    assert method == "hnsw"
+    assert any(n.get("Index Name") == vector_index.INDEX_NAME for n in nodes)
+
+    method, nodes = search_plan(small.id, query, search.SearchFilters(), 10)
+    assert method == "exact"
+    assert not any(n.get("Index Name") == vector_index.INDEX_NAME for n in nodes)
+
+
+@committing
+def test_a_tiny_tenant_gets_k_results_even_through_the_index(populated, settings):
+    """Force the approximate path for a tenant holding 0.3% of the rows: the iterative scan
+    keeps going past the other tenants' rows until it has k of this one's."""
+    from memories import search
+
+    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
+                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 0}}
+    with transaction.atomic(using="owner"):
+        vector_index.rebuild("hnsw")
+    analyze()
+    search._kind_cache.clear()
+    tiny = factories.organization("Tiny tenant")
+    agent = factories.services.agent_create(org=tiny, name="tiny")
+    bulk_memories(tiny, agent, 20, seed=12)
+    with tenant_context(tiny.id):
+        hits, method = search.vector_search(tiny.id, factories.unit_vector(13), search.SearchFilters(), 10)
+        exact = list(Memory.objects.filter(org=tiny).order_by(
+            CosineDistance("embedding", factories.unit_vector(13))).values_list("pk", flat=True)[:10])
+    assert method == "hnsw" and len(hits) == 10
+    assert len({h.memory_id for h in hits} & set(exact)) >= 9  # recall@10 >= 0.9 on this small sample

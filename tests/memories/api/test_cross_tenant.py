@@ -9,7 +9,8 @@ pytestmark = pytest.mark.django_db
 
 
 def a_ids(tenant):
-    return {"memory": tenant.memory.id, "other": tenant.other_memory.id, "relationship": tenant.relationship.id}
+    return {"memory": tenant.memory.id, "other": tenant.other_memory.id, "relationship": tenant.relationship.id,
+            "event": tenant.retrieval_event.id}
 
 
 ENDPOINTS = [
@@ -28,6 +29,8 @@ ENDPOINTS = [
     ("get", "/api/v1/memories/{memory}/relationships", None),
     ("post", "/api/v1/memories/{memory}/relationships", {"target_id": "{other}", "relation_type": "supports"}),
     ("delete", "/api/v1/relationships/{relationship}", None),
+    ("get", "/api/v1/retrieval-events/{event}", None),
+    ("post", "/api/v1/retrieval-events/{event}/replay", None),
 ]
 
 
@@ -90,3 +93,19 @@ def test_the_store_is_per_organisation(api_a, api_b):
 def test_exact_dedup_never_matches_another_organisation(tenant_a, api_b):
     response = api_b.post("/api/v1/memories", {"content": tenant_a.memory.content})
     assert response.status_code == 201 and response.json()["memory"]["id"] != str(tenant_a.memory.id)
+
+
+def test_b_s_searches_events_and_hot_set_hold_nothing_of_a(tenant_a, tenant_b, api_b):
+    a_ids = {str(tenant_a.memory.id), str(tenant_a.other_memory.id)}
+    for mode in ("hybrid", "vector", "fulltext"):
+        results = api_b.post("/api/v1/search", {"query": tenant_a.memory.content, "mode": mode, "limit": 100,
+                                                "filters": {"include_deleted": True, "include_expired": True}})
+        assert not a_ids & {r["memory"]["id"] for r in results.json()["results"]}
+    retrieved = api_b.post("/api/v1/retrieve", {"query": tenant_a.memory.content, "scope": "memories"}).json()
+    assert not a_ids & {c["id"] for c in retrieved["candidates"]}
+    events = api_b.get("/api/v1/retrieval-events").json()["results"]
+    assert str(tenant_a.retrieval_event.id) not in {e["id"] for e in events}
+    assert not a_ids & {m["id"] for m in api_b.get("/api/v1/hot").json()["results"]}
+    stored = api_b.post("/api/v1/store/search", {"namespace": ["memories"], "query": tenant_a.memory.content,
+                                                 "threshold": 0}).json()["results"]
+    assert not a_ids & {r["id"] for r in stored}

@@ -1,0 +1,194 @@
+"""Retrieval endpoints: search, retrieve (seed 002), store search (seed 003), the hot set, and
+retrieval events with replay."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, inline_serializer
+from rest_framework import serializers as drf
+from rest_framework.response import Response
+
+from memories import retrieval
+from memories.api import serializers as s
+from memories.api.schema import EXAMPLE_MEMORY, documented
+from memories.api.views import AgentAPIView
+from memories.models import MemoryArtifact, RetrievalEvent
+from memories.search import SearchFilters
+from rest_framework.pagination import CursorPagination
+
+EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank": 2, "score": 0.1},
+                   "fused": 0.0325, "blend": {"relevance": 1.0, "importance": 0.4, "confidence": 0.9,
+                                              "recency": 0.98, "usage": 0.0}}
+
+
+def search_response(outcome, event) -> dict:
+    return {
+        "results": s.SearchResultSerializer(outcome.results, many=True).data,
+        "retrieval_event_id": str(event.pk),
+        "degraded": outcome.degraded,
+        "vector_method": outcome.vector_method,
+        "filled_from_fulltext": outcome.filled_from_fulltext,
+    }
+
+
+class SearchView(AgentAPIView):
+    @documented(
+        summary="Search memories (hybrid: vector + full text, fused by reciprocal rank)",
+        request=s.SearchRequestSerializer,
+        response=inline_serializer("SearchResponse", {
+            "results": s.SearchResultSerializer(many=True), "retrieval_event_id": drf.UUIDField(),
+            "degraded": drf.CharField(allow_null=True), "vector_method": drf.CharField(allow_null=True),
+            "filled_from_fulltext": drf.IntegerField()}),
+        request_example={"query": "what does the user drink in the morning?", "limit": 5,
+                         "filters": {"category": ["preference"], "time_range": "last_month"}},
+        response_example={"results": [{"memory": EXAMPLE_MEMORY, "score": 0.93, "signals": EXAMPLE_SIGNALS}],
+                          "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "degraded": None,
+                          "vector_method": "hnsw", "filled_from_fulltext": 0},
+        operation_id="search")
+    def post(self, request):
+        body = self.validated(s.SearchRequestSerializer, request.data)
+        filters = s.SearchFiltersSerializer.to_filters(body.get("filters", {}))
+        outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters, limit=body["limit"],
+                                          mode=body["mode"], expand=body["expand"], threshold=body.get("threshold"))
+        request_record = {k: body[k] for k in ("limit", "mode", "expand")} | (
+            {"threshold": body["threshold"]} if "threshold" in body else {})
+        event = retrieval.retrieval_event_record(
+            org_id=self.org_id, kind=RetrievalEvent.Kind.SEARCH, query=body["query"],
+            scope=filters.namespace or "", filters=filters, request=request_record, outcome=outcome,
+            agent_id=self.agent_id)
+        return Response(search_response(outcome, event))
+
+
+class RetrieveView(AgentAPIView):
+    @documented(
+        summary="Retrieve context candidates (seed 002): identifiers and evidence, never a prompt",
+        request=s.RetrieveRequestSerializer,
+        response=inline_serializer("RetrieveResponse", {"candidates": s.RetrievedMemorySerializer(many=True),
+                                                         "retrieval_event_id": drf.UUIDField()}),
+        request_example={"query": "dietary restrictions", "scope": "memories/user-42",
+                         "allowed_sensitivity": ["internal"], "require_verified": False, "limit": 8},
+        response_example={"candidates": [{"id": EXAMPLE_MEMORY["id"], "summary": "The user is vegetarian",
+                                          "scope": "memories/user-42", "sensitivity": "internal",
+                                          "validation_status": "verified", "provenance": {}, "artifact_refs": []}],
+                          "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"},
+        operation_id="retrieve")
+    def post(self, request):
+        body = self.validated(s.RetrieveRequestSerializer, request.data)
+        filters = SearchFilters(namespace=body["scope"], sensitivity=body["allowed_sensitivity"],
+                                require_verified=body["require_verified"])
+        outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
+                                          limit=body["limit"])
+        event = retrieval.retrieval_event_record(
+            org_id=self.org_id, kind=RetrievalEvent.Kind.RETRIEVE, query=body["query"], scope=body["scope"],
+            filters=filters, request={"limit": body["limit"], "mode": "hybrid", "expand": False}, outcome=outcome,
+            agent_id=self.agent_id)
+        links: dict = {}
+        for link in MemoryArtifact.objects.filter(org_id=self.org_id,
+                                                  memory_id__in=[r.memory.pk for r in outcome.results]
+                                                  ).select_related("artifact"):
+            links.setdefault(link.memory_id, []).append(link)
+        candidates = s.RetrievedMemorySerializer(outcome.results, many=True, context={"artifacts": links}).data
+        return Response({"candidates": candidates, "retrieval_event_id": str(event.pk)})
+
+
+class StoreSearchView(AgentAPIView):
+    @documented(
+        summary="Search a namespace of the store by meaning (seed 003; similarity >= 0.7 by default)",
+        request=s.StoreSearchRequestSerializer,
+        response=inline_serializer("StoreSearchResponse", {"results": s.StoreSearchResultSerializer(many=True),
+                                                            "retrieval_event_id": drf.UUIDField()}),
+        request_example={"namespace": ["memories", "user-42"], "query": "What food does the user like?"},
+        response_example={"results": [{"id": EXAMPLE_MEMORY["id"], "namespace": ["memories", "user-42"],
+                                       "key": "diet", "content": "User is vegetarian", "metadata": {}, "version": 1,
+                                       "createdAt": "2026-11-21T16:31:56Z", "updatedAt": "2026-11-21T16:31:56Z",
+                                       "similarity": 0.74}],
+                          "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"},
+        operation_id="store_search")
+    def post(self, request):
+        from django.conf import settings
+
+        body = self.validated(s.StoreSearchRequestSerializer, request.data)
+        threshold = body.get("threshold", settings.MEMORY_PLATFORM["SEARCH"]["STORE_SIMILARITY_THRESHOLD"])
+        filters = SearchFilters(namespace=body["namespace"])
+        outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
+                                          limit=body["limit"], mode="vector", threshold=threshold)
+        event = retrieval.retrieval_event_record(
+            org_id=self.org_id, kind=RetrievalEvent.Kind.NAMESPACE_SEARCH, query=body["query"],
+            scope=body["namespace"], filters=filters,
+            request={"limit": body["limit"], "mode": "vector", "expand": False, "threshold": threshold},
+            outcome=outcome, agent_id=self.agent_id)
+        similarity = {r.memory.pk: r.signals["vector"]["similarity"] for r in outcome.results}
+        results = sorted((r.memory for r in outcome.results), key=lambda m: -similarity[m.pk])
+        return Response({"results": s.StoreSearchResultSerializer(results, many=True,
+                                                                  context={"similarity": similarity}).data,
+                         "retrieval_event_id": str(event.pk)})
+
+
+class HotView(AgentAPIView):
+    @documented(summary="The calling agent's hot memories (seed 001's hot cache)",
+                response=s.MemorySerializer(many=True), parameters=[s.HotQuerySerializer],
+                response_example={"results": [EXAMPLE_MEMORY]}, operation_id="hot")
+    def get(self, request):
+        query = self.validated(s.HotQuerySerializer, s.query_data(request.query_params, ()))
+        memories = retrieval.hot_memories(org_id=self.org_id, agent_id=self.agent_id, limit=query["limit"])
+        return Response({"results": s.MemorySerializer(memories, many=True).data})
+
+
+class EventPagination(CursorPagination):
+    ordering = ("-created_at", "-id")
+    page_size = 50
+    page_size_query_param = "limit"
+    max_page_size = 200
+
+
+EXAMPLE_EVENT = {"id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "kind": "search",
+                 "agent_id": EXAMPLE_MEMORY["agent_id"], "query": "what does the user drink?", "scope": "",
+                 "filters": {"filters": {"statuses": ["active"]}, "request": {"limit": 5, "mode": "hybrid"}},
+                 "returned_memory_ids": [EXAMPLE_MEMORY["id"]], "returned_scores": [0.93],
+                 "returned_artifact_ids": [], "results": [{"rank": 1, "id": EXAMPLE_MEMORY["id"], "score": 0.93,
+                                                           "signals": EXAMPLE_SIGNALS}],
+                 "details": {"degraded": None, "vector_method": "hnsw"}, "replay_of": None,
+                 "created_at": "2026-11-21T17:00:00Z"}
+
+
+class RetrievalEventListView(AgentAPIView):
+    @documented(summary="Retrieval events of the organisation, newest first",
+                response=s.RetrievalEventSerializer(many=True), parameters=[s.RetrievalEventQuerySerializer],
+                response_example={"next": None, "previous": None, "results": [EXAMPLE_EVENT]},
+                operation_id="retrieval_events_list")
+    def get(self, request):
+        query = self.validated(s.RetrievalEventQuerySerializer, s.query_data(request.query_params, ()))
+        events = RetrievalEvent.objects.filter(org_id=self.org_id)
+        for name, lookup in (("kind", "kind"), ("agent", "agent_id"), ("created_after", "created_at__gte"),
+                             ("created_before", "created_at__lt")):
+            if name in query:
+                events = events.filter(**{lookup: query[name]})
+        paginator = EventPagination()
+        page = paginator.paginate_queryset(events, request, view=self)
+        return paginator.get_paginated_response(s.RetrievalEventSerializer(page, many=True).data)
+
+
+class RetrievalEventDetailView(AgentAPIView):
+    @documented(summary="One retrieval event: what the caller was shown, in order, with scores",
+                response=s.RetrievalEventSerializer, response_example=EXAMPLE_EVENT, operation_id="retrieval_event")
+    def get(self, request, event_id):
+        return Response(s.RetrievalEventSerializer(
+            retrieval.retrieval_event_get(org_id=self.org_id, event_id=event_id)).data)
+
+
+class RetrievalEventReplayView(AgentAPIView):
+    @documented(
+        summary="Run a recorded retrieval again and report what changed since",
+        response=inline_serializer("ReplayResponse", {
+            "event": s.RetrievalEventSerializer(), "replay_of": drf.UUIDField(), "unchanged": drf.BooleanField(),
+            "added": drf.ListField(child=drf.DictField()), "removed": drf.ListField(child=drf.DictField()),
+            "moved": drf.ListField(child=drf.DictField())}),
+        request=None, status=201,
+        response_example={"event": {**EXAMPLE_EVENT, "kind": "replay"}, "replay_of": EXAMPLE_EVENT["id"],
+                          "unchanged": False, "added": [{"id": "9e8d7c6b-5a49-4382-b1a0-f9e8d7c6b5a4", "rank": 1}],
+                          "removed": [{"id": EXAMPLE_MEMORY["id"], "rank": 1, "reason": "superseded"}], "moved": []},
+        operation_id="retrieval_event_replay")
+    def post(self, request, event_id):
+        replay = retrieval.retrieval_event_replay(org_id=self.org_id, event_id=event_id, agent_id=self.agent_id)
+        return Response({"event": s.RetrievalEventSerializer(replay.event).data, "replay_of": str(replay.original.pk),
+                         "unchanged": replay.unchanged, "added": replay.added, "removed": replay.removed,
+                         "moved": replay.moved}, status=201)

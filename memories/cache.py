@@ -1,0 +1,129 @@
+"""What Redis caches for retrieval: each agent's hot memories (seed 001) and query embeddings.
+
+Redis is a cache here, never the record: when it is unreachable every function answers from
+PostgreSQL or the model instead, a little slower.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from datetime import datetime
+from functools import lru_cache
+
+import numpy as np
+import redis
+from django.conf import settings
+from django.utils import timezone
+
+from memories.embeddings import MODEL_NAME, EmbeddingError, get_embedder
+
+logger = logging.getLogger(__name__)
+
+HOT_KEY = "{org_id}:hot_memories:{agent_id}"
+QUERY_KEY = "query_embedding:{model}:{digest}"
+
+
+@lru_cache(maxsize=1)
+def client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
+
+
+# --------------------------------------------------------------------------- hot memories
+
+
+def hot_score(*, confidence: float, created_at: datetime, retrieval_count: int, now: datetime | None = None) -> float:
+    """0.40 confidence + 0.35 recency + 0.25 retrieval (seed 001): recency halves over a day,
+    retrieval saturates at ten retrievals."""
+    now = now or timezone.now()
+    age_hours = max((now - created_at).total_seconds() / 3600, 0.01)
+    recency = 1.0 / (1.0 + age_hours / 24.0)
+    return 0.40 * float(confidence) + 0.35 * recency + 0.25 * min(retrieval_count / 10.0, 1.0)
+
+
+def _hot_key(org_id, agent_id) -> str:
+    return HOT_KEY.format(org_id=org_id, agent_id=agent_id)
+
+
+def hot_memory_update(memory) -> None:
+    """Add or re-score a live memory in its agent's hot set, trim it, refresh its TTL."""
+    size, ttl = settings.MEMORY_PLATFORM["HOT_CACHE_SIZE"], settings.MEMORY_PLATFORM["HOT_CACHE_TTL_SECONDS"]
+    key = _hot_key(memory.org_id, memory.agent_id)
+    score = hot_score(confidence=memory.confidence, created_at=memory.created_at,
+                      retrieval_count=memory.retrieval_count)
+    try:
+        with client().pipeline(transaction=True) as pipe:
+            pipe.zadd(key, {str(memory.pk): score})
+            pipe.zremrangebyrank(key, 0, -(size + 1))
+            pipe.expire(key, ttl)
+            pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("hot cache not updated (%s)", type(exc).__name__)
+
+
+def hot_memory_remove(memory) -> None:
+    try:
+        client().zrem(_hot_key(memory.org_id, memory.agent_id), str(memory.pk))
+    except redis.RedisError as exc:
+        logger.warning("hot cache not updated (%s)", type(exc).__name__)
+
+
+def hot_memory_ids(org_id, agent_id, limit: int) -> list[str] | None:
+    """The agent's hottest memory ids, best first; None when the set is gone (expired, or
+    Redis is down) and must be rebuilt."""
+    try:
+        key = _hot_key(org_id, agent_id)
+        if not client().exists(key):
+            return None
+        return [member.decode() for member in client().zrevrange(key, 0, limit - 1)]
+    except redis.RedisError:
+        return None
+
+
+def hot_memories_fill(org_id, agent_id, scored: list[tuple[str, float]]) -> None:
+    """Rebuild the set from scores computed in the database."""
+    if not scored:
+        return
+    key = _hot_key(org_id, agent_id)
+    try:
+        with client().pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            pipe.zadd(key, dict(scored))
+            pipe.expire(key, settings.MEMORY_PLATFORM["HOT_CACHE_TTL_SECONDS"])
+            pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("hot cache not rebuilt (%s)", type(exc).__name__)
+
+
+# --------------------------------------------------------------------------- query embeddings
+
+
+def _query_key(text: str) -> str:
+    return QUERY_KEY.format(model=MODEL_NAME, digest=hashlib.sha256(text.encode()).hexdigest())
+
+
+@lru_cache(maxsize=1024)
+def _embed_query_cached(text: str) -> tuple[float, ...]:
+    key = _query_key(text)
+    try:
+        stored = client().get(key)
+    except redis.RedisError:
+        stored = None
+    if stored is not None:
+        return tuple(np.frombuffer(stored, dtype=np.float32).tolist())
+    vector = get_embedder().embed([text])[0]
+    try:
+        client().set(key, np.asarray(vector, dtype=np.float32).tobytes(),
+                     ex=settings.MEMORY_PLATFORM["SEARCH"]["QUERY_EMBEDDING_CACHE_SECONDS"])
+    except redis.RedisError:
+        pass
+    return tuple(vector)
+
+
+def query_embedding(text: str) -> list[float] | None:
+    """The query's embedding (process cache, then Redis, then the model); None if the model
+    cannot embed it, and the search goes on with full text alone."""
+    try:
+        return list(_embed_query_cached(text))
+    except EmbeddingError:
+        return None

@@ -1,0 +1,252 @@
+"""Searching memories as agents and operators do it: hybrid search, seed 002's retrieve, seed
+003's store search, each recorded as a RetrievalEvent that can be replayed later; the hot set.
+
+Access reinforcement (retrieval_count, last_retrieved_at) happens after the response, in one
+statement for all returned memories, run by a worker (or inline after commit if Redis is
+down): the read path itself adds no write per row.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import asdict, dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Prefetch
+from django.utils import timezone
+
+from memories import cache, search
+from memories.errors import NotFound
+from memories.models import Memory, MemoryArtifact, MemoryTag, RetrievalEvent
+from memories.search import Hit, SearchFilters, SearchOutcome
+from tenants.context import tenant_context
+
+logger = logging.getLogger(__name__)
+
+MODES = ("hybrid", "vector", "fulltext")
+
+
+def _load(org_id, ids) -> dict:
+    memories = (Memory.objects.filter(org_id=org_id, pk__in=list(ids))
+                .prefetch_related(Prefetch("tags", queryset=MemoryTag.objects.order_by("tag"))))
+    return {memory.pk: memory for memory in memories}
+
+
+def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10, mode: str = "hybrid",
+                  expand: bool = False, threshold: float | None = None) -> SearchOutcome:
+    """Rank memories for a query. threshold (cosine similarity) keeps only vector matches at
+    or above it (seed 003's store search)."""
+    knobs = search.knobs()
+    candidates = max(limit, knobs["CANDIDATES"])
+    vector = cache.query_embedding(query) if mode in ("hybrid", "vector") else None
+    degraded = "no_embedding" if mode in ("hybrid", "vector") and vector is None else None
+    signals: dict[str, list[Hit]] = {}
+    method = None
+    with tenant_context(org_id):
+        if vector is not None:
+            hits, method = search.vector_search(org_id, vector, filters, candidates)
+            if threshold is not None:
+                hits = [hit for hit in hits if hit.score >= threshold]
+            signals["vector"] = hits
+        filled = 0
+        if mode == "hybrid" or degraded or (mode == "fulltext"):
+            signals["fulltext"] = search.fulltext_search(org_id, query, filters, candidates)
+        elif len(signals.get("vector", [])) < limit and threshold is None:
+            # Seed 001: too few vector matches (sparse memories) -> full text fills up.
+            seen = {hit.memory_id for hit in signals["vector"]}
+            extra = [hit for hit in search.fulltext_search(org_id, query, filters, candidates)
+                     if hit.memory_id not in seen][: limit - len(seen)]
+            if extra:
+                signals["fulltext"], filled = extra, len(extra)
+        fused = search.reciprocal_rank_fusion(signals, knobs["RRF_WEIGHTS"], knobs["RRF_K"])
+        details: dict = {}
+        for name, hits in signals.items():
+            for hit in hits:
+                details.setdefault(hit.memory_id, {})[name] = {
+                    "rank": hit.rank, ("similarity" if name == "vector" else "score"): round(hit.score, 6)}
+        if expand and fused:
+            seeds = [memory_id for memory_id, _ in sorted(fused.items(), key=lambda kv: (-kv[1], str(kv[0])))][:limit]
+            neighbours = search.related(org_id, seeds, filters)
+            ordered = sorted(neighbours, key=lambda n: (seeds.index(neighbours[n][0]), str(n)))
+            graph = [Hit(memory_id, 0.0, rank) for rank, memory_id in enumerate(ordered, start=1)]
+            for hit in graph:
+                fused[hit.memory_id] = fused.get(hit.memory_id, 0.0) + knobs["RRF_WEIGHTS"]["graph"] / (
+                    knobs["RRF_K"] + hit.rank)
+                origin, relation = neighbours[hit.memory_id]
+                details.setdefault(hit.memory_id, {})["graph"] = {
+                    "rank": hit.rank, "from": str(origin), "relation_type": relation}
+        results = search.rank(_load(org_id, fused), fused, details, timezone.now())[:limit]
+    return SearchOutcome(results=results, degraded=degraded, vector_method=method, filled_from_fulltext=filled)
+
+
+# --------------------------------------------------------------------------- events and reinforcement
+
+
+def artifact_ids_for(org_id, memory_ids) -> list:
+    return list(MemoryArtifact.objects.filter(org_id=org_id, memory_id__in=list(memory_ids))
+                .order_by("artifact_id").values_list("artifact_id", flat=True).distinct())
+
+
+def filters_as_json(filters: SearchFilters) -> dict:
+    return {name: (value.isoformat() if hasattr(value, "isoformat") else
+                   [str(v) for v in value] if isinstance(value, list) else
+                   str(value) if isinstance(value, uuid.UUID) else value)
+            for name, value in asdict(filters).items()}
+
+
+def filters_from_json(data: dict) -> SearchFilters:
+    from django.utils.dateparse import parse_datetime
+
+    values = dict(data)
+    for name in ("created_after", "created_before", "valid_at"):
+        if values.get(name):
+            values[name] = parse_datetime(values[name])
+    return SearchFilters(**{name: value for name, value in values.items()
+                            if name in SearchFilters.__dataclass_fields__})
+
+
+def retrieval_event_record(*, org_id, kind: str, query: str, scope: str, filters: SearchFilters, request: dict,
+                           outcome: SearchOutcome, agent_id=None, user=None, replay_of=None) -> RetrievalEvent:
+    ids = [result.memory.pk for result in outcome.results]
+    with tenant_context(org_id):
+        event = RetrievalEvent.objects.create(
+            org_id=org_id, kind=kind, agent_id=agent_id, user=user, query=query, scope=scope,
+            filters={"filters": filters_as_json(filters), "request": request},
+            returned_memory_ids=ids, returned_scores=[result.score for result in outcome.results],
+            returned_artifact_ids=artifact_ids_for(org_id, ids),
+            details={"signals": {str(r.memory.pk): r.signals for r in outcome.results},
+                     "degraded": outcome.degraded, "vector_method": outcome.vector_method,
+                     "filled_from_fulltext": outcome.filled_from_fulltext},
+            replay_of=replay_of,
+        )
+    reinforce_after_commit(org_id, ids)
+    return event
+
+
+def reinforce(*, org_id: str, memory_ids: list[str], at: str | None = None) -> int:
+    """Count one retrieval for each memory, in one statement. Idempotent per (event): called
+    once per retrieval event."""
+    if not memory_ids:
+        return 0
+    with tenant_context(org_id), connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE memories SET retrieval_count = retrieval_count + 1,
+                   last_retrieved_at = greatest(coalesce(last_retrieved_at, %s::timestamptz), %s::timestamptz)
+            WHERE org_id = %s AND id = ANY(%s::uuid[])
+            """,
+            [at or timezone.now(), at or timezone.now(), org_id, [str(i) for i in memory_ids]],
+        )
+        return cursor.rowcount
+
+
+def reinforce_after_commit(org_id, memory_ids: list) -> None:
+    if not memory_ids:
+        return
+    arguments = {"org_id": str(org_id), "memory_ids": [str(i) for i in memory_ids], "at": timezone.now().isoformat()}
+
+    def enqueue():
+        try:
+            import django_rq
+
+            django_rq.get_queue("default").enqueue(reinforce, **arguments)
+        except Exception as exc:  # Redis down: count now, in one statement, after the response's commit
+            logger.warning("reinforcement not queued (%s); applied inline", type(exc).__name__)
+            reinforce(**arguments)
+
+    transaction.on_commit(enqueue)
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def retrieval_event_get(*, org_id, event_id) -> RetrievalEvent:
+    try:
+        return RetrievalEvent.objects.get(org_id=org_id, pk=event_id)
+    except (RetrievalEvent.DoesNotExist, ValueError):
+        raise NotFound(f"retrieval event {event_id} not found") from None
+
+
+@dataclass
+class Replay:
+    event: RetrievalEvent
+    original: RetrievalEvent
+    added: list
+    removed: list  # with why each left: deleted, superseded, expired, ... or outranked
+    moved: list
+    unchanged: bool
+
+
+def _why_gone(org_id, memory_ids) -> dict:
+    now = timezone.now()
+    reasons = {}
+    for memory in Memory.objects.filter(org_id=org_id, pk__in=memory_ids):
+        if memory.deleted_at:
+            reasons[memory.pk] = "deleted"
+        elif memory.status != "active":
+            reasons[memory.pk] = memory.status
+        elif memory.expires_at and memory.expires_at <= now:
+            reasons[memory.pk] = "expired"
+        else:
+            reasons[memory.pk] = "outranked"
+    return {memory_id: reasons.get(memory_id, "erased") for memory_id in memory_ids}
+
+
+def retrieval_event_replay(*, org_id, event_id, agent_id=None, user=None) -> Replay:
+    """Run a recorded retrieval again, as of now, and say what changed since."""
+    original = retrieval_event_get(org_id=org_id, event_id=event_id)
+    request = original.filters.get("request", {})
+    filters = filters_from_json(original.filters.get("filters", {}))
+    outcome = memory_search(org_id=org_id, query=original.query, filters=filters,
+                            limit=request.get("limit", max(len(original.returned_memory_ids), 1)),
+                            mode=request.get("mode", "hybrid"), expand=request.get("expand", False),
+                            threshold=request.get("threshold"))
+    event = retrieval_event_record(org_id=org_id, kind=RetrievalEvent.Kind.REPLAY, query=original.query,
+                                   scope=original.scope, filters=filters, request=request, outcome=outcome,
+                                   agent_id=agent_id, user=user, replay_of=original)
+    before = {memory_id: rank for rank, memory_id in enumerate(original.returned_memory_ids, start=1)}
+    after = {memory_id: rank for rank, memory_id in enumerate(event.returned_memory_ids, start=1)}
+    gone = [memory_id for memory_id in before if memory_id not in after]
+    reasons = _why_gone(org_id, gone)
+    return Replay(
+        event=event, original=original,
+        added=[{"id": str(m), "rank": after[m]} for m in after if m not in before],
+        removed=[{"id": str(m), "rank": before[m], "reason": reasons[m]} for m in gone],
+        moved=[{"id": str(m), "from": before[m], "to": after[m]} for m in after if m in before and before[m] != after[m]],
+        unchanged=before == after,
+    )
+
+
+# --------------------------------------------------------------------------- hot memories
+
+
+HOT_SCORE_SQL = """
+    SELECT id::text,
+           0.40 * confidence
+         + 0.35 / (1 + greatest(extract(epoch FROM now() - created_at) / 3600, 0.01) / 24)
+         + 0.25 * least(retrieval_count / 10.0, 1.0) AS score
+    FROM memories
+    WHERE org_id = %s AND agent_id = %s AND status = 'active' AND deleted_at IS NULL
+      AND (expires_at IS NULL OR expires_at > now())
+    ORDER BY score DESC, id
+    LIMIT %s
+"""
+
+
+def hot_memories(*, org_id, agent_id, limit: int) -> list[Memory]:
+    """The agent's hottest memories (seed 001): from the Redis set, rebuilt from PostgreSQL
+    when it expired or Redis is unreachable."""
+    size = settings.MEMORY_PLATFORM["HOT_CACHE_SIZE"]
+    with tenant_context(org_id):
+        ids = cache.hot_memory_ids(org_id, agent_id, limit)
+        if ids is None:
+            with connection.cursor() as cursor:
+                cursor.execute(HOT_SCORE_SQL, [org_id, agent_id, size])
+                scored = [(memory_id, float(score)) for memory_id, score in cursor.fetchall()]
+            cache.hot_memories_fill(org_id, agent_id, scored)
+            ids = [memory_id for memory_id, _ in scored[:limit]]
+        memories = _load(org_id, ids)
+        live = [memories[uuid.UUID(i)] for i in ids if uuid.UUID(i) in memories]
+    return [m for m in live if m.status == "active" and m.deleted_at is None]

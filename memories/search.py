@@ -1,0 +1,312 @@
+"""Retrieval: vector search, full-text search, their fusion and the final ranking (docs/adr/0035).
+
+Every search runs inside the caller's tenant context and filters by organisation itself too.
+The vector search returns the k nearest rows of the tenant whatever the tenant's size:
+  * a tenant (after its cheap filters) with at most EXACT_SCAN_ROWS candidates is searched
+    exactly: its rows come from a b-tree index and are sorted by distance;
+  * a larger one goes through the approximate index with an iterative scan (pgvector 0.8),
+    which keeps scanning past rows the tenant filter rejects until k rows are found.
+The query knobs are set with SET LOCAL, so they end with the search's transaction.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memories import vector_index
+from memories.models import Memory
+
+LIVE_STATUSES = ("active",)
+TIME_PRESETS = {"last_day": timedelta(days=1), "last_week": timedelta(days=7), "last_month": timedelta(days=30)}
+
+
+def knobs() -> dict:
+    return settings.MEMORY_PLATFORM["SEARCH"]
+
+
+@dataclass
+class SearchFilters:
+    """What a search may return. Defaults exclude everything not live: expired, deleted,
+    superseded, merged, archived and pending-review memories."""
+
+    agent_ids: list = field(default_factory=list)
+    session_id: object = None
+    namespace: str | None = None  # prefix: "memories" also matches "memories/user-1"
+    categories: list = field(default_factory=list)
+    memory_types: list = field(default_factory=list)
+    statuses: list = field(default_factory=lambda: list(LIVE_STATUSES))
+    sensitivity: list = field(default_factory=list)  # allow-list; empty means any
+    require_verified: bool = False
+    min_confidence: float | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    valid_at: datetime | None = None  # bi-temporal: only memories valid at this instant
+    tags: list = field(default_factory=list)  # all of them
+    include_expired: bool = False
+    include_deleted: bool = False
+
+    def where(self, org_id, alias: str = "m") -> tuple[str, list]:
+        """The SQL condition and its parameters."""
+        conditions, params = [f"{alias}.org_id = %s"], [org_id]
+
+        def add(sql, *values):
+            conditions.append(sql.replace("{m}", alias))
+            params.extend(values)
+
+        if not self.include_deleted:
+            add("{m}.deleted_at IS NULL")
+        if not self.include_expired:
+            add("({m}.expires_at IS NULL OR {m}.expires_at > now())")
+        if list(self.statuses) == ["active"]:
+            add("{m}.status = 'active'")  # spelled out, so the planner matches the partial indexes
+        elif self.statuses:
+            add("{m}.status = ANY(%s)", list(self.statuses))
+        if self.agent_ids:
+            add("{m}.agent_id = ANY(%s::uuid[])", [str(a) for a in self.agent_ids])
+        if self.session_id:
+            add("{m}.session_id = %s", self.session_id)
+        if self.namespace:
+            prefix = self.namespace.strip("/")
+            add("({m}.scope = %s OR {m}.scope LIKE %s)", prefix, _like_prefix(prefix) + "/%")
+        if self.categories:
+            add("{m}.category = ANY(%s)", list(self.categories))
+        if self.memory_types:
+            add("{m}.memory_type = ANY(%s)", list(self.memory_types))
+        if self.sensitivity:
+            add("{m}.sensitivity = ANY(%s)", list(self.sensitivity))
+        if self.require_verified:
+            add("{m}.validation_status = 'verified'")
+        if self.min_confidence is not None:
+            add("{m}.confidence >= %s", self.min_confidence)
+        if self.created_after:
+            add("{m}.created_at >= %s", self.created_after)
+        if self.created_before:
+            add("{m}.created_at < %s", self.created_before)
+        if self.valid_at:
+            add("({m}.valid_from IS NULL OR {m}.valid_from <= %s) AND ({m}.valid_until IS NULL OR {m}.valid_until > %s)",
+                self.valid_at, self.valid_at)
+        for tag in self.tags:
+            add("EXISTS (SELECT 1 FROM memory_tags t WHERE t.org_id = {m}.org_id AND t.memory_id = {m}.id AND t.tag = %s)",
+                tag)
+        return " AND ".join(conditions), params
+
+    def uses_live_index(self) -> bool:
+        """The approximate index holds live rows only; it can serve only searches within them."""
+        return not self.include_deleted and list(self.statuses) == ["active"]
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def time_preset(name: str) -> datetime:
+    return timezone.now() - TIME_PRESETS[name]
+
+
+# --------------------------------------------------------------------------- the signals
+
+
+@dataclass
+class Hit:
+    memory_id: object
+    score: float  # similarity in [0, 1] for vectors, ts_rank for text
+    rank: int
+
+
+_kind_cache: dict = {}
+
+
+def _index_kind() -> str | None:
+    """The approximate index's kind as the database has it (read at most once a minute)."""
+    now = timezone.now()
+    if not _kind_cache or now - _kind_cache["at"] > timedelta(minutes=1):
+        _kind_cache.update(kind=vector_index.current_kind(using="default"), at=now)
+    return _kind_cache["kind"]
+
+
+def _set_local(cursor, name: str, value) -> None:
+    cursor.execute("SELECT set_config(%s, %s, true)", [name, str(value)])
+
+
+def _capped_count(cursor, where: str, params: list, cap: int) -> int:
+    cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT %s) capped",
+                   [*params, cap + 1])
+    return cursor.fetchone()[0]
+
+
+@dataclass
+class VectorQuery:
+    sql: str
+    params: list
+    method: str  # "exact", "hnsw" or "ivfflat"
+    knobs: dict  # SET LOCAL name -> value
+
+
+def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k: int) -> VectorQuery:
+    """The statement vector_search runs, and the settings it runs under."""
+    where, params = filters.where(org_id)
+    literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+    exact_limit = knobs()["EXACT_SCAN_ROWS"]
+    kind = _index_kind() if filters.uses_live_index() else None
+    settings_for_search: dict = {}
+    if kind is None or _capped_count(cursor, where, params, exact_limit) <= exact_limit:
+        method = "exact"
+        # "+ 0" keeps the planner from ordering through the approximate index: the rows come
+        # from the tenant's b-tree indexes and are sorted by their true distance.
+        order = "(m.embedding <=> %s::vector) + 0"
+    else:
+        method = kind
+        order = "m.embedding <=> %s::vector"
+        if kind == "hnsw":
+            settings_for_search = {"hnsw.ef_search": max(knobs()["HNSW_EF_SEARCH"], k),
+                                   "hnsw.iterative_scan": "relaxed_order",
+                                   "hnsw.max_scan_tuples": knobs()["HNSW_MAX_SCAN_TUPLES"]}
+        else:
+            settings_for_search = {"ivfflat.probes": knobs()["IVFFLAT_PROBES"],
+                                   "ivfflat.iterative_scan": "relaxed_order",
+                                   "ivfflat.max_probes": knobs()["IVFFLAT_MAX_PROBES"]}
+    # The inner query may return rows slightly out of order (relaxed iterative scan); the
+    # outer one puts them in exact order.
+    sql = f"""
+        SELECT id, similarity FROM (
+            SELECT m.id, 1 - (m.embedding <=> %s::vector) AS similarity
+            FROM memories m
+            WHERE {where} AND m.embedding IS NOT NULL
+            ORDER BY {order}
+            LIMIT %s
+        ) nearest ORDER BY similarity DESC, id
+    """
+    return VectorQuery(sql, [literal, *params, literal, k], method, settings_for_search)
+
+
+def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int) -> tuple[list[Hit], str]:
+    """The k nearest memories by cosine similarity, and how they were found ("exact" or the
+    index kind). Its settings last until the end of its own (sub)transaction."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        query = vector_query(cursor, org_id, vector, filters, k)
+        for name, value in query.knobs.items():
+            _set_local(cursor, name, value)
+        cursor.execute(query.sql, query.params)
+        rows = cursor.fetchall()
+    return [Hit(memory_id, max(0.0, min(1.0, float(similarity))), rank)
+            for rank, (memory_id, similarity) in enumerate(rows, start=1)], query.method
+
+
+def fulltext_query(text: str) -> str:
+    """Any of the query's words (websearch syntax would demand all of them, and questions
+    rarely share every word with the memory that answers them)."""
+    words = re.findall(r"\w+", text.lower())
+    return " OR ".join(dict.fromkeys(words))
+
+
+def fulltext_search(org_id, text: str, filters: SearchFilters, k: int) -> list[Hit]:
+    """Memories matching any of the query's words, ranked by ts_rank_cd with length
+    normalisation (a long memory does not win by repeating words)."""
+    query = fulltext_query(text)
+    if not query:
+        return []
+    where, params = filters.where(org_id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT m.id, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
+            FROM memories m, websearch_to_tsquery('english', %s) q
+            WHERE {where} AND m.search_vector @@ q
+            ORDER BY score DESC, m.created_at DESC, m.id
+            LIMIT %s
+            """,
+            [query, *params, k],
+        )
+        rows = cursor.fetchall()
+    return [Hit(memory_id, float(score), rank) for rank, (memory_id, score) in enumerate(rows, start=1)]
+
+
+def related(org_id, memory_ids: list, filters: SearchFilters) -> dict:
+    """One hop along relationships from the given memories: {neighbour id: (from id, type)}."""
+    if not memory_ids:
+        return {}
+    where, params = filters.where(org_id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT DISTINCT ON (m.id) m.id, r.from_id, r.relation_type
+            FROM (
+                SELECT target_id AS neighbour, source_id AS from_id, relation_type FROM memory_relationships
+                WHERE org_id = %s AND source_id = ANY(%s::uuid[])
+                UNION ALL
+                SELECT source_id, target_id, relation_type FROM memory_relationships
+                WHERE org_id = %s AND target_id = ANY(%s::uuid[])
+            ) r JOIN memories m ON m.org_id = %s AND m.id = r.neighbour
+            WHERE {where} AND r.relation_type NOT IN ('contradicts', 'supersedes')
+            ORDER BY m.id
+            """,
+            [org_id, [str(i) for i in memory_ids], org_id, [str(i) for i in memory_ids], org_id, *params],
+        )
+        return {row[0]: (row[1], row[2]) for row in cursor.fetchall() if row[0] not in set(memory_ids)}
+
+
+# --------------------------------------------------------------------------- fusion and ranking
+
+
+def reciprocal_rank_fusion(signals: dict[str, list[Hit]], weights: dict[str, float], k: int) -> dict:
+    """score(m) = sum over signals of weight / (k + rank): deterministic, ties broken by id."""
+    fused: dict = {}
+    for name, hits in signals.items():
+        for hit in hits:
+            fused[hit.memory_id] = fused.get(hit.memory_id, 0.0) + weights.get(name, 1.0) / (k + hit.rank)
+    return fused
+
+
+def recency(created_at: datetime, now: datetime, half_life_days: float) -> float:
+    age_days = max((now - created_at).total_seconds() / 86400, 0.0)
+    return 0.5 ** (age_days / half_life_days)
+
+
+def usage(retrieval_count: int) -> float:
+    return min(math.log1p(retrieval_count) / math.log1p(100), 1.0)
+
+
+@dataclass
+class Result:
+    memory: Memory
+    score: float
+    signals: dict
+
+
+@dataclass
+class SearchOutcome:
+    results: list[Result]
+    degraded: str | None = None  # "no_embedding" when the query could not be embedded
+    vector_method: str | None = None
+    filled_from_fulltext: int = 0
+
+
+def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> list[Result]:
+    """The final score: relevance (fused, scaled to [0, 1]) blended with importance,
+    confidence, recency and usage, weights from settings (RANKING_WEIGHTS)."""
+    weights = knobs()["RANKING_WEIGHTS"]
+    top = max(fused.values(), default=1.0) or 1.0
+    results = []
+    for memory_id, relevance in fused.items():
+        memory = memories.get(memory_id)
+        if memory is None:
+            continue
+        parts = {
+            "relevance": relevance / top,
+            "importance": float(memory.importance),
+            "confidence": float(memory.confidence),
+            "recency": recency(memory.created_at, now, knobs()["RECENCY_HALF_LIFE_DAYS"]),
+            "usage": usage(memory.retrieval_count),
+        }
+        score = sum(weights[name] * value for name, value in parts.items())
+        results.append(Result(memory, round(score, 6), {**signal_details.get(memory_id, {}), "blend": {
+            name: round(value, 6) for name, value in parts.items()}, "fused": round(relevance, 6)}))
+    results.sort(key=lambda r: (-r.score, str(r.memory.pk)))
+    return results

@@ -1,0 +1,295 @@
+"""Search, retrieve and store search through the API: filters, fusion, fallbacks, events."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memories import search
+from memories.embeddings import use_embedder
+from memories.models import Memory, RetrievalEvent
+from tenants.context import tenant_context
+from tests.memories.test_jobs import BrokenModel
+
+pytestmark = pytest.mark.django_db
+
+FACTS = {
+    "tea": "The user drinks green tea every morning",
+    "peanuts": "The user is allergic to peanuts and shellfish",
+    "deploys": "Production deploys happen on Thursdays after the stand-up",
+    "lisbon": "The user moved to Lisbon last spring",
+    "budget": "The quarterly budget review is due in March",
+}
+
+
+@pytest.fixture
+def facts(api_a):
+    ids = {}
+    for name, content in FACTS.items():
+        response = api_a.post("/api/v1/memories", {"content": content, "tags": [name],
+                                                   "category": "preference" if name == "tea" else "factual"})
+        ids[name] = response.json()["memory"]["id"]
+    return ids
+
+
+def found(response) -> list[str]:
+    assert response.status_code == 200, response.content
+    return [result["memory"]["id"] for result in response.json()["results"]]
+
+
+def test_search_ranks_the_matching_memory_first_and_explains_each_signal(api_a, facts):
+    response = api_a.post("/api/v1/search", {"query": "What does the user drink in the morning?", "limit": 3})
+    body = response.json()
+    assert found(response)[0] == facts["tea"]
+    top = body["results"][0]
+    assert top["signals"]["vector"]["rank"] == 1 and 0 < top["signals"]["vector"]["similarity"] <= 1
+    assert top["signals"]["fulltext"]["rank"] >= 1
+    assert set(top["signals"]["blend"]) == {"relevance", "importance", "confidence", "recency", "usage"}
+    assert [r["score"] for r in body["results"]] == sorted((r["score"] for r in body["results"]), reverse=True)
+    assert body["degraded"] is None and body["vector_method"] == "exact"
+
+
+def test_the_same_search_returns_the_same_order(api_a, facts):
+    orders = {tuple(found(api_a.post("/api/v1/search", {"query": "user", "limit": 5}))) for _ in range(3)}
+    assert len(orders) == 1
+
+
+def test_each_mode(api_a, facts):
+    vector = api_a.post("/api/v1/search", {"query": "beverage preferences", "mode": "vector", "limit": 1})
+    assert found(vector) == [facts["tea"]]
+    fulltext = api_a.post("/api/v1/search", {"query": "Thursdays", "mode": "fulltext"})
+    assert found(fulltext) == [facts["deploys"]] and "vector" not in fulltext.json()["results"][0]["signals"]
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({"category": ["preference"]}, {"tea"}),
+        ({"tags": ["lisbon"]}, {"lisbon"}),
+        ({"min_confidence": 0.9}, set()),
+        ({"sensitivity": ["secret"]}, set()),
+        ({"require_verified": True}, set()),
+        ({"memory_type": ["episodic"]}, set()),
+        ({"status": ["archived"]}, set()),
+        ({"time_range": "last_week"}, {*FACTS, "fixture"}),
+        ({"created_before": "2000-01-01T00:00:00Z"}, set()),
+    ],
+)
+def test_filters(tenant_a, api_a, facts, filters, expected):
+    ids = set(found(api_a.post("/api/v1/search", {"query": "user review deploys tea", "limit": 20,
+                                                  "mode": "fulltext", "filters": filters})))
+    ids |= set(found(api_a.post("/api/v1/search", {"query": "anything at all", "limit": 20, "mode": "vector",
+                                                   "filters": filters})))
+    wanted = {facts[name] for name in expected if name in facts}
+    if "fixture" in expected:
+        wanted |= {str(tenant_a.memory.id), str(tenant_a.other_memory.id)}
+    assert ids == wanted
+
+
+def test_agent_session_and_namespace_filters(tenant_a, api_a, api_client_for):
+    from tenants import services
+
+    other = api_client_for(services.agent_create(org=tenant_a.org, name="other-agent"))
+    mine = api_a.post("/api/v1/memories", {"content": "Cats sleep most of the day", "namespace": ["pets", "u1"],
+                                           "session_id": str(tenant_a.session.id)}).json()["memory"]["id"]
+    theirs = other.post("/api/v1/memories", {"content": "Cats hunt at night", "namespace": ["pets", "u2"]}
+                        ).json()["memory"]["id"]
+
+    def ids(filters):
+        return set(found(api_a.post("/api/v1/search", {"query": "cats", "mode": "vector", "filters": filters})))
+
+    assert {mine, theirs} <= ids({})
+    assert mine in ids({"agent": [str(tenant_a.agent.id)]}) and theirs not in ids({"agent": [str(tenant_a.agent.id)]})
+    assert ids({"session": str(tenant_a.session.id)}) >= {mine} and theirs not in ids({"session": str(tenant_a.session.id)})
+    assert ids({"namespace": "pets/u2"}) == {theirs}
+    assert ids({"namespace": "pets"}) == {mine, theirs}
+
+
+def test_expired_deleted_superseded_and_pending_memories_are_left_out(tenant_a, api_a, facts):
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.filter(pk=facts["tea"]).update(expires_at=timezone.now() - timedelta(minutes=1))
+        Memory.objects.filter(pk=facts["peanuts"]).update(status="pending_review")
+    api_a.delete(f"/api/v1/memories/{facts['lisbon']}")
+    api_a.post(f"/api/v1/memories/{facts['deploys']}/supersede", {"content": "Deploys moved to Tuesdays"})
+    visible = set(found(api_a.post("/api/v1/search", {"query": "user tea peanuts Lisbon deploys Thursdays",
+                                                      "limit": 20})))
+    assert not visible & {facts["tea"], facts["peanuts"], facts["lisbon"], facts["deploys"]}
+    asked = set(found(api_a.post("/api/v1/search", {"query": "tea", "limit": 20, "filters": {
+        "include_expired": True, "include_deleted": True, "status": ["active", "superseded", "pending_review"]}})))
+    assert {facts["tea"]} <= asked
+
+
+def test_a_search_never_returns_another_organisations_memories_even_nearer_ones(tenant_b, api_a, api_b, facts):
+    query = "The user drinks green tea every morning"
+    api_b.post("/api/v1/memories", {"content": query})  # B holds the exact match
+    for mode in ("hybrid", "vector", "fulltext"):
+        results = api_a.post("/api/v1/search", {"query": query, "mode": mode, "limit": 50}).json()["results"]
+        assert {r["memory"]["org_id"] for r in results} <= {str(api_a.post("/api/v1/memories", {"content": "x"})
+                                                                .json()["memory"]["org_id"])}
+        assert results[0]["memory"]["id"] == facts["tea"]
+
+
+def test_vector_search_falls_back_to_full_text_when_too_few_rows_have_vectors(tenant_a, api_a):
+    api_a.post("/api/v1/memories", {"memories": [{"content": "Quokkas live on Rottnest Island"}]})  # pending
+    response = api_a.post("/api/v1/search", {"query": "quokkas", "mode": "vector", "limit": 5})
+    body = response.json()
+    assert "Quokkas live on Rottnest Island" in [r["memory"]["content"] for r in body["results"]]
+    assert body["filled_from_fulltext"] >= 1
+
+
+def test_without_an_embedding_the_search_answers_from_full_text_and_says_so(api_a, facts):
+    with use_embedder(BrokenModel()):
+        response = api_a.post("/api/v1/search", {"query": "allergic shellfish never seen before"})
+    body = response.json()
+    assert response.status_code == 200 and body["degraded"] == "no_embedding"
+    assert found(response)[0] == facts["peanuts"]
+
+
+def test_expand_adds_related_memories(tenant_a, api_a, facts):
+    api_a.post(f"/api/v1/memories/{facts['tea']}/relationships",
+               {"target_id": facts["budget"], "relation_type": "co_occurs"})
+    plain = found(api_a.post("/api/v1/search", {"query": "green tea", "mode": "fulltext"}))
+    expanded = api_a.post("/api/v1/search", {"query": "green tea", "mode": "fulltext", "expand": True})
+    assert facts["budget"] not in plain and facts["budget"] in found(expanded)
+    graph = next(r for r in expanded.json()["results"] if r["memory"]["id"] == facts["budget"])["signals"]["graph"]
+    assert graph == {"rank": 1, "from": facts["tea"], "relation_type": "co_occurs"}
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({}, "query"), ({"query": ""}, "query"), ({"query": "x" * 4001}, "query"), ({"query": "x", "limit": 0}, "limit"),
+     ({"query": "x", "limit": 101}, "limit"), ({"query": "x", "mode": "magic"}, "mode"),
+     ({"query": "x", "filters": {"category": ["nope"]}}, "filters.category[0]"),
+     ({"query": "x", "filters": {"time_range": "last_year"}}, "filters.time_range"),
+     ({"query": "x", "filters": {"min_confidence": 2}}, "filters.min_confidence"),
+     ({"query": "x", "filters": {"colour": "red"}}, "filters.colour"),
+     ({"query": "x", "threshold": 1.5}, "threshold")],
+)
+def test_search_rejects_bad_input(api_a, body, field):
+    response = api_a.post("/api/v1/search", body)
+    assert response.status_code == 400 and field in response.json()["error"]["fields"], response.json()
+
+
+# --------------------------------------------------------------------------- events and reinforcement
+
+
+def test_every_search_writes_one_retrieval_event(tenant_a, api_a, facts):
+    response = api_a.post("/api/v1/search", {"query": "tea", "limit": 2}).json()
+    with tenant_context(tenant_a.org.id):
+        event = RetrievalEvent.objects.get(pk=response["retrieval_event_id"])
+    assert event.kind == "search" and event.query == "tea" and event.agent_id == tenant_a.agent.id
+    assert [str(i) for i in event.returned_memory_ids] == [r["memory"]["id"] for r in response["results"]]
+    assert event.returned_scores == [r["score"] for r in response["results"]]
+    detail = api_a.get(f"/api/v1/retrieval-events/{event.id}").json()
+    assert [r["id"] for r in detail["results"]] == [r["memory"]["id"] for r in response["results"]]
+    assert detail["results"][0]["signals"]["vector"]["rank"] >= 1
+    listed = api_a.get("/api/v1/retrieval-events", {"kind": "search"}).json()["results"]
+    assert str(event.id) in [e["id"] for e in listed]
+
+
+def test_search_counts_retrievals_of_returned_memories(tenant_a, api_a, facts, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        api_a.post("/api/v1/search", {"query": "green tea", "limit": 1})
+    with tenant_context(tenant_a.org.id):
+        counts = dict(Memory.objects.filter(pk__in=facts.values()).values_list("id", "retrieval_count"))
+    # Applied after the response's commit (by a worker, or inline when Redis is down): run the
+    # queued job here the way a worker would.
+    from memories.retrieval import reinforce
+    import django_rq
+
+    for job in django_rq.get_queue("default").jobs:
+        if job.func_name == "memories.retrieval.reinforce":
+            job.perform()
+            job.delete()
+    with tenant_context(tenant_a.org.id):
+        tea = Memory.objects.get(pk=facts["tea"])
+    assert tea.retrieval_count == counts[tea.pk] + 1 and tea.last_retrieved_at is not None
+    assert reinforce(org_id=str(tenant_a.org.id), memory_ids=[]) == 0
+
+
+def test_replay_reports_what_changed(tenant_a, api_a, facts):
+    first = api_a.post("/api/v1/search", {"query": "green tea every morning", "limit": 2}).json()
+    assert first["results"][0]["memory"]["id"] == facts["tea"]
+    unchanged = api_a.post(f"/api/v1/retrieval-events/{first['retrieval_event_id']}/replay").json()
+    assert unchanged["unchanged"] is True and unchanged["event"]["kind"] == "replay"
+    new = api_a.post(f"/api/v1/memories/{facts['tea']}/supersede",
+                     {"content": "The user switched to green tea with honey every morning"}).json()["memory"]
+    replay = api_a.post(f"/api/v1/retrieval-events/{first['retrieval_event_id']}/replay")
+    assert replay.status_code == 201
+    body = replay.json()
+    assert body["unchanged"] is False and body["replay_of"] == first["retrieval_event_id"]
+    assert {"id": facts["tea"], "rank": 1, "reason": "superseded"} in body["removed"]
+    assert new["id"] in [added["id"] for added in body["added"]]
+    assert body["event"]["replay_of"] == first["retrieval_event_id"]
+
+
+# --------------------------------------------------------------------------- retrieve and the store
+
+
+def test_retrieve_returns_only_candidate_fields_within_scope_and_sensitivity(tenant_a, api_a):
+    for content, sensitivity, verified in (("The user is vegetarian", "internal", True),
+                                           ("The user's salary is confidential", "confidential", False),
+                                           ("The user avoids meat on Fridays", "internal", False)):
+        memory = api_a.post("/api/v1/memories", {"content": content, "sensitivity": sensitivity,
+                                                 "namespace": ["memories", "u7"]}).json()["memory"]
+        if verified:
+            with tenant_context(tenant_a.org.id):
+                Memory.objects.filter(pk=memory["id"]).update(validation_status="verified")
+    response = api_a.post("/api/v1/retrieve", {"query": "what does the user eat", "scope": "memories/u7"})
+    assert response.status_code == 200
+    candidates = response.json()["candidates"]
+    assert {c["summary"] for c in candidates} == {"The user is vegetarian", "The user avoids meat on Fridays"}
+    assert set(candidates[0]) == {"id", "summary", "scope", "sensitivity", "validation_status", "provenance",
+                                  "artifact_refs"}
+    verified = api_a.post("/api/v1/retrieve", {"query": "what does the user eat", "scope": "memories/u7",
+                                               "require_verified": True}).json()["candidates"]
+    assert [c["summary"] for c in verified] == ["The user is vegetarian"]
+    confidential = api_a.post("/api/v1/retrieve", {"query": "salary", "scope": "memories/u7",
+                                                   "allowed_sensitivity": ["confidential"], "limit": 1}
+                              ).json()["candidates"]
+    assert [c["summary"] for c in confidential] == ["The user's salary is confidential"]
+    with tenant_context(tenant_a.org.id):
+        assert RetrievalEvent.objects.filter(kind="retrieve").count() == 3
+
+
+def test_retrieve_lists_artifact_refs(tenant_a, api_a):
+    response = api_a.post("/api/v1/retrieve", {"query": "tea coffee prefers", "scope": "memories/user-1"})
+    refs = next(c for c in response.json()["candidates"] if c["id"] == str(tenant_a.memory.id))["artifact_refs"]
+    assert refs == [{"id": str(tenant_a.artifact.id), "scope": "memories/user-1", "sha256": "a" * 64,
+                     "storage_uri": "s3://bucket/doc", "artifact_type": "document"}]
+    with tenant_context(tenant_a.org.id):
+        event = RetrievalEvent.objects.filter(kind="retrieve").latest("created_at")
+    assert tenant_a.artifact.id in event.returned_artifact_ids
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"query": "x"}, "scope"), ({"query": "x", "scope": "s", "limit": 33}, "limit"),
+     ({"query": "x", "scope": "s", "limit": 0}, "limit"), ({"query": "x", "scope": "s", "allowed_sensitivity": []},
+                                                          "allowed_sensitivity"),
+     ({"query": "", "scope": "s"}, "query"), ({"query": "x", "scope": "s", "prompt": "assemble"}, "prompt")],
+)
+def test_retrieve_rejects_bad_input(api_a, body, field):
+    response = api_a.post("/api/v1/retrieve", body)
+    assert response.status_code == 400 and field in response.json()["error"]["fields"]
+
+
+def test_store_search_keeps_items_above_the_threshold(api_a):
+    for key, content in (("diet", "User is vegetarian and prefers Italian cuisine"),
+                         ("timezone", "User is located in EST timezone (New York)")):
+        api_a.put("/api/v1/store/items", {"namespace": ["memories", "u9"], "key": key, "content": content})
+    response = api_a.post("/api/v1/store/search", {"namespace": ["memories", "u9"],
+                                                   "query": "Italian vegetarian cuisine"})
+    results = response.json()["results"]
+    assert [r["key"] for r in results] == ["diet"] and results[0]["similarity"] >= 0.7
+    everything = api_a.post("/api/v1/store/search", {"namespace": ["memories", "u9"], "query": "user",
+                                                     "threshold": 0.0}).json()["results"]
+    assert {r["key"] for r in everything} == {"diet", "timezone"}
+    assert [r["similarity"] for r in everything] == sorted((r["similarity"] for r in everything), reverse=True)
+
+
+def test_reciprocal_rank_fusion_is_weighted_and_deterministic():
+    signals = {"vector": [search.Hit("a", 0.9, 1), search.Hit("b", 0.8, 2)],
+               "fulltext": [search.Hit("b", 1.0, 1), search.Hit("c", 0.5, 2)]}
+    fused = search.reciprocal_rank_fusion(signals, {"vector": 1.0, "fulltext": 2.0}, 60)
+    assert fused == pytest.approx({"a": 1 / 61, "b": 1 / 62 + 2 / 61, "c": 2 / 62})

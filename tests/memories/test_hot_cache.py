@@ -1,0 +1,75 @@
+"""Seed 001's hot cache: a Redis sorted set of each agent's top memories."""
+
+import pytest
+from django.conf import settings
+
+from memories import cache
+from memories.models import Memory
+from tenants.context import tenant_context
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def hot(tenant_a):
+    key = cache.HOT_KEY.format(org_id=tenant_a.org.id, agent_id=tenant_a.agent.id)
+    cache.client().delete(key)
+    yield key
+    cache.client().delete(key)
+
+
+def test_writes_enter_the_set_which_is_trimmed_to_fifty_with_a_five_minute_ttl(
+        tenant_a, api_a, hot, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        ids = [api_a.post("/api/v1/memories", {"content": f"Hot fact number {i}"}).json()["memory"]["id"]
+               for i in range(55)]
+    redis = cache.client()
+    assert redis.zcard(hot) == settings.MEMORY_PLATFORM["HOT_CACHE_SIZE"] == 50
+    assert 0 < redis.ttl(hot) <= 300
+    members = {m.decode() for m in redis.zrange(hot, 0, -1)}
+    assert members <= set(ids)
+
+
+def test_delete_and_supersede_take_a_memory_out(tenant_a, api_a, hot, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        kept = api_a.post("/api/v1/memories", {"content": "Kept fact"}).json()["memory"]["id"]
+        deleted = api_a.post("/api/v1/memories", {"content": "Deleted fact"}).json()["memory"]["id"]
+        replaced = api_a.post("/api/v1/memories", {"content": "Replaced fact"}).json()["memory"]["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        api_a.delete(f"/api/v1/memories/{deleted}")
+        new = api_a.post(f"/api/v1/memories/{replaced}/supersede", {"content": "Replacement fact"}
+                         ).json()["memory"]["id"]
+    members = {m.decode() for m in cache.client().zrange(hot, 0, -1)}
+    assert kept in members and new in members and not {deleted, replaced} & members
+
+
+def test_scores_follow_seed_001s_formula(tenant_a):
+    from django.utils import timezone
+
+    now = timezone.now()
+    fresh = cache.hot_score(confidence=1.0, created_at=now, retrieval_count=10, now=now)
+    assert fresh == pytest.approx(0.40 + 0.35 / (1 + 0.01 / 24) + 0.25)
+    day_old = cache.hot_score(confidence=0.5, created_at=now - timezone.timedelta(hours=24), retrieval_count=0, now=now)
+    assert day_old == pytest.approx(0.20 + 0.35 * 0.5)
+
+
+def test_get_hot_returns_the_top_memories_and_rebuilds_an_expired_set(tenant_a, api_a, hot):
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.filter(pk=tenant_a.memory.pk).update(confidence=1, retrieval_count=10)
+    body = api_a.get("/api/v1/hot", {"limit": 2}).json()
+    assert [m["id"] for m in body["results"]] == [str(tenant_a.memory.id), str(tenant_a.other_memory.id)]
+    assert cache.client().zcard(hot) == 2 and cache.client().ttl(hot) > 0  # rebuilt from PostgreSQL
+    assert api_a.get("/api/v1/hot", {"limit": 0}).status_code == 400
+    assert api_a.get("/api/v1/hot", {"limit": 51}).status_code == 400
+
+
+def test_query_embeddings_are_cached_in_redis(api_a):
+    text = "a query nobody has asked before 9f2c"
+    key = cache._query_key(text)
+    cache.client().delete(key)
+    cache._embed_query_cached.cache_clear()
+    first = cache.query_embedding(text)
+    assert cache.client().ttl(key) > 0 and len(first) == 384
+    cache._embed_query_cached.cache_clear()
+    again = cache.query_embedding(text)  # from Redis this time
+    assert again == pytest.approx(first, abs=1e-6)
