@@ -29,7 +29,8 @@ MODES = ("hybrid", "vector", "fulltext")
 
 
 def _load(org_id, ids) -> dict:
-    memories = (Memory.objects.filter(org_id=org_id, pk__in=list(ids))
+    """Full records (without the vector and the tsvector, which nobody reads back)."""
+    memories = (Memory.objects.filter(org_id=org_id, pk__in=list(ids)).defer("embedding", "search_vector")
                 .prefetch_related(Prefetch("tags", queryset=MemoryTag.objects.order_by("tag"))))
     return {memory.pk: memory for memory in memories}
 
@@ -77,7 +78,13 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
                 origin, relation = neighbours[hit.memory_id]
                 details.setdefault(hit.memory_id, {})["graph"] = {
                     "rank": hit.rank, "from": str(origin), "relation_type": relation}
-        results = search.rank(_load(org_id, fused), fused, details, timezone.now())[:limit]
+        # Rank every candidate on a few columns; load whole records for the winners only.
+        scoring = {row.pk: row for row in Memory.objects.filter(org_id=org_id, pk__in=list(fused))
+                   .only(*search.RANKING_FIELDS)}
+        results = search.rank(scoring, fused, details, timezone.now())[:limit]
+        full = _load(org_id, [result.memory.pk for result in results])
+        for result in results:
+            result.memory = full[result.memory.pk]
     return SearchOutcome(results=results, degraded=degraded, vector_method=method, filled_from_fulltext=filled)
 
 

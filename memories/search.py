@@ -123,12 +123,19 @@ class Hit:
 _kind_cache: dict = {}
 
 
-def _index_kind() -> str | None:
-    """The approximate index's kind as the database has it (read at most once a minute)."""
+def _index() -> tuple[str | None, dict]:
+    """The approximate index's kind and options as the database has them (read at most once a
+    minute)."""
     now = timezone.now()
     if not _kind_cache or now - _kind_cache["at"] > timedelta(minutes=1):
-        _kind_cache.update(kind=vector_index.current_kind(using="default"), at=now)
-    return _kind_cache["kind"]
+        kind, options = vector_index.current_index(using="default")
+        _kind_cache.update(kind=kind, options=options, at=now)
+    return _kind_cache["kind"], _kind_cache["options"]
+
+
+def ivfflat_probes(options: dict) -> int:
+    configured = knobs()["IVFFLAT_PROBES"]
+    return configured or max(1, round(math.sqrt(int(options.get("lists", 100)))))
 
 
 def _set_local(cursor, name: str, value) -> None:
@@ -154,7 +161,7 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
     where, params = filters.where(org_id)
     literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
     exact_limit = knobs()["EXACT_SCAN_ROWS"]
-    kind = _index_kind() if filters.uses_live_index() else None
+    kind, options = _index() if filters.uses_live_index() else (None, {})
     settings_for_search: dict = {}
     if kind is None or _capped_count(cursor, where, params, exact_limit) <= exact_limit:
         method = "exact"
@@ -169,7 +176,7 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
                                    "hnsw.iterative_scan": "relaxed_order",
                                    "hnsw.max_scan_tuples": knobs()["HNSW_MAX_SCAN_TUPLES"]}
         else:
-            settings_for_search = {"ivfflat.probes": knobs()["IVFFLAT_PROBES"],
+            settings_for_search = {"ivfflat.probes": ivfflat_probes(options),
                                    "ivfflat.iterative_scan": "relaxed_order",
                                    "ivfflat.max_probes": knobs()["IVFFLAT_MAX_PROBES"]}
     # The inner query may return rows slightly out of order (relaxed iterative scan); the
@@ -199,20 +206,19 @@ def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int) -
             for rank, (memory_id, similarity) in enumerate(rows, start=1)], query.method
 
 
-def fulltext_query(text: str) -> str:
-    """Any of the query's words (websearch syntax would demand all of them, and questions
-    rarely share every word with the memory that answers them)."""
-    words = re.findall(r"\w+", text.lower())
-    return " OR ".join(dict.fromkeys(words))
-
-
 def fulltext_search(org_id, text: str, filters: SearchFilters, k: int) -> list[Hit]:
-    """Memories matching any of the query's words, ranked by ts_rank_cd with length
-    normalisation (a long memory does not win by repeating words)."""
-    query = fulltext_query(text)
-    if not query:
+    """Memories matching the query's words, ranked by ts_rank_cd with length normalisation
+    (a long memory does not win by repeating words).
+
+    Memories holding all the words come first. If they are fewer than k, memories holding
+    any of the words follow; on a large tenant a common word matches a great many rows, so
+    only the first OR_MATCHES_RANKED of those are ranked, which bounds the cost.
+    """
+    words = list(dict.fromkeys(re.findall(r"\w+", text.lower())))
+    if not words:
         return []
     where, params = filters.where(org_id)
+    ranked = []
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -222,10 +228,24 @@ def fulltext_search(org_id, text: str, filters: SearchFilters, k: int) -> list[H
             ORDER BY score DESC, m.created_at DESC, m.id
             LIMIT %s
             """,
-            [query, *params, k],
+            [" ".join(words), *params, k],
         )
-        rows = cursor.fetchall()
-    return [Hit(memory_id, float(score), rank) for rank, (memory_id, score) in enumerate(rows, start=1)]
+        ranked = cursor.fetchall()
+        if len(ranked) < k and len(words) > 1:
+            seen = [row[0] for row in ranked]
+            cursor.execute(
+                f"""
+                SELECT id, score FROM (
+                    SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
+                    FROM memories m, websearch_to_tsquery('english', %s) q
+                    WHERE {where} AND m.search_vector @@ q AND NOT m.id = ANY(%s::uuid[])
+                    LIMIT %s
+                ) matches ORDER BY score DESC, created_at DESC, id LIMIT %s
+                """,
+                [" OR ".join(words), *params, [str(i) for i in seen], knobs()["OR_MATCHES_RANKED"], k - len(ranked)],
+            )
+            ranked += cursor.fetchall()
+    return [Hit(memory_id, float(score), rank) for rank, (memory_id, score) in enumerate(ranked, start=1)]
 
 
 def related(org_id, memory_ids: list, filters: SearchFilters) -> dict:
@@ -273,6 +293,9 @@ def usage(retrieval_count: int) -> float:
     return min(math.log1p(retrieval_count) / math.log1p(100), 1.0)
 
 
+RANKING_FIELDS = ("id", "importance", "confidence", "created_at", "retrieval_count")
+
+
 @dataclass
 class Result:
     memory: Memory
@@ -290,7 +313,8 @@ class SearchOutcome:
 
 def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> list[Result]:
     """The final score: relevance (fused, scaled to [0, 1]) blended with importance,
-    confidence, recency and usage, weights from settings (RANKING_WEIGHTS)."""
+    confidence, recency and usage, weights from settings (RANKING_WEIGHTS). `memories` needs
+    only those fields (see RANKING_FIELDS)."""
     weights = knobs()["RANKING_WEIGHTS"]
     top = max(fused.values(), default=1.0) or 1.0
     results = []

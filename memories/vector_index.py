@@ -39,18 +39,25 @@ def create_sql(kind: str, *, concurrently: bool = False) -> str:
 DROP_SQL = f"DROP INDEX IF EXISTS {INDEX_NAME}"
 
 
-def current_kind(*, using: str = "owner") -> str | None:
-    """The access method of the index as it exists in the database, or None."""
+def current_index(*, using: str = "owner") -> tuple[str | None, dict]:
+    """The access method and the build options (lists, m, ...) of the index as it exists in
+    the database; (None, {}) if there is none."""
     with connections[using].cursor() as cursor:
         cursor.execute(
             """
-            SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam
+            SELECT am.amname, c.reloptions FROM pg_class c JOIN pg_am am ON am.oid = c.relam
             WHERE c.relname = %s AND c.relkind = 'i'
             """,
             [INDEX_NAME],
         )
         row = cursor.fetchone()
-    return row[0] if row else None
+    if not row:
+        return None, {}
+    return row[0], dict(option.split("=", 1) for option in row[1] or [])
+
+
+def current_kind(*, using: str = "owner") -> str | None:
+    return current_index(using=using)[0]
 
 
 def rebuild(kind: str | None = None, *, using: str = "owner") -> str:

@@ -199,11 +199,15 @@ MEMORY_PLATFORM = {
     # how signals are fused and how the final score blends relevance with the rest.
     "SEARCH": {
         # A search whose tenant (after cheap filters) has at most this many rows is exact.
-        "EXACT_SCAN_ROWS": env.int("MEMORY_PLATFORM_EXACT_SCAN_ROWS", default=10000),
+        "EXACT_SCAN_ROWS": env.int("MEMORY_PLATFORM_EXACT_SCAN_ROWS", default=2500),
         "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=100),
         "HNSW_MAX_SCAN_TUPLES": env.int("MEMORY_PLATFORM_HNSW_MAX_SCAN_TUPLES", default=20000),
-        "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=10),
+        # 0 means the square root of the index's lists, the usual balance of recall and speed.
+        "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=0),
         "IVFFLAT_MAX_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_MAX_PROBES", default=100),
+        # Full text: when too few memories hold all the query's words, rank at most this many
+        # of those holding any of them.
+        "OR_MATCHES_RANKED": env.int("MEMORY_PLATFORM_OR_MATCHES_RANKED", default=2000),
         # Candidates each signal contributes before fusion.
         "CANDIDATES": env.int("MEMORY_PLATFORM_SEARCH_CANDIDATES", default=50),
         "RRF_K": env.int("MEMORY_PLATFORM_RRF_K", default=60),

@@ -153,3 +153,18 @@ def test_a_tiny_tenant_gets_k_results_even_through_the_index(populated, settings
             CosineDistance("embedding", factories.unit_vector(13))).values_list("pk", flat=True)[:10])
     assert method == "hnsw" and len(hits) == 10
     assert len({h.memory_id for h in hits} & set(exact)) >= 9  # recall@10 >= 0.9 on this small sample
+
+
+@pytest.mark.django_db
+def test_searches_leave_no_prepared_statement_whose_generic_plan_could_drop_the_index(tenant_a):
+    """Parameters are bound on the client, so PostgreSQL never plans a search once for all
+    values (a generic plan can trade the vector index for a sequential scan)."""
+    from memories import search
+
+    for seed in range(6):  # PostgreSQL switches a prepared statement to a generic plan after 5 runs
+        with tenant_context(tenant_a.org.id):
+            search.vector_search(tenant_a.org.id, factories.unit_vector(seed), search.SearchFilters(), 5)
+            search.fulltext_search(tenant_a.org.id, "tea", search.SearchFilters(), 5)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+        assert cursor.fetchone()[0] == 0
