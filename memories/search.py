@@ -73,8 +73,11 @@ class SearchFilters:
         if self.session_id:
             add("{m}.session_id = %s", self.session_id)
         if self.namespace:
+            # Everything under prefix/: between "prefix/" and "prefix0" ('0' follows '/'), in
+            # byte order. Pattern comparisons are leakproof, so the index serves them under
+            # row-level security (LIKE is not).
             prefix = self.namespace.strip("/")
-            add("({m}.scope = %s OR {m}.scope LIKE %s)", prefix, _like_prefix(prefix) + "/%")
+            add("({m}.scope = %s OR ({m}.scope ~>=~ %s AND {m}.scope ~<~ %s))", prefix, prefix + "/", prefix + "0")
         if self.categories:
             add("{m}.category = ANY(%s)", list(self.categories))
         if self.memory_types:
@@ -100,10 +103,6 @@ class SearchFilters:
     def uses_live_index(self) -> bool:
         """The approximate index holds live rows only; it can serve only searches within them."""
         return not self.include_deleted and list(self.statuses) == ["active"]
-
-
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def time_preset(name: str) -> datetime:

@@ -24,14 +24,18 @@ def _timed(check):
 
 def check_database() -> dict:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('server_version'), current_user")
-        server_version, role = cursor.fetchone()
+        cursor.execute("SELECT current_setting('server_version'), current_user, "
+                       "(SELECT proleakproof FROM pg_proc WHERE oid = 'ts_match_vq'::regproc)")
+        server_version, role, fulltext_indexable = cursor.fetchone()
     pgvector = database.pgvector_version()
     return {
         "ok": pgvector is not None,
         "server_version": server_version,
         "role": role,
         "pgvector": pgvector,
+        # False: full-text search cannot use its index under row-level security (slow, not
+        # wrong); a superuser runs ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF.
+        "fulltext_index_usable": fulltext_indexable,
         "embedded": settings.EMBEDDED_POSTGRES,
         **({} if pgvector else {"error": "pgvector extension is not installed"}),
     }

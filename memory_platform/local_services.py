@@ -11,7 +11,10 @@ PostgreSQL is provisioned the way a production database should be:
                  so the test suite can create its test database)
   memory_app     what the application connects as: NOSUPERUSER, NOBYPASSRLS, owns nothing
 pgvector is not a trusted extension, so the superuser creates it, in the product database
-and in template1 (databases created later, such as the test database, inherit it).
+and in template1 (databases created later, such as the test database, inherit it). The
+superuser also marks tsvector @@ tsquery LEAKPROOF: under row-level security PostgreSQL may
+only use an index for conditions whose functions are leakproof, and without it a full-text
+search reads every row of the tenant (docs/adr/0035).
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ DEFAULT_DATA_DIR = PROJECT_DIR / ".data"
 DATABASE_NAME = "memory_platform"
 OWNER_ROLE = "memory_owner"
 APP_ROLE = "memory_app"
+
+
+# Matching a tsvector against a tsquery raises no error that depends on the row's data, so it
+# can be evaluated before the row-level security check without leaking anything.
+LEAKPROOF_FULL_TEXT_MATCH = "ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF"
 
 
 class LocalServiceError(RuntimeError):
@@ -109,7 +117,7 @@ def _provision_postgres(endpoint: PostgresEndpoint) -> None:
     import psycopg
     from psycopg import sql
 
-    marker = _pgdata() / ".memory_platform_provisioned"
+    marker = _pgdata() / ".memory_platform_provisioned-2"
     if marker.exists():
         return
     superuser = endpoint.url(user="postgres", database="postgres")
@@ -131,6 +139,7 @@ def _provision_postgres(endpoint: PostgresEndpoint) -> None:
     for database in ("template1", DATABASE_NAME):
         with psycopg.connect(endpoint.url(user="postgres", database=database), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute(LEAKPROOF_FULL_TEXT_MATCH)
             # PostgreSQL 15+ no longer lets every role create objects in public; only the
             # owner role may (it runs the migrations). The app role may only use it.
             conn.execute(sql.SQL("GRANT CREATE, USAGE ON SCHEMA public TO {}").format(sql.Identifier(OWNER_ROLE)))

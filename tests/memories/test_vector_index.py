@@ -168,3 +168,29 @@ def test_searches_leave_no_prepared_statement_whose_generic_plan_could_drop_the_
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_prepared_statements")
         assert cursor.fetchone()[0] == 0
+
+
+@committing
+def test_full_text_search_uses_its_index_under_row_level_security(tenant_a):
+    """tsvector @@ tsquery is marked LEAKPROOF, or RLS would keep it out of index conditions
+    and a full-text search would read every row of the tenant."""
+    from memories import search
+
+    agent = tenant_a.agent
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.bulk_create([
+            Memory(org=tenant_a.org, agent=agent, content=f"Routine note {i} about the weekly planning",
+                   content_hash=f"{i:064x}", category="factual") for i in range(3000)])
+        Memory.objects.create(org=tenant_a.org, agent=agent, content="The zeppelin hangar opens at dawn",
+                              content_hash="e" * 64, category="factual")
+    analyze()
+    with tenant_context(tenant_a.org.id):
+        where, params = search.SearchFilters().where(tenant_a.org.id)
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT m.id FROM memories m, websearch_to_tsquery('english', "
+                           f"'zeppelin') q WHERE {where} AND m.search_vector @@ q", params)
+            plan = cursor.fetchone()[0]
+        hits = search.fulltext_search(tenant_a.org.id, "zeppelin", search.SearchFilters(), 5)
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    assert "memories_fts" in [n.get("Index Name") for n in plan_nodes(plan[0]["Plan"])]
+    assert len(hits) == 1

@@ -59,3 +59,8 @@ def test_health_reports_database_pgvector_redis_and_worker(client):
 def test_health_answers_json_and_only_to_get(client):
     response = client.post("/health")
     assert response.status_code == 405
+
+
+@pytest.mark.django_db
+def test_health_says_full_text_search_can_use_its_index(client):
+    assert client.get("/health").json()["database"]["fulltext_index_usable"] is True
