@@ -347,10 +347,26 @@ def main() -> None:
     results = {"rows": args.rows, "queries": len(queries), "recorded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "machine": {"cores": os.cpu_count(), "cpu": "see benchmarks/ingest/results.json"}, "indexes": {}}
     kinds = args.kinds.split(",")
+    from django.conf import settings
+
+    search_knobs = settings.MEMORY_PLATFORM["SEARCH"]
     for kind in kinds:
         built = build_index(kind, args.rows)
         print(kind, built)
-        results["indexes"][kind] = {**built, "tenants": measure(tenants, queries, exact)}
+        results["indexes"][kind] = {**built, "tenants": measure(tenants, queries, exact), "variants": {}}
+        # The query knob's effect, for the guidance in docs/adr/0035.
+        if kind == "hnsw":
+            variants = {f"ef_search={v}": {"HNSW_EF_SEARCH": v} for v in (100, 200)}
+        else:
+            root = max(1, round((built["lists"]) ** 0.5))
+            variants = {f"probes={v}": {"IVFFLAT_PROBES": v} for v in (2 * root, 4 * root)}
+        defaults = dict(search_knobs)
+        for label, change in variants.items():
+            search_knobs.update(change)
+            print(kind, label)
+            results["indexes"][kind]["variants"][label] = measure(tenants, queries, exact)
+            search_knobs.clear()
+            search_knobs.update(defaults)
     if "hnsw" in kinds:
         if kinds[-1] != "hnsw":
             build_index("hnsw", args.rows)

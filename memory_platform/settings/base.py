@@ -200,7 +200,7 @@ MEMORY_PLATFORM = {
     "SEARCH": {
         # A search whose tenant (after cheap filters) has at most this many rows is exact.
         "EXACT_SCAN_ROWS": env.int("MEMORY_PLATFORM_EXACT_SCAN_ROWS", default=2500),
-        "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=100),
+        "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=400),
         "HNSW_MAX_SCAN_TUPLES": env.int("MEMORY_PLATFORM_HNSW_MAX_SCAN_TUPLES", default=20000),
         # 0 means the square root of the index's lists, the usual balance of recall and speed.
         "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=0),

@@ -112,8 +112,9 @@ def search_plan(org_id, vector, filters, k):
 def test_the_search_uses_the_index_for_a_large_tenant_and_an_exact_scan_for_a_small_one(populated, org_b, settings):
     from memories import search
 
-    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
-                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 1000}}
+    # A small table: a modest ef_search, or the planner rightly finds sorting 3,000 rows cheaper.
+    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, "SEARCH": {
+        **settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 1000, "HNSW_EF_SEARCH": 40}}
     with transaction.atomic(using="owner"):
         vector_index.rebuild("hnsw")
     analyze()
@@ -138,8 +139,8 @@ def test_a_tiny_tenant_gets_k_results_even_through_the_index(populated, settings
     keeps going past the other tenants' rows until it has k of this one's."""
     from memories import search
 
-    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
-                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 0}}
+    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, "SEARCH": {
+        **settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 0, "HNSW_EF_SEARCH": 40}}
     with transaction.atomic(using="owner"):
         vector_index.rebuild("hnsw")
     analyze()
