@@ -46,18 +46,19 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     signals: dict[str, list[Hit]] = {}
     method = None
     with tenant_context(org_id):
+        small = search.is_small(org_id, filters)
         if vector is not None:
-            hits, method = search.vector_search(org_id, vector, filters, candidates)
+            hits, method = search.vector_search(org_id, vector, filters, candidates, small)
             if threshold is not None:
                 hits = [hit for hit in hits if hit.score >= threshold]
             signals["vector"] = hits
         filled = 0
         if mode == "hybrid" or degraded or (mode == "fulltext"):
-            signals["fulltext"] = search.fulltext_search(org_id, query, filters, candidates)
+            signals["fulltext"] = search.fulltext_search(org_id, query, filters, candidates, small)
         elif len(signals.get("vector", [])) < limit and threshold is None:
             # Seed 001: too few vector matches (sparse memories) -> full text fills up.
             seen = {hit.memory_id for hit in signals["vector"]}
-            extra = [hit for hit in search.fulltext_search(org_id, query, filters, candidates)
+            extra = [hit for hit in search.fulltext_search(org_id, query, filters, candidates, small)
                      if hit.memory_id not in seen][: limit - len(seen)]
             if extra:
                 signals["fulltext"], filled = extra, len(extra)

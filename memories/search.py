@@ -147,6 +147,15 @@ def _capped_count(cursor, where: str, params: list, cap: int) -> int:
     return cursor.fetchone()[0]
 
 
+def is_small(org_id, filters: SearchFilters) -> bool:
+    """Whether the rows a search may return are few enough to read them all (at most
+    EXACT_SCAN_ROWS): then the global indexes, built for the whole table, only cost."""
+    where, params = filters.where(org_id)
+    with connection.cursor() as cursor:
+        limit = knobs()["EXACT_SCAN_ROWS"]
+        return _capped_count(cursor, where, params, limit) <= limit
+
+
 @dataclass
 class VectorQuery:
     sql: str
@@ -155,14 +164,18 @@ class VectorQuery:
     knobs: dict  # SET LOCAL name -> value
 
 
-def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k: int) -> VectorQuery:
-    """The statement vector_search runs, and the settings it runs under."""
+def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k: int,
+                 small: bool | None = None) -> VectorQuery:
+    """The statement vector_search runs, and the settings it runs under. small: whether the
+    candidate rows are few (is_small), if the caller knows already."""
     where, params = filters.where(org_id)
     literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
     exact_limit = knobs()["EXACT_SCAN_ROWS"]
     kind, options = _index() if filters.uses_live_index() else (None, {})
     settings_for_search: dict = {}
-    if kind is None or _capped_count(cursor, where, params, exact_limit) <= exact_limit:
+    if small is None:
+        small = _capped_count(cursor, where, params, exact_limit) <= exact_limit
+    if kind is None or small:
         method = "exact"
         # "+ 0" keeps the planner from ordering through the approximate index: the rows come
         # from the tenant's b-tree indexes and are sorted by their true distance.
@@ -192,11 +205,12 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
     return VectorQuery(sql, [literal, *params, literal, k], method, settings_for_search)
 
 
-def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int) -> tuple[list[Hit], str]:
+def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int,
+                  small: bool | None = None) -> tuple[list[Hit], str]:
     """The k nearest memories by cosine similarity, and how they were found ("exact" or the
     index kind). Its settings last until the end of its own (sub)transaction."""
     with transaction.atomic(), connection.cursor() as cursor:
-        query = vector_query(cursor, org_id, vector, filters, k)
+        query = vector_query(cursor, org_id, vector, filters, k, small)
         for name, value in query.knobs.items():
             _set_local(cursor, name, value)
         cursor.execute(query.sql, query.params)
@@ -205,7 +219,7 @@ def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int) -
             for rank, (memory_id, similarity) in enumerate(rows, start=1)], query.method
 
 
-def fulltext_search(org_id, text: str, filters: SearchFilters, k: int) -> list[Hit]:
+def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bool = False) -> list[Hit]:
     """Memories matching the query's words, ranked by ts_rank_cd with length normalisation
     (a long memory does not win by repeating words).
 
@@ -217,13 +231,16 @@ def fulltext_search(org_id, text: str, filters: SearchFilters, k: int) -> list[H
     if not words:
         return []
     where, params = filters.where(org_id)
+    # For a small tenant, match row by row: the GIN index covers the whole table, and the
+    # bitmap of a common word over every tenant's rows costs more than reading this one's.
+    match = "(m.search_vector || ''::tsvector) @@ q" if small else "m.search_vector @@ q"
     ranked = []
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             SELECT m.id, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
             FROM memories m, websearch_to_tsquery('english', %s) q
-            WHERE {where} AND m.search_vector @@ q
+            WHERE {where} AND {match}
             ORDER BY score DESC, m.created_at DESC, m.id
             LIMIT %s
             """,
@@ -237,7 +254,7 @@ def fulltext_search(org_id, text: str, filters: SearchFilters, k: int) -> list[H
                 SELECT id, score FROM (
                     SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
                     FROM memories m, websearch_to_tsquery('english', %s) q
-                    WHERE {where} AND m.search_vector @@ q AND NOT m.id = ANY(%s::uuid[])
+                    WHERE {where} AND {match} AND NOT m.id = ANY(%s::uuid[])
                     LIMIT %s
                 ) matches ORDER BY score DESC, created_at DESC, id LIMIT %s
                 """,

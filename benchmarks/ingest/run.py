@@ -31,6 +31,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import percentile, wait_until_healthy  # noqa: E402
+
 DATA_DIR = ROOT / ".data" / "bench"
 PORT = 8765
 SINGLE_WRITES = 300
@@ -57,11 +61,6 @@ def sentences(count: int, seed: int) -> list[str]:
         out.append(text.format(n=rng.randrange(10_000), day=rng.choice(DAYS), v=rng.randrange(9, 19)).strip()
                    + f" (note {seed}-{i})")
     return out
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
 def request(method: str, path: str, key: str, body=None) -> tuple[int, dict]:
@@ -121,7 +120,6 @@ def main() -> None:
     shutil.rmtree(DATA_DIR, ignore_errors=True)
     env = {**os.environ, "MEMORY_PLATFORM_DATA_DIR": str(DATA_DIR), "DJANGO_SETTINGS_MODULE": "memory_platform.settings.base",
            "DJANGO_DEBUG": "false", "LOG_LEVEL": "INFO"}
-    sys.path.insert(0, str(ROOT))
     os.environ.update(env)
     import django
 
@@ -137,16 +135,7 @@ def main() -> None:
                 key = match.group(1)
             if "Ctrl-C stops it" in line:
                 break
-        deadline = time.monotonic() + 120
-        while True:  # until the web workers have loaded the model and the worker is registered
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=5) as response:
-                    if json.loads(response.read())["status"] == "ok":
-                        break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(1)
+        wait_until_healthy(PORT, 120)
         # Keep reading the server's output so it never blocks on a full pipe; keep it for the
         # worker's own account of where its time went.
         server_log = DATA_DIR / "server.log"

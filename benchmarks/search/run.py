@@ -34,6 +34,10 @@ import numpy as np
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import percentile, wait_until_healthy  # noqa: E402
+
 DATA_DIR = ROOT / ".data" / "bench-search"
 CORPUS = DATA_DIR / "corpus.npz"
 BASE_SENTENCES = 40_000
@@ -48,7 +52,6 @@ SMALL_TENANTS = 40
 os.environ.setdefault("MEMORY_PLATFORM_DATA_DIR", str(DATA_DIR))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings.base")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
-sys.path.insert(0, str(ROOT))
 
 
 # --------------------------------------------------------------------------- corpus
@@ -215,11 +218,6 @@ def build_index(kind: str, rows: int) -> dict:
 # --------------------------------------------------------------------------- measurements
 
 
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
-
-
 def exact_neighbours(org_id: str, queries: np.ndarray) -> list[list[str]]:
     from django.db import connection
 
@@ -283,16 +281,7 @@ def api_latency(tenants: dict, query_texts: list[str]) -> dict:
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=5) as response:
-                    if json.loads(response.read())["status"] == "ok":
-                        break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(1)
+        wait_until_healthy(PORT, 180)
         out = {}
         for name in ("half", "tenth_percent"):
             key = subprocess.run([sys.executable, "manage.py", "issue_api_key", f"bench-{name}", "bench-agent"],
@@ -323,6 +312,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--kinds", default="hnsw,ivfflat")
     parser.add_argument("--skip-load", action="store_true", help="reuse the rows loaded by the last run")
+    parser.add_argument("--api-only", action="store_true",
+                        help="measure only POST /api/v1/search on the rows and HNSW index the last run left, "
+                             "and update results-<rows>.json")
     args = parser.parse_args()
 
     import django
@@ -342,6 +334,13 @@ def main() -> None:
         tenants = load(args.rows, texts, vectors)
         tenants_file.write_text(json.dumps(tenants))
         print(f"loaded in {time.perf_counter() - started:.0f} s")
+    out = Path(__file__).with_name(f"results-{args.rows}.json")
+    if args.api_only:
+        results = json.loads(out.read_text())
+        results["api_search_hnsw"] = api_latency(tenants, query_texts[: args.queries])
+        results["api_recorded_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        out.write_text(json.dumps(results, indent=2) + "\n")
+        return
     queries = query_vectors[: args.queries]
     exact: dict = {}
     results = {"rows": args.rows, "queries": len(queries), "recorded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -371,7 +370,6 @@ def main() -> None:
         if kinds[-1] != "hnsw":
             build_index("hnsw", args.rows)
         results["api_search_hnsw"] = api_latency(tenants, query_texts[: args.queries])
-    out = Path(__file__).with_name(f"results-{args.rows}.json")
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
