@@ -5,7 +5,6 @@ Row-level security, the composite (org_id, id) keys, the vector index and the tr
 in the migrations as SQL; see memories/schema.py.
 """
 
-import uuid
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex, OpClass

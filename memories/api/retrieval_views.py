@@ -3,8 +3,10 @@ retrieval events with replay."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, inline_serializer
+from django.conf import settings
+from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers as drf
+from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
 from memories import retrieval
@@ -13,7 +15,6 @@ from memories.api.schema import EXAMPLE_MEMORY, documented
 from memories.api.views import AgentAPIView
 from memories.models import MemoryArtifact, RetrievalEvent
 from memories.search import SearchFilters
-from rest_framework.pagination import CursorPagination
 
 EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank": 2, "score": 0.1},
                    "fused": 0.0325, "blend": {"relevance": 1.0, "importance": 0.4, "confidence": 0.9,
@@ -104,8 +105,6 @@ class StoreSearchView(AgentAPIView):
                           "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"},
         operation_id="store_search")
     def post(self, request):
-        from django.conf import settings
-
         body = self.validated(s.StoreSearchRequestSerializer, request.data)
         threshold = body.get("threshold", settings.MEMORY_PLATFORM["SEARCH"]["STORE_SIMILARITY_THRESHOLD"])
         filters = SearchFilters(namespace=body["namespace"])

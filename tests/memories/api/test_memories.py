@@ -5,7 +5,7 @@ import uuid
 import pytest
 
 from memories.models import DuplicateCandidate, Memory, MemoryVersion
-from tenants.context import service_account, tenant_context
+from tenants.context import tenant_context
 
 pytestmark = pytest.mark.django_db
 
