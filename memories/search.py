@@ -219,6 +219,45 @@ def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int,
             for rank, (memory_id, similarity) in enumerate(rows, start=1)], query.method
 
 
+_common_cache: dict = {}
+COMMON_SAMPLE_ROWS = 2000
+COMMON_CACHE_SECONDS = 3600
+
+
+def lexeme_shares(org_id) -> dict[str, float]:
+    """For a tenant: the share of its memories holding each lexeme, estimated on a sample of
+    COMMON_SAMPLE_ROWS rows and kept for an hour in the process."""
+    now = timezone.now()
+    cached = _common_cache.get(str(org_id))
+    if cached and now - cached[0] < timedelta(seconds=COMMON_CACHE_SECONDS):
+        return cached[1]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM (SELECT 1 FROM memories WHERE org_id = %s AND deleted_at IS NULL "
+                       "LIMIT %s) sample", [org_id, COMMON_SAMPLE_ROWS])
+        sampled = cursor.fetchone()[0]
+        # ts_stat runs its query as the caller: row-level security applies inside it too.
+        cursor.execute("SELECT word, ndoc FROM ts_stat(format('SELECT search_vector FROM memories WHERE org_id = %%L "
+                       "AND deleted_at IS NULL LIMIT %%s', %s::text, %s::int)) WHERE ndoc * 50 >= %s",
+                       [str(org_id), COMMON_SAMPLE_ROWS, sampled])
+        shares = {word: ndoc / max(sampled, 1) for word, ndoc in cursor.fetchall()}
+    _common_cache[str(org_id)] = (now, shares)
+    return shares
+
+
+def rare_words(org_id, words: list[str]) -> list[str]:
+    """The query's RARE_WORDS rarest words in this tenant (an IDF in miniature): on a large
+    tenant, "any of the words" over every word of a long query reads a large part of it,
+    while the rarest words carry nearly all of the ranking anyway."""
+    shares = lexeme_shares(org_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT word, tsvector_to_array(to_tsvector('english', word)) FROM unnest(%s::text[]) word",
+                       [words])
+        lexemes = {word: found for word, found in cursor.fetchall() if found}  # stop words have none
+    share = {word: max(shares.get(lexeme, 0.0) for lexeme in found) for word, found in lexemes.items()}
+    rarest = set(sorted(share, key=lambda word: (share[word], words.index(word)))[: knobs()["RARE_WORDS"]])
+    return [word for word in words if word in rarest]
+
+
 def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bool = False) -> list[Hit]:
     """Memories matching the query's words, ranked by ts_rank_cd with length normalisation
     (a long memory does not win by repeating words).
@@ -249,6 +288,8 @@ def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bo
         ranked = cursor.fetchall()
         if len(ranked) < k and len(words) > 1:
             seen = [row[0] for row in ranked]
+            # On a large tenant, leave out the words most of its memories hold.
+            any_words = words if small else rare_words(org_id, words)
             cursor.execute(
                 f"""
                 SELECT id, score FROM (
@@ -258,7 +299,8 @@ def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bo
                     LIMIT %s
                 ) matches ORDER BY score DESC, created_at DESC, id LIMIT %s
                 """,
-                [" OR ".join(words), *params, [str(i) for i in seen], knobs()["OR_MATCHES_RANKED"], k - len(ranked)],
+                [" OR ".join(any_words), *params, [str(i) for i in seen], knobs()["OR_MATCHES_RANKED"],
+                 k - len(ranked)],
             )
             ranked += cursor.fetchall()
     return [Hit(memory_id, float(score), rank) for rank, (memory_id, score) in enumerate(ranked, start=1)]

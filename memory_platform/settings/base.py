@@ -208,6 +208,8 @@ MEMORY_PLATFORM = {
         # Full text: when too few memories hold all the query's words, rank at most this many
         # of those holding any of them.
         "OR_MATCHES_RANKED": env.int("MEMORY_PLATFORM_OR_MATCHES_RANKED", default=2000),
+        # ...and on a tenant too large to read whole, use only its rarest query words for it.
+        "RARE_WORDS": env.int("MEMORY_PLATFORM_RARE_WORDS", default=3),
         # Candidates each signal contributes before fusion.
         "CANDIDATES": env.int("MEMORY_PLATFORM_SEARCH_CANDIDATES", default=50),
         "RRF_K": env.int("MEMORY_PLATFORM_RRF_K", default=60),

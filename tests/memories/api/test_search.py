@@ -293,3 +293,15 @@ def test_reciprocal_rank_fusion_is_weighted_and_deterministic():
                "fulltext": [search.Hit("b", 1.0, 1), search.Hit("c", 0.5, 2)]}
     fused = search.reciprocal_rank_fusion(signals, {"vector": 1.0, "fulltext": 2.0}, 60)
     assert fused == pytest.approx({"a": 1 / 61, "b": 1 / 62 + 2 / 61, "c": 2 / 62})
+
+
+def test_rare_words_are_the_query_words_fewest_memories_hold(tenant_a, api_a):
+    """A large tenant's "any of the words" query uses only its RARE_WORDS (3) rarest words."""
+    api_a.post("/api/v1/memories", {"memories": [{"content": f"Weekly report number {i} for the team"}
+                                                 for i in range(12)]})
+    api_a.post("/api/v1/memories", {"content": "The zeppelin report is late"})
+    search._common_cache.clear()
+    with tenant_context(tenant_a.org.id):
+        # "the" is a stop word; "report" is in 13 of 15 memories, the most common.
+        assert search.rare_words(tenant_a.org.id, ["the", "weekly", "report", "zeppelin", "team"]) == [
+            "weekly", "zeppelin", "team"]
