@@ -240,6 +240,8 @@ def lexeme_shares(org_id) -> dict[str, float]:
                        "AND deleted_at IS NULL LIMIT %%s', %s::text, %s::int)) WHERE ndoc * 50 >= %s",
                        [str(org_id), COMMON_SAMPLE_ROWS, sampled])
         shares = {word: ndoc / max(sampled, 1) for word, ndoc in cursor.fetchall()}
+    if len(_common_cache) >= 10_000:  # many tenants: start over rather than grow without bound
+        _common_cache.clear()
     _common_cache[str(org_id)] = (now, shares)
     return shares
 

@@ -95,6 +95,19 @@ def test_vector_search_uses_the_index(populated, kind, knob_sql, settings):
 # --------------------------------------------------------------------------- the search's own query
 
 
+def hnsw_searching_with(settings, *, exact_scan_rows: int) -> None:
+    """An HNSW index over the rows present, searched with these knobs. A small table: a modest
+    ef_search, or the planner rightly finds sorting a few thousand rows cheaper."""
+    from memories import search
+
+    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, "SEARCH": {
+        **settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": exact_scan_rows, "HNSW_EF_SEARCH": 40}}
+    with transaction.atomic(using="owner"):
+        vector_index.rebuild("hnsw")
+    analyze()
+    search._kind_cache.clear()
+
+
 def search_plan(org_id, vector, filters, k):
     from memories import search
 
@@ -112,13 +125,7 @@ def search_plan(org_id, vector, filters, k):
 def test_the_search_uses_the_index_for_a_large_tenant_and_an_exact_scan_for_a_small_one(populated, org_b, settings):
     from memories import search
 
-    # A small table: a modest ef_search, or the planner rightly finds sorting 3,000 rows cheaper.
-    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, "SEARCH": {
-        **settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 1000, "HNSW_EF_SEARCH": 40}}
-    with transaction.atomic(using="owner"):
-        vector_index.rebuild("hnsw")
-    analyze()
-    search._kind_cache.clear()
+    hnsw_searching_with(settings, exact_scan_rows=1000)
     small = factories.organization("Small tenant")
     small_agent = factories.services.agent_create(org=small, name="tiny")
     bulk_memories(small, small_agent, 20, seed=9)
@@ -139,12 +146,7 @@ def test_a_tiny_tenant_gets_k_results_even_through_the_index(populated, settings
     keeps going past the other tenants' rows until it has k of this one's."""
     from memories import search
 
-    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, "SEARCH": {
-        **settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 0, "HNSW_EF_SEARCH": 40}}
-    with transaction.atomic(using="owner"):
-        vector_index.rebuild("hnsw")
-    analyze()
-    search._kind_cache.clear()
+    hnsw_searching_with(settings, exact_scan_rows=0)
     tiny = factories.organization("Tiny tenant")
     agent = factories.services.agent_create(org=tiny, name="tiny")
     bulk_memories(tiny, agent, 20, seed=12)
