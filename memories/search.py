@@ -52,9 +52,12 @@ class SearchFilters:
     include_expired: bool = False
     include_deleted: bool = False
 
-    def where(self, org_id, alias: str = "m") -> tuple[str, list]:
-        """The SQL condition and its parameters."""
-        conditions, params = [f"{alias}.org_id = %s"], [org_id]
+    def where(self, org_id, alias: str = "m", tenant_index: bool = True) -> tuple[str, list]:
+        """The SQL condition and its parameters. tenant_index=False spells the tenant test so no
+        index serves it: for a tenant holding most of the table, a bitmap of its rows ANDed into
+        a full-text match costs more than checking the rows the text index finds."""
+        conditions = [f"{alias}.org_id = %s" if tenant_index else f"{alias}.org_id::text = %s"]
+        params = [org_id if tenant_index else str(org_id)]
 
         def add(sql, *values):
             conditions.append(sql.replace("{m}", alias))
@@ -224,33 +227,45 @@ COMMON_SAMPLE_ROWS = 2000
 COMMON_CACHE_SECONDS = 3600
 
 
-def lexeme_shares(org_id) -> dict[str, float]:
-    """For a tenant: the share of its memories holding each lexeme, estimated on a sample of
-    COMMON_SAMPLE_ROWS rows and kept for an hour in the process."""
+@dataclass
+class TenantText:
+    shares: dict  # lexeme -> share of the tenant's memories holding it (>= 2%)
+    dominant: bool  # the tenant holds more than DOMINANT_SHARE of the table's rows
+
+
+DOMINANT_SHARE = 0.3
+
+
+def tenant_text(org_id) -> TenantText:
+    """What full-text search needs to know about a tenant, estimated on a sample of
+    COMMON_SAMPLE_ROWS rows (and one count) and kept for an hour in the process."""
     now = timezone.now()
     cached = _common_cache.get(str(org_id))
     if cached and now - cached[0] < timedelta(seconds=COMMON_CACHE_SECONDS):
         return cached[1]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM (SELECT 1 FROM memories WHERE org_id = %s AND deleted_at IS NULL "
-                       "LIMIT %s) sample", [org_id, COMMON_SAMPLE_ROWS])
-        sampled = cursor.fetchone()[0]
+        cursor.execute("SELECT count(*) FROM memories WHERE org_id = %s AND deleted_at IS NULL", [org_id])
+        rows = cursor.fetchone()[0]
+        cursor.execute("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'memories'::regclass")
+        table_rows = cursor.fetchone()[0]
         # ts_stat runs its query as the caller: row-level security applies inside it too.
         cursor.execute("SELECT word, ndoc FROM ts_stat(format('SELECT search_vector FROM memories WHERE org_id = %%L "
                        "AND deleted_at IS NULL LIMIT %%s', %s::text, %s::int)) WHERE ndoc * 50 >= %s",
-                       [str(org_id), COMMON_SAMPLE_ROWS, sampled])
-        shares = {word: ndoc / max(sampled, 1) for word, ndoc in cursor.fetchall()}
+                       [str(org_id), COMMON_SAMPLE_ROWS, min(rows, COMMON_SAMPLE_ROWS)])
+        sampled = max(min(rows, COMMON_SAMPLE_ROWS), 1)
+        text = TenantText(shares={word: ndoc / sampled for word, ndoc in cursor.fetchall()},
+                          dominant=rows > DOMINANT_SHARE * table_rows)
     if len(_common_cache) >= 10_000:  # many tenants: start over rather than grow without bound
         _common_cache.clear()
-    _common_cache[str(org_id)] = (now, shares)
-    return shares
+    _common_cache[str(org_id)] = (now, text)
+    return text
 
 
 def rare_words(org_id, words: list[str]) -> list[str]:
     """The query's RARE_WORDS rarest words in this tenant (an IDF in miniature): on a large
     tenant, "any of the words" over every word of a long query reads a large part of it,
     while the rarest words carry nearly all of the ranking anyway."""
-    shares = lexeme_shares(org_id)
+    shares = tenant_text(org_id).shares
     with connection.cursor() as cursor:
         cursor.execute("SELECT word, tsvector_to_array(to_tsvector('english', word)) FROM unnest(%s::text[]) word",
                        [words])
@@ -271,7 +286,7 @@ def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bo
     words = list(dict.fromkeys(re.findall(r"\w+", text.lower())))
     if not words:
         return []
-    where, params = filters.where(org_id)
+    where, params = filters.where(org_id, tenant_index=small or not tenant_text(org_id).dominant)
     # For a small tenant, match row by row: the GIN index covers the whole table, and the
     # bitmap of a common word over every tenant's rows costs more than reading this one's.
     match = "(m.search_vector || ''::tsvector) @@ q" if small else "m.search_vector @@ q"

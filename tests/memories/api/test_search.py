@@ -9,6 +9,7 @@ from memories import search
 from memories.embeddings import use_embedder
 from memories.models import Memory, RetrievalEvent
 from tenants.context import tenant_context
+from tests.markers import committing
 from tests.memories.test_jobs import BrokenModel
 
 pytestmark = pytest.mark.django_db
@@ -305,3 +306,19 @@ def test_rare_words_are_the_query_words_fewest_memories_hold(tenant_a, api_a):
         # "the" is a stop word; "report" is in 13 of 15 memories, the most common.
         assert search.rare_words(tenant_a.org.id, ["the", "weekly", "report", "zeppelin", "team"]) == [
             "weekly", "zeppelin", "team"]
+
+
+@committing
+def test_a_tenant_holding_most_of_the_table_is_known_as_dominant(tenant_a, tenant_b, api_a):
+    from django.db import connections
+
+    api_a.post("/api/v1/memories", {"memories": [{"content": f"Bulk fact {i}"} for i in range(40)]})
+    with connections["owner"].cursor() as cursor:  # the table's row estimate, as autovacuum keeps it
+        cursor.execute("ANALYZE memories")
+    search._common_cache.clear()
+    with tenant_context(tenant_a.org.id):
+        a = search.tenant_text(tenant_a.org.id)
+    with tenant_context(tenant_b.org.id):
+        b = search.tenant_text(tenant_b.org.id)
+    assert a.dominant is True and b.dominant is False
+    assert a.shares["bulk"] == pytest.approx(40 / 42)
