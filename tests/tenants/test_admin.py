@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from tenants.context import tenant_context
+from tenants.context import service_account, tenant_context
 from tenants.models import Agent, ApiKey
 
 pytestmark = pytest.mark.django_db
@@ -50,3 +50,32 @@ def test_a_non_staff_user_reaches_no_admin_page(client, tenant_a):
     client.force_login(user)
     response = client.get("/admin/tenants/agent/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+MEMORY_MODELS = ["memory", "memoryversion", "memoryrelationship", "memorytag", "artifact", "memoryartifact",
+                 "retrievalevent", "provenance", "duplicatecandidate", "idempotencyrecord"]
+
+
+@pytest.mark.parametrize("model", MEMORY_MODELS)
+def test_admin_shows_every_memory_table_of_every_organisation_read_only(admin_client_logged_in, tenant_a,
+                                                                        tenant_b, model):
+    listing = admin_client_logged_in.get(f"/admin/memories/{model}/")
+    assert listing.status_code == 200
+    row = {"memory": tenant_b.memory, "memoryversion": tenant_b.version, "memoryrelationship": tenant_b.relationship,
+           "memorytag": tenant_b.tag, "artifact": tenant_b.artifact, "memoryartifact": tenant_b.memory_artifact,
+           "retrievalevent": tenant_b.retrieval_event, "provenance": tenant_b.provenance,
+           "duplicatecandidate": tenant_b.duplicate_candidate, "idempotencyrecord": tenant_b.idempotency_record}[model]
+    with service_account():
+        every_row = type(row).objects.count()
+    assert listing.context["cl"].result_count == every_row  # both organisations' rows
+    assert {tenant_a.org.id, tenant_b.org.id} <= {obj.org_id for obj in listing.context["cl"].result_list}
+    detail = admin_client_logged_in.get(f"/admin/memories/{model}/{row.pk}/change/")
+    assert detail.status_code == 200 and b'name="_save"' not in detail.content
+    assert admin_client_logged_in.get(f"/admin/memories/{model}/add/").status_code == 403
+    assert admin_client_logged_in.post(f"/admin/memories/{model}/{row.pk}/delete/", {"post": "yes"}).status_code == 403
+
+
+def test_admin_search_finds_memories_by_content(admin_client_logged_in, tenant_a, tenant_b):
+    page = admin_client_logged_in.get("/admin/memories/memory/", {"q": "Beta Corp"})
+    assert page.context["cl"].result_count == 2
+    assert str(tenant_b.memory.id).encode() in page.content and str(tenant_a.memory.id).encode() not in page.content
