@@ -25,9 +25,6 @@ from tenants.context import tenant_context
 
 logger = logging.getLogger(__name__)
 
-MODES = ("hybrid", "vector", "fulltext")
-
-
 def _load(org_id, ids) -> dict:
     """Full records (without the vector and the tsvector, which nobody reads back)."""
     memories = (Memory.objects.filter(org_id=org_id, pk__in=list(ids)).defer("embedding", "search_vector")
@@ -116,14 +113,16 @@ def filters_from_json(data: dict) -> SearchFilters:
 
 
 def retrieval_event_record(*, org_id, kind: str, query: str, scope: str, filters: SearchFilters, request: dict,
-                           outcome: SearchOutcome, agent_id=None, user=None, replay_of=None) -> RetrievalEvent:
+                           outcome: SearchOutcome, agent_id=None, user=None, replay_of=None,
+                           artifact_ids: list | None = None) -> RetrievalEvent:
+    """artifact_ids: those the returned memories refer to, if the caller has them already."""
     ids = [result.memory.pk for result in outcome.results]
     with tenant_context(org_id):
         event = RetrievalEvent.objects.create(
             org_id=org_id, kind=kind, agent_id=agent_id, user=user, query=query, scope=scope,
             filters={"filters": filters_as_json(filters), "request": request},
             returned_memory_ids=ids, returned_scores=[result.score for result in outcome.results],
-            returned_artifact_ids=artifact_ids_for(org_id, ids),
+            returned_artifact_ids=artifact_ids_for(org_id, ids) if artifact_ids is None else artifact_ids,
             details={"signals": {str(r.memory.pk): r.signals for r in outcome.results},
                      "degraded": outcome.degraded, "vector_method": outcome.vector_method,
                      "filled_from_fulltext": outcome.filled_from_fulltext},

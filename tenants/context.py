@@ -27,14 +27,7 @@ class TenantContextError(RuntimeError):
 
 
 def _set(using: str, org_id: str, service_account: str) -> None:
-    connection = connections[using]
-    if not connection.in_atomic_block:
-        raise TenantContextError("the tenant can only be set inside a transaction (transaction.atomic)")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT set_config(%s, %s, true), set_config(%s, %s, true), set_config(%s, '', true)",
-            [ORG_SETTING, org_id, SERVICE_ACCOUNT_SETTING, service_account, API_KEY_HASH_SETTING],
-        )
+    _swap(using, org_id, service_account)
 
 
 def _get(using: str) -> tuple[str, str]:

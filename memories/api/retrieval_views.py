@@ -78,15 +78,16 @@ class RetrieveView(AgentAPIView):
                                 require_verified=body["require_verified"])
         outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
                                           limit=body["limit"])
-        event = retrieval.retrieval_event_record(
-            org_id=self.org_id, kind=RetrievalEvent.Kind.RETRIEVE, query=body["query"], scope=body["scope"],
-            filters=filters, request={"limit": body["limit"], "mode": "hybrid", "expand": False}, outcome=outcome,
-            agent_id=self.agent_id)
         links: dict = {}
         for link in MemoryArtifact.objects.filter(org_id=self.org_id,
                                                   memory_id__in=[r.memory.pk for r in outcome.results]
                                                   ).select_related("artifact"):
             links.setdefault(link.memory_id, []).append(link)
+        event = retrieval.retrieval_event_record(
+            org_id=self.org_id, kind=RetrievalEvent.Kind.RETRIEVE, query=body["query"], scope=body["scope"],
+            filters=filters, request={"limit": body["limit"], "mode": "hybrid", "expand": False}, outcome=outcome,
+            agent_id=self.agent_id,
+            artifact_ids=sorted({link.artifact_id for group in links.values() for link in group}, key=str))
         candidates = s.RetrievedMemorySerializer(outcome.results, many=True, context={"artifacts": links}).data
         return Response({"candidates": candidates, "retrieval_event_id": str(event.pk)})
 
