@@ -20,6 +20,9 @@ SERVICE_ACCOUNT_SETTING = "app.service_account"
 # Opens one api_keys row to authentication (tenants/authentication.py). Setting a tenant
 # always closes it again.
 API_KEY_HASH_SETTING = "app.api_key_hash"
+# Opens the signed-in operator's own memberships, and their organisations, to reads: the
+# console's organisation switch (tenants/migrations/0004).
+USER_SETTING = "app.current_user_id"
 
 
 class TenantContextError(RuntimeError):
@@ -62,6 +65,16 @@ def _swap(using: str, org_id: str, service_account: str) -> tuple[str, str]:
 def activate_org(org_id: uuid.UUID | str, *, using: str = "default") -> None:
     """Make org_id the tenant for the rest of the current transaction."""
     _set(using, str(uuid.UUID(str(org_id))), "")
+
+
+def activate_user(user_id: int | None, *, using: str = "default") -> None:
+    """Let the rest of the current transaction read this operator's memberships in every
+    organisation (and nothing else of those organisations)."""
+    connection = connections[using]
+    if not connection.in_atomic_block:
+        raise TenantContextError("the operator can only be set inside a transaction (transaction.atomic)")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config(%s, %s, true)", [USER_SETTING, "" if user_id is None else str(int(user_id))])
 
 
 def deactivate(*, using: str = "default") -> None:

@@ -68,6 +68,16 @@ def test_tenant_table_has_forced_row_level_security_and_a_policy(name):
         cmd, permissive, qual, with_check = policies.pop("api_keys_lookup_by_hash")
         assert cmd == "SELECT" and with_check is None
         assert "key_hash" in qual and "app.api_key_hash" in qual
+    if name == "memberships":
+        # The console's organisation switch: an operator reads their own memberships.
+        cmd, permissive, qual, with_check = policies.pop("memberships_own_rows")
+        assert cmd == "SELECT" and with_check is None and qual.startswith("(user_id = ")
+        assert "app.current_user_id" in qual and "NULLIF" in qual
+    if name == "organizations":
+        # ...and the organisations they are a member of.
+        cmd, permissive, qual, with_check = policies.pop("organizations_of_member")
+        assert cmd == "SELECT" and with_check is None
+        assert "memberships.user_id" in qual and "app.current_user_id" in qual
     assert policies == {}
 
 
