@@ -44,6 +44,7 @@ class SearchFilters:
     statuses: list = field(default_factory=lambda: list(LIVE_STATUSES))
     sensitivity: list = field(default_factory=list)  # allow-list; empty means any
     require_verified: bool = False
+    validation_statuses: list = field(default_factory=list)
     min_confidence: float | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
@@ -89,6 +90,8 @@ class SearchFilters:
             add("{m}.sensitivity = ANY(%s)", list(self.sensitivity))
         if self.require_verified:
             add("{m}.validation_status = 'verified'")
+        if self.validation_statuses:
+            add("{m}.validation_status = ANY(%s)", list(self.validation_statuses))
         if self.min_confidence is not None:
             add("{m}.confidence >= %s", self.min_confidence)
         if self.created_after:

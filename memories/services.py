@@ -469,6 +469,59 @@ def memory_confirm(*, org_id, memory_id, actor: Actor, expected_version: int | N
     return _transition(org_id, memory_id, MemoryVersion.Operation.CONFIRM, actor, expected_version, apply)
 
 
+def memory_archive(*, org_id, memory_id, actor: Actor, expected_version: int | None = None) -> Memory:
+    """Take a memory out of retrieval without deleting it (an operator's call)."""
+
+    def apply(memory):
+        if memory.deleted_at is not None:
+            raise Conflict(f"memory {memory.pk} is deleted; restore it first", code="deleted")
+        if memory.status not in (Memory.Status.ACTIVE, Memory.Status.PENDING_REVIEW):
+            raise Conflict(f"memory {memory.pk} is {memory.status}; only an active or pending memory can be archived",
+                           code=memory.status)
+        memory.status = Memory.Status.ARCHIVED
+
+    return _transition(org_id, memory_id, MemoryVersion.Operation.ARCHIVE, actor, expected_version, apply)
+
+
+def memory_unarchive(*, org_id, memory_id, actor: Actor, expected_version: int | None = None) -> Memory:
+    def apply(memory):
+        if memory.status != Memory.Status.ARCHIVED:
+            raise Conflict(f"memory {memory.pk} is {memory.status}, not archived", code="not_archived")
+        memory.status = Memory.Status.ACTIVE
+
+    return _transition(org_id, memory_id, MemoryVersion.Operation.RESTORE, actor, expected_version, apply)
+
+
+def _review(org_id, memory_id, actor: Actor, apply) -> Memory:
+    def checked(memory):
+        if memory.deleted_at is not None or memory.status != Memory.Status.PENDING_REVIEW:
+            state = "deleted" if memory.deleted_at else memory.status
+            raise Conflict(f"memory {memory.pk} is {state}, not waiting for review", code="not_pending")
+        apply(memory)
+
+    return _transition(org_id, memory_id, MemoryVersion.Operation.REVIEW, actor, None, checked)
+
+
+def memory_approve(*, org_id, memory_id, actor: Actor) -> Memory:
+    """A reviewer accepts a pending memory: it goes live, verified."""
+
+    def apply(memory):
+        memory.status, memory.validation_status = Memory.Status.ACTIVE, Memory.ValidationStatus.VERIFIED
+
+    return _review(org_id, memory_id, actor, apply)
+
+
+def memory_reject(*, org_id, memory_id, actor: Actor) -> Memory:
+    """A reviewer turns a pending memory down; the reason is required and kept in its version."""
+    if not actor.reason.strip():
+        raise InvalidInput("say why the memory is rejected", field="reason")
+
+    def apply(memory):
+        memory.status, memory.validation_status = Memory.Status.ARCHIVED, Memory.ValidationStatus.REJECTED
+
+    return _review(org_id, memory_id, actor, apply)
+
+
 def memory_supersede(*, org_id, memory_id, agent_id, content: str, actor: Actor,
                      expected_version: int | None = None, reason: str = "", **fields) -> tuple[Memory, WriteResult]:
     """Correct a memory: a new memory replaces it, linked by a `supersedes` edge; the old one
