@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "django_rq",
     "tenants",
     "memories",
+    "console",
 ]
 
 MIDDLEWARE = [
@@ -149,6 +150,10 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+
+LOGIN_URL = "console:sign-in"
+LOGIN_REDIRECT_URL = "console:home"
+LOGOUT_REDIRECT_URL = "console:sign-in"
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]

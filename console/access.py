@@ -1,0 +1,56 @@
+"""Who may see and do what in the console.
+
+Every console URL names its organisation (/console/<slug>/...). A view decorated with
+`console_view(role)` runs only for a signed-in operator who is a member of that organisation
+with at least `role`, and runs as that organisation: row-level security then hides every
+other organisation's rows, so another organisation's object is a 404 like a missing one.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404
+from django.shortcuts import render
+
+from tenants import context
+from tenants.models import Membership
+
+VIEWER, OPERATOR, ADMIN = Membership.Role.VIEWER, Membership.Role.OPERATOR, Membership.Role.ADMIN
+RANK = {VIEWER: 1, OPERATOR: 2, ADMIN: 3}
+
+
+def memberships_of(user) -> list[Membership]:
+    """The operator's memberships in every organisation (their own rows only: the
+    memberships_own_rows policy), with each organisation's name."""
+    context.activate_user(user.pk)
+    memberships = list(Membership.objects.filter(user=user).select_related("org"))
+    return sorted(memberships, key=lambda m: m.org.name.casefold())
+
+
+def may(membership: Membership | None, role: str) -> bool:
+    return membership is not None and RANK[membership.role] >= RANK[role]
+
+
+def console_view(role: str = VIEWER):
+    def decorate(view):
+        @wraps(view)
+        def checked(request, org_slug, *args, **kwargs):
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            memberships = memberships_of(request.user)
+            membership = next((m for m in memberships if m.org.slug == org_slug and m.org.is_active), None)
+            if membership is None:
+                # Not a member: the organisation does not exist as far as this operator knows.
+                raise Http404("no such organisation")
+            context.activate_org(membership.org_id)
+            request.org, request.membership, request.memberships = membership.org, membership, memberships
+            if not may(membership, role):
+                return render(request, "console/forbidden.html", {"needed": role}, status=403)
+            return view(request, *args, **kwargs)
+
+        checked.console_role = role
+        return checked
+
+    return decorate

@@ -1,0 +1,109 @@
+"""What the dashboard shows of one organisation: counts, growth, the review and conflict
+queues, and the job queues."""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from django.db.models import Count
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from memories.conflicts import open_conflict_count
+from memories.models import Memory
+from tenants.models import Agent
+
+logger = logging.getLogger(__name__)
+
+GROWTH_DAYS = 30
+QUEUES = ("default", "embeddings", "maintenance")
+
+
+@dataclass
+class Stats:
+    total: int
+    by_status: list[tuple[str, int]]
+    by_category: list[tuple[str, int]]
+    by_agent: list[tuple[str, int]]
+    added_per_day: list[tuple[date, int]]
+    pending_review: int
+    open_conflicts: int
+    embedding_pending: int
+    queues: list[dict] = field(default_factory=list)
+    workers: int | None = None
+    queue_error: str = ""
+
+
+def _grouped(queryset, column: str) -> list[tuple[str, int]]:
+    return [(row[column], row["n"]) for row in queryset.values(column).annotate(n=Count("id")).order_by("-n", column)]
+
+
+def stats(org_id) -> Stats:
+    memories = Memory.objects.filter(org_id=org_id, deleted_at__isnull=True)
+    agents = dict(Agent.objects.filter(org_id=org_id).values_list("id", "name"))
+    since = timezone.localdate() - timedelta(days=GROWTH_DAYS - 1)
+    per_day = dict(Memory.objects.filter(org_id=org_id, created_at__date__gte=since)
+                   .annotate(day=TruncDate("created_at")).values("day").annotate(n=Count("id"))
+                   .values_list("day", "n"))
+    by_status = _grouped(memories, "status")
+    result = Stats(
+        total=sum(n for _, n in by_status),
+        by_status=by_status,
+        by_category=_grouped(memories, "category"),
+        by_agent=[(agents.get(agent_id, "?"), n) for agent_id, n in _grouped(memories, "agent_id")],
+        added_per_day=[(since + timedelta(days=i), per_day.get(since + timedelta(days=i), 0))
+                       for i in range(GROWTH_DAYS)],
+        pending_review=dict(by_status).get(Memory.Status.PENDING_REVIEW, 0),
+        open_conflicts=open_conflict_count(org_id=org_id),
+        embedding_pending=memories.filter(embedding__isnull=True).count(),
+    )
+    _add_queue_state(result)
+    return result
+
+
+def _add_queue_state(result: Stats) -> None:
+    """Queue lengths and workers from Redis; the dashboard still renders when it is down."""
+    try:
+        import django_rq
+        from rq import Worker
+        from rq.registry import FailedJobRegistry, StartedJobRegistry
+
+        for name in QUEUES:
+            queue = django_rq.get_queue(name)
+            result.queues.append({"name": name, "queued": queue.count,
+                                  "running": StartedJobRegistry(queue=queue).count,
+                                  "failed": FailedJobRegistry(queue=queue).count})
+        result.workers = len(Worker.all(connection=django_rq.get_connection("default")))
+    except Exception as exc:  # Redis unreachable: say so instead of failing the page
+        logger.warning("job queue state unavailable: %s", type(exc).__name__)
+        result.queues, result.queue_error = [], "the job queue (Redis) is unreachable"
+
+
+def growth_chart_svg(added_per_day: list[tuple[date, int]]) -> str:
+    """Memories added per day as an SVG bar chart, drawn by matplotlib (text kept as text)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import dates as mdates
+    from matplotlib.figure import Figure
+
+    days = [day for day, _ in added_per_day]
+    counts = [n for _, n in added_per_day]
+    figure = Figure(figsize=(7.5, 2.4), dpi=96)
+    axes = figure.add_subplot()
+    axes.bar(days, counts, width=0.8, color="#3465a4")
+    axes.set_ylabel("memories added")
+    axes.xaxis.set_major_formatter(mdates.DateFormatter("%d %b"))
+    axes.xaxis.set_major_locator(mdates.DayLocator(interval=5))
+    axes.yaxis.get_major_locator().set_params(integer=True)
+    axes.spines[["top", "right"]].set_visible(False)
+    axes.set_title(f"Memories added per day, last {len(days)} days", fontsize=10, loc="left")
+    figure.tight_layout()
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "memory-platform"}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: it is inlined in HTML

@@ -1,0 +1,188 @@
+"""The console's forms: what an operator may type, checked before any service runs."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, time, timedelta
+
+from django import forms
+from django.utils import timezone
+
+from memories.models import Memory, RetrievalEvent
+from memories.search import SearchFilters
+
+TAG_PATTERN = re.compile(r"^[\w.:/-]{1,64}$")
+SORTS = {
+    "newest": ("Newest first", ["-created_at", "-id"]),
+    "oldest": ("Oldest first", ["created_at", "id"]),
+    "confidence": ("Confidence", ["-confidence", "-created_at", "-id"]),
+    "importance": ("Importance", ["-importance", "-created_at", "-id"]),
+    "retrieved": ("Most retrieved", ["-retrieval_count", "-created_at", "-id"]),
+    "updated": ("Recently changed", ["-updated_at", "-id"]),
+}
+ALL_STATUSES = "any"
+
+
+def parse_tags(raw: str) -> list[str]:
+    """Tags typed as a comma- or space-separated list; each must look like a tag."""
+    tags = [tag.strip() for tag in re.split(r"[,\s]+", raw or "") if tag.strip()]
+    bad = [tag for tag in tags if not TAG_PATTERN.match(tag)]
+    if bad:
+        raise forms.ValidationError(
+            f"not a tag: {bad[0]!r} (letters, digits and . : / - _, at most 64 characters)")
+    return sorted(set(tags))
+
+
+def _choices(values, blank="any"):
+    return [("", blank)] + [(value, value.replace("_", " ")) for value in values]
+
+
+class MemoryFilterForm(forms.Form):
+    """The memory browser's state, all of it in the query string."""
+
+    q = forms.CharField(required=False, max_length=2000, label="Search")
+    agent = forms.ChoiceField(required=False)
+    category = forms.ChoiceField(required=False, choices=_choices(Memory.Category.values))
+    memory_type = forms.ChoiceField(required=False, choices=_choices(Memory.MemoryType.values))
+    status = forms.ChoiceField(required=False, choices=[("", "active"), (ALL_STATUSES, "any status")]
+                               + [(s, s.replace("_", " ")) for s in Memory.Status.values if s != "active"])
+    validation_status = forms.ChoiceField(required=False, choices=_choices(Memory.ValidationStatus.values))
+    sensitivity = forms.CharField(required=False, max_length=64)
+    tags = forms.CharField(required=False, max_length=500, help_text="all of these")
+    period = forms.ChoiceField(required=False, choices=[("", "any time"), ("last_week", "last week"),
+                                                        ("last_month", "last month"), ("custom", "between dates")])
+    created_after = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    created_before = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    sort = forms.ChoiceField(required=False, choices=[("", "relevance / newest")]
+                             + [(key, label) for key, (label, _) in SORTS.items()])
+    deleted = forms.BooleanField(required=False, label="include deleted")
+
+    def __init__(self, *args, agents=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].choices = [("", "any")] + [(str(agent.pk), agent.name) for agent in agents]
+
+    def clean_tags(self):
+        return parse_tags(self.cleaned_data["tags"])
+
+    def clean(self):
+        data = super().clean()
+        after, before = data.get("created_after"), data.get("created_before")
+        if after and before and after > before:
+            self.add_error("created_before", "must be on or after the start date")
+        return data
+
+    def search_filters(self) -> SearchFilters:
+        data = self.cleaned_data
+        status = data.get("status")
+        now = timezone.now()
+        after = before = None
+        if data.get("period") == "last_week":
+            after = now - timedelta(days=7)
+        elif data.get("period") == "last_month":
+            after = now - timedelta(days=30)
+        if data.get("created_after"):
+            after = timezone.make_aware(datetime.combine(data["created_after"], time.min))
+        if data.get("created_before"):
+            before = timezone.make_aware(datetime.combine(data["created_before"] + timedelta(days=1), time.min))
+        return SearchFilters(
+            agent_ids=[data["agent"]] if data.get("agent") else [],
+            categories=[data["category"]] if data.get("category") else [],
+            memory_types=[data["memory_type"]] if data.get("memory_type") else [],
+            statuses=[] if status == ALL_STATUSES else [status or "active"],
+            validation_statuses=[data["validation_status"]] if data.get("validation_status") else [],
+            sensitivity=[data["sensitivity"].strip()] if data.get("sensitivity", "").strip() else [],
+            tags=data.get("tags") or [],
+            created_after=after,
+            created_before=before,
+            include_expired=status == ALL_STATUSES,
+            include_deleted=bool(data.get("deleted")),
+        )
+
+
+class TagsForm(forms.Form):
+    tags = forms.CharField(max_length=500, label="Add tags")
+
+    def clean_tags(self):
+        tags = parse_tags(self.cleaned_data["tags"])
+        if not tags:
+            raise forms.ValidationError("type at least one tag")
+        return tags
+
+
+class MemoryEditForm(forms.Form):
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), max_length=8192, strip=True)
+    category = forms.ChoiceField(choices=Memory.Category.choices)
+    memory_type = forms.ChoiceField(choices=Memory.MemoryType.choices)
+    confidence = forms.DecimalField(min_value=0, max_value=1, decimal_places=3)
+    importance = forms.DecimalField(min_value=0, max_value=1, decimal_places=3)
+    sensitivity = forms.CharField(max_length=64)
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    reason = forms.CharField(required=False, max_length=500, label="Why (kept in the version)")
+
+
+class SupersedeForm(forms.Form):
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=8192, label="Corrected memory")
+    reason = forms.CharField(required=False, max_length=500)
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(max_length=500, strip=True)
+
+
+class BulkForm(forms.Form):
+    ACTIONS = [("tag", "Add tags"), ("archive", "Archive"), ("approve", "Approve")]
+    action = forms.ChoiceField(choices=ACTIONS)
+    ids = forms.TypedMultipleChoiceField(coerce=str)
+    tags = forms.CharField(required=False, max_length=500)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["ids"].choices = [(value, value) for value in self.data.getlist("ids")][:500]
+        self.fields["ids"].error_messages["required"] = "select at least one memory"
+
+    def clean_ids(self):
+        import uuid
+
+        try:
+            return [uuid.UUID(value) for value in self.cleaned_data["ids"]]
+        except ValueError:
+            raise forms.ValidationError("not a memory id") from None
+
+    def clean(self):
+        data = super().clean()
+        if data.get("action") == "tag":
+            try:
+                data["tags"] = parse_tags(data.get("tags", ""))
+            except forms.ValidationError as error:
+                self.add_error("tags", error)
+                return data
+            if not data["tags"]:
+                self.add_error("tags", "type the tags to add")
+        return data
+
+
+class ResolveForm(forms.Form):
+    resolution = forms.ChoiceField(choices=[("keep", "keep one"), ("merge", "merge both"), ("both_valid", "both valid")])
+    keep = forms.UUIDField(required=False)
+    content = forms.CharField(required=False, max_length=8192, widget=forms.Textarea(attrs={"rows": 5}))
+    reason = forms.CharField(required=False, max_length=500)
+
+
+class EventFilterForm(forms.Form):
+    agent = forms.ChoiceField(required=False)
+    kind = forms.ChoiceField(required=False, choices=_choices(RetrievalEvent.Kind.values))
+    q = forms.CharField(required=False, max_length=200, label="Query contains")
+
+    def __init__(self, *args, agents=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].choices = [("", "any")] + [(str(agent.pk), agent.name) for agent in agents]
+
+
+class AgentForm(forms.Form):
+    name = forms.CharField(max_length=128)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(required=False, max_length=128, label="Key name")

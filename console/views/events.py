@@ -1,0 +1,73 @@
+"""Retrieval events: what an agent was shown, in order, with scores; and their replay."""
+
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.views.decorators.http import require_GET, require_POST
+
+from console.access import OPERATOR, VIEWER, console_view
+from console.forms import EventFilterForm
+from console.responses import page
+from memories import retrieval
+from memories.errors import NotFound
+from memories.models import Memory, RetrievalEvent
+from tenants.models import Agent
+
+PAGE_SIZE = 50
+
+
+@require_GET
+@console_view(VIEWER)
+def event_list(request):
+    agents = list(Agent.objects.filter(org_id=request.org.id))
+    form = EventFilterForm(request.GET, agents=agents)
+    events = RetrievalEvent.objects.filter(org_id=request.org.id).select_related("agent", "user").order_by(
+        "-created_at", "-id")
+    if form.is_valid():
+        if form.cleaned_data["agent"]:
+            events = events.filter(agent_id=form.cleaned_data["agent"])
+        if form.cleaned_data["kind"]:
+            events = events.filter(kind=form.cleaned_data["kind"])
+        if form.cleaned_data["q"]:
+            events = events.filter(query__icontains=form.cleaned_data["q"])
+    state = request.GET.copy()
+    state.pop("page", None)
+    return page(request, "console/event_list.html",
+                {"form": form, "page": Paginator(events, PAGE_SIZE).get_page(request.GET.get("page")),
+                 "state": state.urlencode()}, partial="results")
+
+
+def _event(request, event_id) -> RetrievalEvent:
+    try:
+        return retrieval.retrieval_event_get(org_id=request.org.id, event_id=event_id)
+    except NotFound:
+        raise Http404("no such retrieval event") from None
+
+
+def _shown(request, event: RetrievalEvent) -> list[dict]:
+    """The memories the caller was shown, in order, as they are now (or that they are gone)."""
+    memories = Memory.objects.filter(org_id=request.org.id, pk__in=event.returned_memory_ids).defer(
+        "embedding", "search_vector").in_bulk()
+    signals = event.details.get("signals", {})
+    return [{"rank": rank, "id": memory_id, "memory": memories.get(memory_id), "score": score,
+             "signals": signals.get(str(memory_id), {})}
+            for rank, (memory_id, score) in enumerate(zip(event.returned_memory_ids, event.returned_scores), start=1)]
+
+
+@require_GET
+@console_view(VIEWER)
+def event_detail(request, event_id):
+    event = _event(request, event_id)
+    return page(request, "console/event_detail.html", {
+        "event": event, "shown": _shown(request, event),
+        "request_json": event.filters.get("request", {}), "filters_json": event.filters.get("filters", {})})
+
+
+@require_POST
+@console_view(OPERATOR)
+def event_replay(request, event_id):
+    event = _event(request, event_id)
+    replay = retrieval.retrieval_event_replay(org_id=request.org.id, event_id=event.pk, user=request.user)
+    return page(request, "console/event_detail.html", {
+        "event": event, "shown": _shown(request, event), "replay": replay, "replay_shown": _shown(request, replay.event),
+        "request_json": event.filters.get("request", {}), "filters_json": event.filters.get("filters", {})},
+        partial="replay")

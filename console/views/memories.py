@@ -1,0 +1,271 @@
+"""The memory browser, a memory's detail page, and every change an operator makes to one."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.http import Http404, QueryDict
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from console.access import OPERATOR, VIEWER, console_view, may
+from console.diff import version_diff
+from console.forms import SORTS, BulkForm, MemoryEditForm, MemoryFilterForm, SupersedeForm, TagsForm
+from console.responses import INVALID, actor, done, failed, page
+from memories import retrieval, selectors, services
+from memories.errors import MemoryServiceError, NotFound
+from memories.models import Memory, MemoryRelationship, MemoryTag
+from tenants.models import Agent
+
+PAGE_SIZE = 25
+SEARCH_LIMIT = 100  # a search ranks at most this many memories; the pages walk through them
+
+
+def _url(request, name: str, *args) -> str:
+    return reverse(f"console:{name}", args=[request.org.slug, *args])
+
+
+def _memory(request, memory_id) -> Memory:
+    try:
+        return selectors.memory_get(org_id=request.org.id, memory_id=memory_id)
+    except NotFound:
+        raise Http404("no such memory") from None
+
+
+# --------------------------------------------------------------------------- browser
+
+
+def _browse(request, query: QueryDict) -> dict:
+    agents = list(Agent.objects.filter(org_id=request.org.id))
+    form = MemoryFilterForm(query, agents=agents)
+    rows, scores, error = [], {}, ""
+    if form.is_valid():
+        filters, sort, text = form.search_filters(), form.cleaned_data["sort"], form.cleaned_data["q"].strip()
+        if text:
+            outcome = retrieval.memory_search(org_id=request.org.id, query=text, filters=filters, limit=SEARCH_LIMIT)
+            rows = [result.memory for result in outcome.results]
+            scores = {result.memory.pk: result.score for result in outcome.results}
+            if outcome.degraded:
+                error = "Semantic search is unavailable right now: these results come from keyword search only."
+            if sort:
+                field, reverse_order = SORTS[sort][1][0].lstrip("-"), SORTS[sort][1][0].startswith("-")
+                rows.sort(key=lambda memory: getattr(memory, field), reverse=reverse_order)
+        else:
+            where, params = filters.where(request.org.id, alias="memories")
+            rows = (Memory.objects.filter(org_id=request.org.id).extra(where=[where], params=params)
+                    .defer("embedding", "search_vector")
+                    .prefetch_related(Prefetch("tags", queryset=MemoryTag.objects.order_by("tag")))
+                    .order_by(*SORTS[sort or "newest"][1]))
+    paginator = Paginator(rows, PAGE_SIZE)
+    current = paginator.get_page(query.get("page"))
+    current.object_list = list(current.object_list)  # annotated below, then rendered: one query
+    agent_names = {agent.pk: agent.name for agent in agents}
+    for memory in current.object_list:
+        memory.agent_name = agent_names.get(memory.agent_id, "")
+        memory.score = scores.get(memory.pk)
+    state = query.copy()
+    state.pop("page", None)
+    return {"form": form, "page": current, "state": state.urlencode(), "notice": error,
+            "searching": form.is_valid() and bool(form.cleaned_data["q"].strip()),
+            "can_change": may(request.membership, OPERATOR), "bulk": BulkForm(QueryDict())}
+
+
+@require_GET
+@console_view(VIEWER)
+def memory_list(request):
+    return page(request, "console/memory_list.html", _browse(request, request.GET), partial="results")
+
+
+@require_POST
+@console_view(OPERATOR)
+def memory_bulk(request):
+    """Tag, archive or approve the selected memories; each one that cannot be changed is
+    named, and the others are changed."""
+    state = QueryDict(request.POST.get("state", ""))
+    back = f"{_url(request, 'memories')}?{state.urlencode()}"
+    form = BulkForm(request.POST)
+    if not form.is_valid():
+        first = next(iter(form.errors.values()))[0]
+        return failed(request, f"Nothing changed: {first}", back, status=INVALID)
+    action, ids = form.cleaned_data["action"], form.cleaned_data["ids"]
+    changed, refused = 0, []
+    for memory_id in ids:
+        try:
+            if action == "tag":
+                services.memory_tags_add(org_id=request.org.id, memory_id=memory_id,
+                                         tags=form.cleaned_data["tags"], actor=actor(request))
+            elif action == "archive":
+                services.memory_archive(org_id=request.org.id, memory_id=memory_id, actor=actor(request))
+            else:
+                services.memory_approve(org_id=request.org.id, memory_id=memory_id, actor=actor(request))
+            changed += 1
+        except MemoryServiceError as error:
+            refused.append(error.message)
+    verb = {"tag": "tagged", "archive": "archived", "approve": "approved"}[action]
+    message = f"{changed} {'memory' if changed == 1 else 'memories'} {verb}."
+    if refused:
+        message += f" {len(refused)} left as they were: " + "; ".join(refused[:5])
+    context = _browse(request, state)
+    return done(request, message, back, template="console/memory_list.html#results", context=context)
+
+
+# --------------------------------------------------------------------------- detail
+
+
+def _detail_context(request, memory: Memory, **extra) -> dict:
+    versions = list(selectors.memory_versions(org_id=request.org.id, memory_id=memory.pk)
+                    .select_related("changed_by_agent", "changed_by_user"))
+    relationships = (MemoryRelationship.objects.filter(org_id=request.org.id)
+                     .select_related("source", "target").order_by("created_at"))
+    return {
+        "memory": memory,
+        "tags": selectors.memory_tags(org_id=request.org.id, memory_id=memory.pk),
+        "versions": versions,
+        "outgoing": relationships.filter(source_id=memory.pk),
+        "incoming": relationships.filter(target_id=memory.pk),
+        "provenance": json.dumps(memory.provenance, indent=2, sort_keys=True, ensure_ascii=False),
+        "metadata": json.dumps(memory.metadata, indent=2, sort_keys=True, ensure_ascii=False),
+        "can_change": may(request.membership, OPERATOR),
+        "tag_form": TagsForm(),
+        **extra,
+    }
+
+
+@require_GET
+@console_view(VIEWER)
+def memory_detail(request, memory_id):
+    memory = _memory(request, memory_id)
+    return page(request, "console/memory_detail.html", _detail_context(request, memory))
+
+
+@require_GET
+@console_view(VIEWER)
+def memory_diff(request, memory_id):
+    memory = _memory(request, memory_id)
+    versions = {v.version_num: v for v in selectors.memory_versions(org_id=request.org.id, memory_id=memory.pk)}
+    try:
+        older, newer = int(request.GET.get("from", 0)), int(request.GET.get("to", 0))
+    except ValueError:
+        older = newer = 0
+    if older not in versions or newer not in versions:
+        nums = ", ".join(map(str, sorted(versions)))
+        return page(request, "console/memory_diff.html",
+                    {"memory": memory, "error": f"choose two of this memory's versions ({nums})"}, status=INVALID)
+    return page(request, "console/memory_diff.html",
+                {"memory": memory, "diff": version_diff(versions[older], versions[newer])}, partial="diff")
+
+
+def _tags_fragment(request, memory_id, message: str):
+    memory = _memory(request, memory_id)
+    return done(request, message, _url(request, "memory", memory_id),
+                template="console/memory_detail.html#tags-and-history", context=_detail_context(request, memory))
+
+
+@require_POST
+@console_view(OPERATOR)
+def memory_tags_add(request, memory_id):
+    form = TagsForm(request.POST)
+    if not form.is_valid():
+        memory = _memory(request, memory_id)
+        return page(request, "console/memory_detail.html#tags-and-history",
+                    _detail_context(request, memory, tag_form=form), status=INVALID)
+    try:
+        tags = services.memory_tags_add(org_id=request.org.id, memory_id=memory_id, tags=form.cleaned_data["tags"],
+                                        actor=actor(request))
+    except NotFound:
+        raise Http404("no such memory") from None
+    return _tags_fragment(request, memory_id, f"Tags now: {', '.join(tags)}.")
+
+
+@require_POST
+@console_view(OPERATOR)
+def memory_tag_remove(request, memory_id, tag):
+    try:
+        services.memory_tag_remove(org_id=request.org.id, memory_id=memory_id, tag=tag, actor=actor(request))
+    except NotFound as error:
+        if error.field != "tag":
+            raise Http404("no such memory") from None
+        return failed(request, error.message, _url(request, "memory", memory_id))
+    return _tags_fragment(request, memory_id, f"Tag {tag!r} removed.")
+
+
+ACTIONS = {
+    "archive": (services.memory_archive, "Archived."),
+    "confirm": (services.memory_confirm, "Confirmed: protected from decay, confidence 1.0."),
+    "delete": (services.memory_delete, "Deleted (it can be restored)."),
+}
+
+
+@require_POST
+@console_view(OPERATOR)
+def memory_action(request, memory_id, action):
+    memory = _memory(request, memory_id)
+    here = _url(request, "memory", memory_id)
+    if action == "restore":
+        service, message = ((services.memory_restore, "Restored.") if memory.deleted_at
+                            else (services.memory_unarchive, "Restored to active."))
+    elif action in ACTIONS:
+        service, message = ACTIONS[action]
+    else:
+        raise Http404("no such action")
+    try:
+        service(org_id=request.org.id, memory_id=memory_id, actor=actor(request, request.POST.get("reason", "")),
+                expected_version=_version(request))
+    except MemoryServiceError as error:
+        return failed(request, error.message, here)
+    return done(request, message, here)
+
+
+def _version(request) -> int | None:
+    try:
+        return int(request.POST["version"])
+    except (KeyError, ValueError):
+        return None
+
+
+@console_view(OPERATOR)
+def memory_edit(request, memory_id):
+    memory = _memory(request, memory_id)
+    if memory.deleted_at:
+        return failed(request, "A deleted memory cannot be edited; restore it first.", _url(request, "memory", memory_id))
+    form = MemoryEditForm(request.POST or None, initial={
+        "content": memory.content, "category": memory.category, "memory_type": memory.memory_type,
+        "confidence": memory.confidence, "importance": memory.importance, "sensitivity": memory.sensitivity,
+        "version": memory.version})
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        version, reason = data.pop("version"), data.pop("reason")
+        changes = {name: value for name, value in data.items() if value != getattr(memory, name)}
+        if not changes:
+            return done(request, "Nothing to change.", _url(request, "memory", memory_id))
+        try:
+            services.memory_update(org_id=request.org.id, memory_id=memory_id, changes=changes,
+                                   expected_version=version, actor=actor(request, reason))
+        except MemoryServiceError as error:
+            form.add_error(error.field if error.field in form.fields else None, error.message)
+        else:
+            return done(request, f"Saved as version {version + 1}.", _url(request, "memory", memory_id))
+    status = INVALID if request.method == "POST" else 200
+    return page(request, "console/memory_form.html", {"memory": memory, "form": form, "title": "Edit"}, status=status)
+
+
+@console_view(OPERATOR)
+def memory_supersede(request, memory_id):
+    memory = _memory(request, memory_id)
+    form = SupersedeForm(request.POST or None, initial={"content": memory.content, "version": memory.version})
+    if request.method == "POST" and form.is_valid():
+        try:
+            _, result = services.memory_supersede(
+                org_id=request.org.id, memory_id=memory_id, agent_id=memory.agent_id,
+                content=form.cleaned_data["content"], actor=actor(request, form.cleaned_data["reason"]),
+                expected_version=form.cleaned_data["version"], reason=form.cleaned_data["reason"])
+        except MemoryServiceError as error:
+            form.add_error(error.field if error.field in form.fields else None, error.message)
+        else:
+            return done(request, "Superseded: this is the memory that replaces it.",
+                        _url(request, "memory", result.memory.pk))
+    status = INVALID if request.method == "POST" else 200
+    return page(request, "console/memory_form.html", {"memory": memory, "form": form, "title": "Supersede"},
+                status=status)

@@ -1,0 +1,54 @@
+"""The review queue: memories waiting in pending_review, approved or rejected one by one."""
+
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from console.access import OPERATOR, VIEWER, console_view, may
+from console.forms import ReasonForm
+from console.responses import INVALID, actor, done, failed, page
+from memories import services
+from memories.errors import MemoryServiceError, NotFound
+from memories.models import Memory
+
+PAGE_SIZE = 50
+
+
+def _queue(request) -> dict:
+    pending = (Memory.objects.filter(org_id=request.org.id, status=Memory.Status.PENDING_REVIEW, deleted_at__isnull=True)
+               .defer("embedding", "search_vector").select_related("agent").order_by("created_at", "id"))
+    return {"page": Paginator(pending, PAGE_SIZE).get_page(request.GET.get("page")),
+            "pending_count": pending.count(), "can_change": may(request.membership, OPERATOR)}
+
+
+@require_GET
+@console_view(VIEWER)
+def review_queue(request):
+    return page(request, "console/review.html", _queue(request), partial="queue")
+
+
+@require_POST
+@console_view(OPERATOR)
+def review_decide(request, memory_id, decision):
+    back = reverse("console:review", args=[request.org.slug])
+    try:
+        if decision == "approve":
+            services.memory_approve(org_id=request.org.id, memory_id=memory_id, actor=actor(request))
+            message = "Approved: the memory is live."
+        elif decision == "reject":
+            form = ReasonForm(request.POST)
+            if not form.is_valid():
+                return failed(request, "Say why the memory is rejected (the reason is kept in its history).", back,
+                              status=INVALID)
+            services.memory_reject(org_id=request.org.id, memory_id=memory_id,
+                                   actor=actor(request, form.cleaned_data["reason"]))
+            message = "Rejected and archived."
+        else:
+            raise Http404("no such decision")
+    except NotFound:
+        raise Http404("no such memory") from None
+    except MemoryServiceError as error:
+        return failed(request, error.message, back)
+    # With HTMX the decided item leaves the list (an empty swap) and the counter updates out of band.
+    return done(request, message, back, template="console/review.html#decided", context=_queue(request))

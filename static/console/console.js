@@ -1,0 +1,67 @@
+// The console's own behaviour: select-all checkboxes and the review queue's keyboard triage.
+(function () {
+  "use strict";
+
+  document.addEventListener("change", function (event) {
+    var name = event.target.getAttribute("data-select-all");
+    if (!name) return;
+    var form = event.target.form;
+    form.querySelectorAll('input[type=checkbox][name="' + name + '"]').forEach(function (box) {
+      box.checked = event.target.checked;
+    });
+  });
+
+  // Filter forms leave their empty fields out of the URL, so a shared link says only what is set.
+  document.addEventListener("htmx:configRequest", function (event) {
+    if (event.detail.verb !== "get" || !event.detail.elt.hasAttribute("data-drop-empty")) return;
+    var parameters = event.detail.parameters;
+    Array.from(parameters.entries()).forEach(function (entry) {
+      if (entry[1] === "") parameters.delete(entry[0]);
+    });
+  });
+
+  // Review queue: j / k move between items, a approves, r jumps to the reason field, Enter in
+  // it rejects. Keys typed into a field are left alone.
+  function items() { return Array.prototype.slice.call(document.querySelectorAll("[data-review-queue] .review-item")); }
+  function current() {
+    var list = items();
+    var focused = document.activeElement && document.activeElement.closest(".review-item");
+    return focused || list[0] || null;
+  }
+  function move(step) {
+    var list = items(), at = list.indexOf(current());
+    var next = list[Math.min(Math.max(at + step, 0), list.length - 1)];
+    if (next) next.focus();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (!document.querySelector("[data-review-queue]")) return;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    var target = event.target;
+    if (target.matches("input, textarea, select")) {
+      if (event.key === "Escape") target.closest(".review-item").focus();
+      return;
+    }
+    var item = current();
+    if (!item) return;
+    if (event.key === "j") { move(1); event.preventDefault(); }
+    else if (event.key === "k") { move(-1); event.preventDefault(); }
+    else if (event.key === "a") { item.querySelector("[data-key=approve]").click(); event.preventDefault(); }
+    else if (event.key === "r") { item.querySelector("[data-key=reason]").focus(); event.preventDefault(); }
+  });
+
+  // After an item leaves the queue, the next one takes the focus.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var item = event.detail.target && event.detail.target.closest && event.detail.target.closest(".review-item");
+    if (!item) return;
+    var list = items(), at = list.indexOf(item);
+    window.__nextReview = list[at + 1] ? list[at + 1].id : (list[at - 1] ? list[at - 1].id : null);
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    if (window.__nextReview) {
+      var next = document.getElementById(window.__nextReview);
+      window.__nextReview = null;
+      if (next) next.focus();
+    }
+  });
+})();

@@ -1,0 +1,45 @@
+"""Operators of the console: users with a role in one organisation, signed in to a client."""
+
+from __future__ import annotations
+
+from itertools import count
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from tenants.context import tenant_context
+from tenants.models import Membership
+
+_sequence = count(1)
+
+
+def operator(org, role: str, *, user=None):
+    user = user or get_user_model().objects.create_user(f"{role}-{next(_sequence)}", password="a-long-password")
+    with tenant_context(org.id):
+        Membership.objects.create(org=org, user=user, role=role)
+    return user
+
+
+@pytest.fixture
+def console_as():
+    """console_as(org, role) -> a client signed in as a new member of org with that role."""
+
+    def make(org, role: str = "operator", **kwargs) -> Client:
+        client = Client(**kwargs)
+        client.user = operator(org, role)
+        client.force_login(client.user)
+        client.base = f"/console/{org.slug}/"
+        return client
+
+    return make
+
+
+@pytest.fixture
+def htmx():
+    """Headers of an HTMX request aimed at the element with this id."""
+
+    def headers(target: str | None = None) -> dict:
+        return {"HTTP_HX_REQUEST": "true", **({"HTTP_HX_TARGET": target} if target else {})}
+
+    return headers

@@ -1,0 +1,227 @@
+"""The console in a real browser: Debian's Chromium, headless, driven by Playwright, against a
+live server on the test database. Each flow asserts what the page shows, and that HTMX changed
+the page in place (a marker set on window survives) where the flow should not reload it.
+
+Screenshots go to $MEMORY_PLATFORM_SCREENSHOTS (default: <tmp>/memory-platform-screenshots),
+outside the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from memories import services
+from tests.console.conftest import operator
+from tests.markers import committing
+from tenants import services as tenant_services
+
+pytestmark = [committing, pytest.mark.slow]
+
+SCREENSHOTS = Path(os.environ.get("MEMORY_PLATFORM_SCREENSHOTS",
+                                  Path(tempfile.gettempdir()) / "memory-platform-screenshots"))
+PASSWORD = "a-long-password"
+
+
+def chromium_path() -> str:
+    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.fail("Chromium is not installed: scripts/test installs Debian's `chromium` package "
+                    "(or set CHROMIUM_PATH)", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    # Playwright's sync API runs an event loop in this thread; the tests' own ORM calls are
+    # still plain synchronous code, which Django would otherwise refuse next to a running loop.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), headless=True,
+                                             args=["--no-sandbox", "--disable-dev-shm-usage"])
+        yield browser
+        browser.close()
+    if previous is None:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def page(browser, live_server):
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+    page.dialogs = dialogs
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def world():
+    """One organisation, its agent, and an operator who can sign in."""
+    org = tenant_services.organization_create(name="Acme Robotics", slug="acme")
+    agent = tenant_services.agent_create(org=org, name="support-bot")
+    user = operator(org, "operator")
+    user.set_password(PASSWORD)
+    user.save()
+
+    def remember(content: str, **fields):
+        fields.setdefault("category", "factual")
+        return services.memory_create(org_id=org.id, agent_id=agent.id, content=content, **fields).memory
+
+    return type("World", (), {"org": org, "agent": agent, "user": user, "remember": staticmethod(remember)})
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def sign_in(page, world) -> None:
+    page.goto("/console/")
+    assert page.url.endswith("/console/sign-in/?next=/console/")
+    page.get_by_label("Username").fill(world.user.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"/console/acme/$"))
+
+
+def mark_page(page) -> None:
+    """Set a marker that a full page load would wipe out."""
+    page.evaluate("window.__stillHere = true")
+
+
+def assert_not_reloaded(page) -> None:
+    assert page.evaluate("window.__stillHere === true"), "the page was reloaded"
+
+
+def test_sign_in_and_dashboard(page, world):
+    world.remember("The warehouse opens at six", status="pending_review")
+    sign_in(page, world)
+    assert page.get_by_role("heading", name="Acme Robotics").is_visible()
+    assert page.locator("#pending-review-tile").inner_text().startswith("1")
+    assert page.locator("figure.chart svg").count() == 1
+    assert "Memories added per day" in page.locator("figure.chart").inner_text()
+    shot(page, "dashboard")
+
+
+def test_search_and_filter_without_reloading(page, world):
+    world.remember("The customer's favourite colour is green", category="preference")
+    world.remember("Invoices go out on the first of the month", category="procedural")
+    world.remember("The customer prefers email to phone calls", category="preference")
+    sign_in(page, world)
+    page.get_by_role("link", name="Memories", exact=True).click()
+    page.wait_for_url("**/memories/")
+    mark_page(page)
+
+    page.get_by_label("Search").fill("which colour does the client like")
+    page.get_by_label("Search").press("Enter")
+    page.wait_for_url(re.compile(r"\?q=which(%20|\+)colour[^&]*$"))
+    first = page.locator("#results tbody tr").first
+    assert "favourite colour is green" in first.inner_text()
+
+    page.get_by_label("Search").fill("")
+    page.get_by_label("Category").select_option("procedural")
+    page.wait_for_url(re.compile(r"category=procedural"))
+    page.wait_for_function("document.querySelectorAll('#results tbody tr').length === 1")
+    assert "Invoices go out" in page.locator("#results tbody").inner_text()
+    assert_not_reloaded(page)
+    shot(page, "memory-browser")
+
+    page.go_back()  # the back button returns to the search, and shows it
+    page.wait_for_url(re.compile(r"\?q=which(%20|\+)colour[^&]*$"))
+    page.wait_for_function("document.querySelector('#results tbody').innerText.includes('favourite colour')")
+
+
+def test_tag_a_memory_inline_and_open_a_version_diff(page, world):
+    memory = world.remember("The office is in Porto near the river")
+    services.memory_update(org_id=world.org.id, memory_id=memory.pk, expected_version=1,
+                           changes={"content": "The office is in Lisbon near the river"},
+                           actor=services.Actor(reason="the team moved"))
+    sign_in(page, world)
+    page.goto(f"/console/acme/memories/{memory.pk}/")
+    mark_page(page)
+
+    page.get_by_label("Add tags").fill("offices, 2026")
+    page.get_by_role("button", name="Add", exact=True).click()
+    page.wait_for_function("document.querySelector('#tags').innerText.includes('offices')")
+    assert "Tags now: 2026, offices." in page.locator("#messages").inner_text()
+    assert "tags added: 2026, offices" in page.locator(".timeline").inner_text()
+    assert_not_reloaded(page)
+
+    page.get_by_label("Compare version").select_option("1")
+    page.get_by_label("with").select_option("2")
+    page.get_by_role("button", name="Show diff").click()
+    page.locator("#diff del").first.wait_for()
+    assert page.locator("#diff del").first.inner_text() == "Porto"
+    assert page.locator("#diff ins").first.inner_text() == "Lisbon"
+    assert_not_reloaded(page)
+    shot(page, "memory-detail-diff")
+
+
+def test_approve_from_the_review_queue_with_the_keyboard(page, world):
+    first = world.remember("The warehouse opens at six", status="pending_review")
+    world.remember("The warehouse closes at ten", status="pending_review")
+    sign_in(page, world)
+    page.goto("/console/acme/review/")
+    assert page.locator("#pending-count").inner_text() == "2 waiting"
+    mark_page(page)
+    page.locator(f"#review-{first.pk}").focus()
+    page.keyboard.press("a")
+    page.wait_for_function("document.querySelector('#pending-count').innerText === '1 waiting'")
+    assert page.locator(".review-item").count() == 1
+    assert "opens at six" not in page.locator("#queue").inner_text()
+    assert "Approved" in page.locator("#messages").inner_text()
+    assert_not_reloaded(page)
+
+    page.keyboard.press("r")  # the next item has the focus: r goes to its reason
+    page.keyboard.type("duplicate of the opening hours")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelector('#pending-count').innerText === '0 waiting'")
+    assert "Nothing waits for review" in page.locator("#queue").inner_text()
+    shot(page, "review-queue")
+
+
+def test_resolve_a_conflict_by_merging(page, world):
+    left = world.remember("The meeting is on Monday")
+    right = world.remember("The meeting is on Tuesday")
+    services.relationship_create(org_id=world.org.id, source_id=left.pk, target_id=right.pk,
+                                 relation_type="contradicts")
+    sign_in(page, world)
+    page.goto("/console/acme/conflicts/")
+    # The two are near-duplicates too (the embedder finds them so): both conflicts are listed.
+    assert page.locator("tbody tr, table tr:has(td)").filter(has_text="The meeting is on").count() == 2
+    page.locator("tr", has_text="contradiction").get_by_role("link", name="Resolve").click()
+    box = page.get_by_label("Merge both into one memory")
+    assert box.input_value() == "The meeting is on Monday\nThe meeting is on Tuesday"
+    shot(page, "conflict")
+    box.fill("The meeting moved from Monday to Tuesday")
+    page.get_by_role("button", name="Merge").click()
+    page.wait_for_url(re.compile(r"/memories/[0-9a-f-]+/$"))
+    assert page.locator("#memory-content").inner_text() == "The meeting moved from Monday to Tuesday"
+    assert "Merged into this new memory" in page.locator("#messages").inner_text()
+    assert page.locator(".relationships").inner_text().count("derived_from") == 2
+    page.goto("/console/acme/conflicts/")
+    assert "No open conflicts" in page.locator("table").inner_text()
+
+
+def test_hostile_content_renders_as_text(page, world):
+    hostile = '<script>alert("owned")</script><img src=x onerror="alert(1)">'
+    memory = world.remember(f"note {hostile}", status="pending_review")
+    sign_in(page, world)
+    for url in ["/console/acme/memories/?status=any", f"/console/acme/memories/{memory.pk}/", "/console/acme/review/"]:
+        page.goto(url)
+        assert hostile in page.locator("main").inner_text(), url
+    page.wait_for_timeout(200)
+    assert page.dialogs == []

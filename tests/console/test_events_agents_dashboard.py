@@ -1,0 +1,101 @@
+"""Retrieval events and replay, agents and keys, and the dashboard."""
+
+import re
+
+import pytest
+from rest_framework.test import APIClient
+
+from memories import services
+from memories.models import RetrievalEvent
+from tenants.context import tenant_context
+from tenants.models import Agent, ApiKey
+
+pytestmark = pytest.mark.django_db
+
+
+def _memory(tenant, content, **fields):
+    fields.setdefault("category", "factual")
+    return services.memory_create(org_id=tenant.org.id, agent_id=tenant.agent.id, content=content, **fields).memory
+
+
+def test_an_event_shows_what_the_agent_was_shown_in_order(console_as, tenant_a, api_a):
+    _memory(tenant_a, "The user's dog is called Rex")
+    _memory(tenant_a, "The user walks the dog at seven")
+    api_a.post("/api/v1/search", {"query": "what is the dog's name?", "limit": 2})
+    client = console_as(tenant_a.org, "viewer")
+    listing = client.get(client.base + "events/", {"kind": "search"}).content.decode()
+    event_id = re.search(r'events/([0-9a-f-]{36})/">', listing).group(1)
+    assert "what is the dog&#x27;s name?" in listing and tenant_a.agent.name in listing
+    detail = client.get(client.base + f"events/{event_id}/").content.decode()
+    shown = re.findall(r'<li value="(\d)">\s*<span class="score">([\d.]+)</span>\s*<a href="[^"]+/memories/([0-9a-f-]+)/"', detail)
+    with tenant_context(tenant_a.org.id):
+        event = RetrievalEvent.objects.get(pk=event_id)
+    assert [memory_id for _, _, memory_id in shown] == [str(m) for m in event.returned_memory_ids]
+    assert [float(score) for _, score, _ in shown] == [round(s, 4) for s in event.returned_scores]
+    assert [rank for rank, _, _ in shown] == ["1", "2"] and "vector #" in detail
+
+
+def test_replay_reports_what_changed(console_as, tenant_a, api_a, htmx):
+    first = _memory(tenant_a, "The user's dog is called Rex")
+    api_a.post("/api/v1/search", {"query": "what is the dog's name?", "limit": 1})
+    services.memory_delete(org_id=tenant_a.org.id, memory_id=first.pk, actor=services.Actor())
+    client = console_as(tenant_a.org, "operator")
+    event_id = re.search(r'events/([0-9a-f-]{36})/">', client.get(client.base + "events/").content.decode()).group(1)
+    response = client.post(client.base + f"events/{event_id}/replay", **htmx("replay"))
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="replay"') and f"gone from #1 (deleted)" in body
+    assert client.post(client.base + f"events/{event_id}/replay").status_code == 200  # without JavaScript too
+
+
+def test_events_filter_by_agent(console_as, tenant_a, api_a, api_client_for):
+    other = services_agent(tenant_a, "other-agent")
+    api_client_for(other).post("/api/v1/search", {"query": "from the other agent"})
+    api_a.post("/api/v1/search", {"query": "from the first agent"})
+    client = console_as(tenant_a.org, "viewer")
+    page = client.get(client.base + "events/", {"agent": str(other.pk)}).content.decode()
+    assert "from the other agent" in page and "from the first agent" not in page
+
+
+def services_agent(tenant, name):
+    from tenants import services as tenant_services
+
+    return tenant_services.agent_create(org=tenant.org, name=name)
+
+
+def test_admins_create_agents_and_issue_and_revoke_keys(console_as, tenant_a, htmx):
+    client = console_as(tenant_a.org, "admin")
+    created = client.post(client.base + "agents/", {"name": "support-bot", "description": "answers tickets"})
+    assert created.status_code == 302
+    with tenant_context(tenant_a.org.id):
+        agent = Agent.objects.get(name="support-bot")
+    duplicate = client.post(client.base + "agents/", {"name": "support-bot"})
+    assert duplicate.status_code == 422 and "already has an agent with that name" in duplicate.content.decode()
+
+    issued = client.post(client.base + f"agents/{agent.pk}/keys", {"name": "prod"}, **htmx("keys"))
+    key = re.search(r'value="(mp_[A-Za-z0-9_\-]+)"', issued.content.decode()).group(1)
+    assert "shown only this once" in issued.content.decode()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert api.post("/api/v1/memories", {"content": "hello from the console's key", "category": "factual"}).status_code == 201
+    with tenant_context(tenant_a.org.id):
+        api_key = ApiKey.objects.get(agent=agent)
+    detail = client.get(client.base + f"agents/{agent.pk}/").content.decode()
+    assert key not in detail and f"{api_key.prefix}…" in detail  # the prefix only, from now on
+    revoked = client.post(client.base + f"agents/{agent.pk}/keys/{api_key.pk}/revoke", **htmx("keys"))
+    assert "revoked" in revoked.content.decode()
+    assert api.get("/api/v1/memories").status_code == 401
+
+
+def test_the_dashboard_counts_and_charts(console_as, tenant_a):
+    _memory(tenant_a, "waiting one", status="pending_review", category="preference")
+    client = console_as(tenant_a.org, "viewer")
+    page = client.get(client.base).content.decode()
+    assert re.search(r"<strong>3</strong> memories", page)
+    assert re.search(r"<strong>1</strong> waiting for review", page)
+    assert re.search(r"<strong>1</strong> open conflicts", page)
+    assert re.search(r'status=pending_review">pending_review</a></th><td>1</td>', page)
+    assert re.search(r'category=preference">preference</a></th><td>1</td>', page)
+    assert f"<th>{tenant_a.agent.name}</th><td>3</td>" in page
+    chart = page[page.index('<figure class="chart"'):page.index("</figure>")]
+    assert "<svg" in chart and "Memories added per day, last 30 days" in chart and "<script" not in chart
+    assert re.search(r"<th>embeddings</th><td>\d+</td>", page)

@@ -1,0 +1,243 @@
+"""The memory browser and a memory's page: search, filters, sorting, pagination, bulk
+actions, tags inline, the version diff, and every change an operator makes."""
+
+import re
+
+import pytest
+
+from memories import services
+from memories.models import Memory, MemoryTag, MemoryVersion
+from tenants.context import tenant_context
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def _memory(tenant, content, **fields):
+    fields.setdefault("category", "factual")
+    return services.memory_create(org_id=tenant.org.id, agent_id=tenant.agent.id, content=content, **fields).memory
+
+
+def _reload(memory):
+    with tenant_context(memory.org_id):
+        return Memory.objects.get(pk=memory.pk)
+
+
+def _versions(memory):
+    with tenant_context(memory.org_id):
+        return list(MemoryVersion.objects.filter(memory_id=memory.pk).order_by("version_num"))
+
+
+def _rows(response) -> list[str]:
+    return re.findall(r'<td class="content"><a href="[^"]+">([^<]*)</a>', response.content.decode())
+
+
+@pytest.fixture
+def operator_a(console_as, tenant_a):
+    return console_as(tenant_a.org, "operator")
+
+
+def test_search_finds_memories_by_meaning(operator_a, tenant_a, tenant_b):
+    _memory(tenant_a, "The customer's favourite colour is green")
+    _memory(tenant_a, "Invoices are sent on the first of the month")
+    _memory(tenant_b, "Beta's favourite colour is green too")
+    rows = _rows(operator_a.get(operator_a.base + "memories/", {"q": "which colour does the client like?"}))
+    assert rows[0] == "The customer&#x27;s favourite colour is green"
+    assert not any("Beta" in row for row in rows)
+
+
+def test_filters_combine_and_the_url_keeps_them(operator_a, tenant_a):
+    _memory(tenant_a, "a preference", category="preference", tags=["vip"])
+    _memory(tenant_a, "another preference", category="preference")
+    _memory(tenant_a, "an episode", category="episodic", tags=["vip"])
+    response = operator_a.get(operator_a.base + "memories/", {"category": "preference", "tags": "vip"})
+    assert _rows(response) == ["a preference"]
+    page = response.content.decode()
+    assert '<option value="preference" selected>' in page and 'value="vip"' in page
+
+
+@pytest.mark.parametrize("status, expected", [("", {"live"}), ("archived", {"archived"}),
+                                              ("pending_review", {"pending"}), ("any", {"live", "archived", "pending"})])
+def test_the_status_filter(operator_a, tenant_a, status, expected):
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.all().delete()
+    _memory(tenant_a, "live")
+    services.memory_archive(org_id=tenant_a.org.id, memory_id=_memory(tenant_a, "archived").pk,
+                            actor=services.Actor())
+    _memory(tenant_a, "pending", status="pending_review")
+    assert set(_rows(operator_a.get(operator_a.base + "memories/", {"status": status}))) == expected
+
+
+def test_validation_status_and_time_range_filters(operator_a, tenant_a):
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.all().delete()
+    old = _memory(tenant_a, "old and verified", status="pending_review")
+    services.memory_approve(org_id=tenant_a.org.id, memory_id=old.pk, actor=services.Actor())
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.filter(pk=old.pk).update(created_at="2020-01-01T00:00:00Z")
+    _memory(tenant_a, "new and unverified")
+    get = lambda **q: set(_rows(operator_a.get(operator_a.base + "memories/", q)))  # noqa: E731
+    assert get(validation_status="verified") == {"old and verified"}
+    assert get(period="last_week") == {"new and unverified"}
+    assert get(created_after="2019-12-31", created_before="2020-01-01") == {"old and verified"}
+    bad = operator_a.get(operator_a.base + "memories/", {"created_after": "2020-02-01", "created_before": "2020-01-01"})
+    assert "must be on or after the start date" in bad.content.decode()
+
+
+def test_sorting_and_pagination_keep_the_filters(operator_a, tenant_a):
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.all().delete()
+    for i in range(30):
+        _memory(tenant_a, f"note {i:02d}", confidence=i / 100, tags=["batch"])
+    first = operator_a.get(operator_a.base + "memories/", {"tags": "batch", "sort": "confidence"})
+    assert _rows(first)[:2] == ["note 29", "note 28"] and len(_rows(first)) == 25
+    assert "Page 1 of 2 (30 in all)" in first.content.decode()
+    assert 'href="?tags=batch&amp;sort=confidence&amp;page=2"' in first.content.decode()
+    second = operator_a.get(operator_a.base + "memories/", {"tags": "batch", "sort": "confidence", "page": 2})
+    assert _rows(second) == [f"note {i:02d}" for i in range(4, -1, -1)]
+
+
+def test_htmx_gets_only_the_results_fragment(operator_a, tenant_a, htmx):
+    response = operator_a.get(operator_a.base + "memories/", {"q": "tea"}, **htmx("results"))
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="results"') and "<html" not in body
+    assert "<html" in operator_a.get(operator_a.base + "memories/", {"q": "tea"}).content.decode()
+
+
+def test_bulk_tag_archive_and_approve(operator_a, tenant_a, htmx):
+    one, two = _memory(tenant_a, "bulk one"), _memory(tenant_a, "bulk two", status="pending_review")
+    url = operator_a.base + "memories/bulk"
+    tagged = operator_a.post(url, {"action": "tag", "tags": "reviewed, q3", "ids": [one.pk, two.pk],
+                                   "state": "status=any"}, **htmx("results"))
+    assert tagged.status_code == 200 and "2 memories tagged." in tagged.content.decode()
+    with tenant_context(tenant_a.org.id):
+        assert set(MemoryTag.objects.filter(memory_id=two.pk).values_list("tag", flat=True)) == {"reviewed", "q3"}
+    approved = operator_a.post(url, {"action": "approve", "ids": [one.pk, two.pk]})
+    assert approved.status_code == 302
+    assert _reload(two).status == "active" and _reload(two).validation_status == "verified"
+    messages = operator_a.get(approved["Location"]).content.decode()
+    assert "1 memory approved. 1 left as they were" in messages and "not waiting for review" in messages
+    operator_a.post(url, {"action": "archive", "ids": [one.pk, two.pk]})
+    assert _reload(one).status == _reload(two).status == "archived"
+    assert [v.operation for v in _versions(two)] == ["create", "update", "review", "archive"]
+
+
+def test_bulk_input_errors_change_nothing(operator_a, tenant_a, htmx):
+    one = _memory(tenant_a, "bulk one")
+    url = operator_a.base + "memories/bulk"
+    assert operator_a.post(url, {"action": "archive"}, **htmx("results")).status_code == 422
+    bad_tag = operator_a.post(url, {"action": "tag", "tags": "<b>", "ids": [one.pk]}, **htmx("results"))
+    assert bad_tag.status_code == 422 and "not a tag" in bad_tag.content.decode()
+    assert operator_a.post(url, {"action": "melt", "ids": [one.pk]}, **htmx("results")).status_code == 422
+    assert _reload(one).version == 1 and _reload(one).status == "active"
+
+
+def test_the_detail_page_shows_every_part(operator_a, tenant_a):
+    page = operator_a.get(operator_a.base + f"memories/{tenant_a.memory.pk}/").content.decode()
+    for part in [tenant_a.memory.content, "drinks", "v1 create", tenant_a.other_memory.content[:40], "supports",
+                 "Provenance", "memories/user-1", tenant_a.agent.name]:
+        assert part in page, part
+
+
+def test_tags_are_added_and_removed_inline(operator_a, tenant_a, htmx):
+    memory = tenant_a.memory
+    added = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags", {"tags": "tea, morning"},
+                            **htmx("tags-and-history"))
+    body = added.content.decode()
+    assert added.status_code == 200 and body.lstrip().startswith('<div id="tags-and-history"')
+    assert "morning" in body and "tags added: morning, tea" in body and 'hx-swap-oob="true"' in body
+    removed = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags/drinks/remove", **htmx("tags-and-history"))
+    assert "tag removed: drinks" in removed.content.decode()
+    with tenant_context(tenant_a.org.id):
+        assert sorted(MemoryTag.objects.filter(memory_id=memory.pk).values_list("tag", flat=True)) == ["morning", "tea"]
+    invalid = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags", {"tags": "no spaces<>"},
+                              **htmx("tags-and-history"))
+    assert invalid.status_code == 422 and "not a tag" in invalid.content.decode()
+    missing = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags/absent/remove", **htmx())
+    assert missing.status_code == 409 and missing["HX-Reswap"] == "none" and "has no tag" in missing.content.decode()
+
+
+def test_edit_writes_a_version_and_refuses_a_stale_form(operator_a, tenant_a):
+    memory = _memory(tenant_a, "The office is in Porto")
+    url = operator_a.base + f"memories/{memory.pk}/edit"
+    form = {"content": "The office is in Lisbon", "category": "factual", "memory_type": "semantic",
+            "confidence": "0.9", "importance": "0.5", "sensitivity": "internal", "version": 1, "reason": "moved"}
+    assert operator_a.post(url, form).status_code == 302
+    saved = _reload(memory)
+    assert (saved.content, saved.version, str(saved.confidence)) == ("The office is in Lisbon", 2, "0.900")
+    assert _versions(memory)[-1].change_reason == "moved" and _versions(memory)[-1].changed_by_type == "user"
+    stale = operator_a.post(url, {**form, "content": "The office is in Braga"})
+    assert stale.status_code == 422 and "is at version 2, not 1" in stale.content.decode()
+    assert _reload(memory).content == "The office is in Lisbon"
+    empty = operator_a.post(url, {**form, "content": "  ", "version": 2})
+    assert empty.status_code == 422 and "This field is required" in empty.content.decode()
+
+
+def test_archive_restore_confirm_delete_and_supersede(operator_a, tenant_a):
+    memory = _memory(tenant_a, "The launch is in May")
+    act = lambda action: operator_a.post(operator_a.base + f"memories/{memory.pk}/{action}")  # noqa: E731
+    assert act("archive").status_code == 302 and _reload(memory).status == "archived"
+    assert act("restore").status_code == 302 and _reload(memory).status == "active"
+    assert act("confirm").status_code == 302 and _reload(memory).is_protected
+    assert act("delete").status_code == 302 and _reload(memory).deleted_at is not None
+    refused = act("archive")
+    assert refused.status_code == 302 and "is deleted" in operator_a.get(refused["Location"]).content.decode()
+    assert act("restore").status_code == 302 and _reload(memory).deleted_at is None
+    assert act("melt").status_code == 404
+    response = operator_a.post(operator_a.base + f"memories/{memory.pk}/supersede",
+                               {"content": "The launch moved to June", "reason": "new plan", "version": _reload(memory).version})
+    assert response.status_code == 302
+    old = _reload(memory)
+    assert old.status == "superseded" and response["Location"].endswith(f"memories/{old.superseded_by_id}/")
+    assert [v.operation for v in _versions(memory)] == ["create", "archive", "restore", "confirm", "delete", "restore",
+                                                       "supersede"]
+
+
+def test_the_version_diff_shows_words_and_fields(operator_a, tenant_a, htmx):
+    memory = _memory(tenant_a, "The office is in Porto near the river")
+    services.memory_update(org_id=tenant_a.org.id, memory_id=memory.pk, expected_version=1,
+                           changes={"content": "The office is in Lisbon near the river", "category": "episodic"},
+                           actor=services.Actor(reason="moved"))
+    response = operator_a.get(operator_a.base + f"memories/{memory.pk}/diff", {"from": 1, "to": 2}, **htmx("diff"))
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="diff"')
+    assert "<del>Porto</del><ins>Lisbon</ins>" in body
+    assert re.search(r"<th>category</th><td><del>factual</del></td><td><ins>episodic</ins></td>", body)
+    whole = operator_a.get(operator_a.base + f"memories/{memory.pk}/diff", {"from": 2, "to": 1})
+    assert "<del>Porto</del><ins>Lisbon</ins>" in whole.content.decode() and "<html" in whole.content.decode()
+    wrong = operator_a.get(operator_a.base + f"memories/{memory.pk}/diff", {"from": 1, "to": 9})
+    assert wrong.status_code == 422 and "choose two of this memory&#x27;s versions (1, 2)" in wrong.content.decode()
+
+
+SCRIPT = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
+
+
+def test_memory_content_is_always_text(console_as, tenant_a):
+    """A memory holding HTML renders as text in every page that shows content."""
+    client = console_as(tenant_a.org, "operator")
+    hostile = _memory(tenant_a, f"note {SCRIPT}", tags=["x"], status="pending_review")
+    with tenant_context(tenant_a.org.id):
+        other = factories.memory(org=tenant_a.org, agent=tenant_a.agent, content=f"other {SCRIPT}")
+    services.memory_update(org_id=tenant_a.org.id, memory_id=hostile.pk, expected_version=1,
+                           changes={"content": f"edited {SCRIPT}"}, actor=services.Actor(reason=SCRIPT))
+    relationship = services.relationship_create(org_id=tenant_a.org.id, source_id=hostile.pk, target_id=other.pk,
+                                                relation_type="contradicts", predicate=SCRIPT)
+    from memories.models import RetrievalEvent
+    with tenant_context(tenant_a.org.id):
+        event = RetrievalEvent.objects.create(org=tenant_a.org, kind="search", agent=tenant_a.agent, query=SCRIPT,
+                                              returned_memory_ids=[hostile.pk], returned_scores=[0.5])
+    pages = ["memories/?status=any", f"memories/?status=any&q={SCRIPT}", f"memories/{hostile.pk}/",
+             f"memories/{hostile.pk}/diff?from=1&to=2", f"memories/{hostile.pk}/edit", "review/", "conflicts/",
+             f"conflicts/contradiction/{relationship.pk}/", "events/", f"events/{event.pk}/"]
+    for url in pages:
+        body = client.get(client.base + url).content.decode()
+        assert "<script>alert" not in body and "<img src=x" not in body, url
+        assert "&lt;script&gt;alert(&quot;owned&quot;)&lt;/script&gt;" in body or "&lt;script&gt;alert(" in body, url
+
+
+def test_the_diff_shows_no_change_where_a_number_is_only_spelled_differently(operator_a, tenant_a):
+    memory = _memory(tenant_a, "A memory with default numbers")
+    services.memory_tags_add(org_id=tenant_a.org.id, memory_id=memory.pk, tags=["x"], actor=services.Actor())
+    body = operator_a.get(operator_a.base + f"memories/{memory.pk}/diff", {"from": 1, "to": 2}).content.decode()
+    changed = re.findall(r"<tr><th>(\w+)</th><td><del>", body)
+    assert changed == ["tags"]

@@ -1,0 +1,144 @@
+"""The review queue and conflict resolution: what an operator decides is written as versions
+(changed_by_type conflict_resolution for conflicts) and leaves the queue."""
+
+import pytest
+
+from memories import services
+from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
+from tenants.context import tenant_context
+
+pytestmark = pytest.mark.django_db
+
+
+def _memory(tenant, content, **fields):
+    fields.setdefault("category", "factual")
+    return services.memory_create(org_id=tenant.org.id, agent_id=tenant.agent.id, content=content, **fields).memory
+
+
+def _reload(memory):
+    with tenant_context(memory.org_id):
+        return Memory.objects.get(pk=memory.pk)
+
+
+def _last_version(memory):
+    with tenant_context(memory.org_id):
+        return MemoryVersion.objects.filter(memory_id=memory.pk).order_by("-version_num").first()
+
+
+@pytest.fixture
+def operator_a(console_as, tenant_a):
+    return console_as(tenant_a.org, "operator")
+
+
+def test_the_queue_lists_pending_memories_oldest_first(operator_a, tenant_a):
+    first = _memory(tenant_a, "first pending", status="pending_review")
+    _memory(tenant_a, "second pending", status="pending_review")
+    page = operator_a.get(operator_a.base + "review/").content.decode()
+    assert page.index("first pending") < page.index("second pending")
+    assert "2 waiting" in page and tenant_a.memory.content not in page
+    assert f'id="review-{first.pk}"' in page and "data-key=\"approve\"" in page
+
+
+def test_approve_removes_the_item_and_updates_the_counter(operator_a, tenant_a, htmx):
+    pending = _memory(tenant_a, "pending fact", status="pending_review")
+    _memory(tenant_a, "still pending", status="pending_review")
+    response = operator_a.post(operator_a.base + f"review/{pending.pk}/approve", **htmx())
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert '<span id="pending-count" hx-swap-oob="true">1 waiting</span>' in body and "pending fact" not in body
+    approved = _reload(pending)
+    assert (approved.status, approved.validation_status) == ("active", "verified")
+    assert (_last_version(pending).operation, _last_version(pending).changed_by_user) == ("review", operator_a.user)
+    again = operator_a.post(operator_a.base + f"review/{pending.pk}/approve", **htmx())
+    assert again.status_code == 409 and "not waiting for review" in again.content.decode()
+
+
+def test_reject_needs_a_reason_and_keeps_it(operator_a, tenant_a, htmx):
+    pending = _memory(tenant_a, "dubious fact", status="pending_review")
+    refused = operator_a.post(operator_a.base + f"review/{pending.pk}/reject", {"reason": " "}, **htmx())
+    assert refused.status_code == 422 and "Say why" in refused.content.decode()
+    assert _reload(pending).status == "pending_review"
+    assert operator_a.post(operator_a.base + f"review/{pending.pk}/reject", {"reason": "hallucinated"}).status_code == 302
+    rejected = _reload(pending)
+    assert (rejected.status, rejected.validation_status) == ("archived", "rejected")
+    assert _last_version(pending).change_reason == "hallucinated"
+
+
+@pytest.fixture
+def contradiction(tenant_a):
+    left = _memory(tenant_a, "The meeting is on Monday", tags=["calendar"])
+    right = _memory(tenant_a, "The meeting is on Tuesday", tags=["meetings"], confidence=0.9)
+    relationship = services.relationship_create(org_id=tenant_a.org.id, source_id=left.pk, target_id=right.pk,
+                                                relation_type="contradicts")
+    return left, right, relationship
+
+
+def test_conflicts_list_contradictions_and_near_duplicates(operator_a, tenant_a, contradiction):
+    page = operator_a.get(operator_a.base + "conflicts/").content.decode()
+    assert "The meeting is on Monday" in page and "The meeting is on Tuesday" in page
+    assert "similarity 0.950" in page  # the tenant's near-duplicate candidate
+    detail = operator_a.get(operator_a.base + f"conflicts/contradiction/{contradiction[2].pk}/").content.decode()
+    assert "The meeting is on Monday\nThe meeting is on Tuesday</textarea>" in detail
+
+
+def test_keep_one_supersedes_the_other(operator_a, tenant_a, contradiction):
+    left, right, relationship = contradiction
+    response = operator_a.post(operator_a.base + f"conflicts/contradiction/{relationship.pk}/resolve",
+                               {"resolution": "keep", "keep": right.pk, "reason": "calendar says so"})
+    assert response.status_code == 302 and response["Location"].endswith(f"memories/{right.pk}/")
+    dropped = _reload(left)
+    assert (dropped.status, dropped.superseded_by_id) == ("superseded", right.pk)
+    for memory in (left, right):
+        version = _last_version(memory)
+        assert version.changed_by_type == "conflict_resolution" and "calendar says so" in version.change_reason
+    assert "The meeting is on Monday" not in operator_a.get(operator_a.base + "conflicts/").content.decode()
+    again = operator_a.post(operator_a.base + f"conflicts/contradiction/{relationship.pk}/resolve",
+                            {"resolution": "both_valid"})
+    assert again.status_code == 404
+
+
+def test_merge_makes_one_memory_from_both(operator_a, tenant_a, contradiction):
+    left, right, relationship = contradiction
+    response = operator_a.post(operator_a.base + f"conflicts/contradiction/{relationship.pk}/resolve",
+                               {"resolution": "merge", "content": "The meeting moved from Monday to Tuesday"})
+    assert response.status_code == 302
+    with tenant_context(tenant_a.org.id):
+        merged = Memory.objects.get(content="The meeting moved from Monday to Tuesday")
+        assert sorted(MemoryTag.objects.filter(memory_id=merged.pk).values_list("tag", flat=True)) == ["calendar", "meetings"]
+        assert set(MemoryRelationship.objects.filter(source=merged, relation_type="derived_from")
+                   .values_list("target_id", flat=True)) == {left.pk, right.pk}
+        assert MemoryVersion.objects.get(memory=merged).changed_by_type == "conflict_resolution"
+    assert str(merged.confidence) == "0.900" and merged.provenance["merged_from"] == [str(left.pk), str(right.pk)]
+    for memory in (left, right):
+        assert (_reload(memory).status, _reload(memory).merged_into_id) == ("merged", merged.pk)
+        assert (_last_version(memory).operation, _last_version(memory).changed_by_type) == ("merge", "conflict_resolution")
+
+
+def test_a_merge_identical_to_one_side_is_refused(operator_a, tenant_a, contradiction, htmx):
+    left, _, relationship = contradiction
+    response = operator_a.post(operator_a.base + f"conflicts/contradiction/{relationship.pk}/resolve",
+                               {"resolution": "merge", "content": "the meeting is on  monday"}, **htmx("resolve"))
+    assert response.status_code == 422 and "keep that one instead" in response.content.decode()
+    assert _reload(left).status == "active" and _reload(left).version == 1
+
+
+def test_both_valid_keeps_both_and_closes_the_near_duplicate(operator_a, tenant_a):
+    candidate = tenant_a.duplicate_candidate
+    response = operator_a.post(operator_a.base + f"conflicts/duplicate/{candidate.pk}/resolve",
+                               {"resolution": "both_valid"})
+    assert response.status_code == 302
+    with tenant_context(tenant_a.org.id):
+        closed = DuplicateCandidate.objects.get(pk=candidate.pk)
+    assert closed.resolution == "both_valid" and closed.resolved_at is not None
+    for memory in (tenant_a.memory, tenant_a.other_memory):
+        assert _reload(memory).status == "active"
+        assert _last_version(memory).changed_by_type == "conflict_resolution"
+
+
+def test_resolution_input_errors_change_nothing(operator_a, tenant_a, contradiction, htmx):
+    left, right, relationship = contradiction
+    url = operator_a.base + f"conflicts/contradiction/{relationship.pk}/resolve"
+    assert operator_a.post(url, {"resolution": "flip-a-coin"}, **htmx("resolve")).status_code == 422
+    no_choice = operator_a.post(url, {"resolution": "keep", "keep": tenant_a.memory.pk}, **htmx("resolve"))
+    assert no_choice.status_code == 422 and "choose which of the two memories to keep" in no_choice.content.decode()
+    assert _reload(left).version == _reload(right).version == 1
