@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from tenants.context import service_account, tenant_context
-from tenants.models import Agent, ApiKey, Organization
+from tenants.models import Agent, ApiKey, Membership, Organization
 
 API_KEY_PREFIX = "mp_"
 DISPLAY_PREFIX_LENGTH = 11  # "mp_" and 8 characters of the secret
@@ -64,3 +64,25 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
             api_key.revoked_at = timezone.now()
             api_key.save(update_fields=["revoked_at"])
     return api_key
+
+
+def membership_set(*, org: Organization, user, role: str) -> Membership:
+    """Give an operator a role in an organisation (adding them, or changing their role)."""
+    if role not in Membership.Role.values:
+        raise ValueError(f"role must be one of {', '.join(Membership.Role.values)}")
+    with tenant_context(org.id):
+        membership, _ = Membership.objects.update_or_create(org=org, user=user, defaults={"role": role})
+    return membership
+
+
+def operator_account(*, username: str) -> tuple[object, str | None]:
+    """The console account with this username, created with a fresh random password (returned,
+    to be shown once) if it does not exist yet."""
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    user = User.objects.filter(username=username).first()
+    if user is not None:
+        return user, None
+    password = secrets.token_urlsafe(12)
+    return User.objects.create_user(username=username, password=password), password

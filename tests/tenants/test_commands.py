@@ -46,3 +46,21 @@ def test_commands_say_what_is_missing(tenant_a):
         run("create_agent", tenant_a.org.slug, tenant_a.agent.name)
     with tenant_context(tenant_a.org.id):
         assert Agent.objects.filter(name=tenant_a.agent.name).count() == 1
+
+
+def test_add_member_creates_the_user_once_and_sets_the_role(client, tenant_a):
+    output = run("add_member", tenant_a.org.slug, "alice", "--role", "viewer")
+    password = output.strip().splitlines()[-1].split(": ")[-1]
+    assert f"alice is viewer in {tenant_a.org.slug}" in output
+    assert client.login(username="alice", password=password)
+    assert client.get(f"/console/{tenant_a.org.slug}/").status_code == 200
+    assert client.get(f"/console/{tenant_a.org.slug}/agents/").status_code == 403
+    again = run("add_member", tenant_a.org.slug, "alice", "--role", "admin")
+    assert "password" not in again and client.get(f"/console/{tenant_a.org.slug}/agents/").status_code == 200
+
+
+def test_bootstrap_demo_prints_a_console_password_that_signs_in(client):
+    output = run("bootstrap_demo")
+    password = output.split("user demo, password ")[1].split()[0]
+    assert client.login(username="demo", password=password)
+    assert client.get("/console/demo/agents/").status_code == 200

@@ -1,15 +1,25 @@
+import secrets
+
 from django.core.management.base import BaseCommand
 
 from tenants import services
+from tenants.models import Membership
 
 
 class Command(BaseCommand):
-    help = "Create (or reuse) the demo organisation and agent, issue a fresh API key for it, and print them."
+    help = ("Create (or reuse) the demo organisation, agent and console user; issue a fresh API key and "
+            "console password, and print them.")
 
     def handle(self, *args, **options):
         org, _ = services.organization_get_or_create(name="Demo organisation", slug="demo")
         agent, _ = services.agent_get_or_create(org=org, name="demo-agent")
         api_key, key = services.api_key_issue(agent=agent, name="demo key")
+        # The console's demo operator gets a fresh password on every run, printed like the key.
+        user, _ = services.operator_account(username="demo")
+        password = secrets.token_urlsafe(12)
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        services.membership_set(org=org, user=user, role=Membership.Role.ADMIN)
         self.stdout.write(
             "\n".join(
                 [
@@ -18,6 +28,8 @@ class Command(BaseCommand):
                     f"  agent         {agent.name} ({agent.id})",
                     f"  API key       {key}",
                     "                (shown once; earlier demo keys stay valid until revoked)",
+                    "  console       http://127.0.0.1:8000/console/ (the address scripts/run serves)",
+                    f"                user demo, password {password} (new on every run), admin of {org.slug}",
                 ]
             )
         )
