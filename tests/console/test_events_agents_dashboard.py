@@ -43,7 +43,7 @@ def test_replay_reports_what_changed(console_as, tenant_a, api_a, htmx):
     event_id = re.search(r'events/([0-9a-f-]{36})/">', client.get(client.base + "events/").content.decode()).group(1)
     response = client.post(client.base + f"events/{event_id}/replay", **htmx("replay"))
     body = response.content.decode()
-    assert body.lstrip().startswith('<div id="replay"') and f"gone from #1 (deleted)" in body
+    assert body.lstrip().startswith('<div id="replay"') and "gone from #1 (deleted)" in body
     assert client.post(client.base + f"events/{event_id}/replay").status_code == 200  # without JavaScript too
 
 
