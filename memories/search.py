@@ -221,8 +221,17 @@ def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int,
             _set_local(cursor, name, value)
         cursor.execute(query.sql, query.params)
         rows = cursor.fetchall()
-    return [Hit(memory_id, max(0.0, min(1.0, float(similarity))), rank)
-            for rank, (memory_id, similarity) in enumerate(rows, start=1)], query.method
+    return ranked_hits((memory_id, max(0.0, min(1.0, float(similarity)))) for memory_id, similarity in rows), query.method
+
+
+def ranked_hits(rows) -> list[Hit]:
+    """Hits in the order given, equal scores sharing a rank ("1, 2, 2, 4"): a tie within one
+    signal says nothing, so fusion must not read an order into it (the others decide)."""
+    hits: list[Hit] = []
+    for position, (memory_id, score) in enumerate(rows, start=1):
+        tied = hits and hits[-1].score == score
+        hits.append(Hit(memory_id, score, hits[-1].rank if tied else position))
+    return hits
 
 
 _common_cache: dict = {}
@@ -323,7 +332,7 @@ def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bo
                  k - len(ranked)],
             )
             ranked += cursor.fetchall()
-    return [Hit(memory_id, float(score), rank) for rank, (memory_id, score) in enumerate(ranked, start=1)]
+    return ranked_hits((memory_id, float(score)) for memory_id, score in ranked)
 
 
 def related(org_id, memory_ids: list, filters: SearchFilters) -> dict:

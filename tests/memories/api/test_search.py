@@ -296,6 +296,23 @@ def test_reciprocal_rank_fusion_is_weighted_and_deterministic():
     assert fused == pytest.approx({"a": 1 / 61, "b": 1 / 62 + 2 / 61, "c": 2 / 62})
 
 
+def test_equal_scores_in_one_signal_share_a_rank():
+    hits = search.ranked_hits([("a", 0.9), ("b", 0.5), ("c", 0.5), ("d", 0.1)])
+    assert [(hit.memory_id, hit.rank) for hit in hits] == [("a", 1), ("b", 2), ("c", 2), ("d", 4)]
+
+
+def test_a_full_text_tie_is_settled_by_meaning_not_by_age(api_a):
+    """Both memories match the query's words equally; the one nearer in meaning ranks first
+    whichever was written last (full text used to break its tie by age, which fusion then
+    weighed as much as the vector signal's real preference)."""
+    nearer = api_a.post("/api/v1/memories", {"content": "The user's dog is called Rex", "category": "factual"})
+    api_a.post("/api/v1/memories", {"content": "The user walks the dog at seven", "category": "factual"})
+    response = api_a.post("/api/v1/search", {"query": "what is the dog's name?", "limit": 2})
+    results = response.json()["results"]
+    assert results[0]["memory"]["id"] == nearer.json()["memory"]["id"]
+    assert results[0]["signals"]["fulltext"]["rank"] == results[1]["signals"]["fulltext"]["rank"] == 1
+
+
 def test_rare_words_are_the_query_words_fewest_memories_hold(tenant_a, api_a):
     """A large tenant's "any of the words" query uses only its RARE_WORDS (3) rarest words."""
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Weekly report number {i} for the team"}
