@@ -9,11 +9,14 @@ other organisation's rows, so another organisation's object is a 404 like a miss
 from __future__ import annotations
 
 from functools import wraps
+from urllib.parse import urlencode
 
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 
+from console.responses import failed
 from tenants import context
 from tenants.models import Membership
 
@@ -22,10 +25,13 @@ RANK = {VIEWER: 1, OPERATOR: 2, ADMIN: 3}
 
 
 def memberships_of(user) -> list[Membership]:
-    """The operator's memberships in every organisation (their own rows only: the
-    memberships_own_rows policy), with each organisation's name."""
+    """The operator's memberships in every organisation, with each organisation's name. Only
+    this read sees across organisations (their own rows, the memberships_own_rows policy)."""
     context.activate_user(user.pk)
-    memberships = list(Membership.objects.filter(user=user).select_related("org"))
+    try:
+        memberships = list(Membership.objects.filter(user=user).select_related("org"))
+    finally:
+        context.activate_user(None)
     return sorted(memberships, key=lambda m: m.org.name.casefold())
 
 
@@ -33,12 +39,22 @@ def may(membership: Membership | None, role: str) -> bool:
     return membership is not None and RANK[membership.role] >= RANK[role]
 
 
+def sign_in_first(request):
+    if request.htmx:
+        # A session that ended under an open page: load the sign-in page whole, not into a fragment.
+        response = HttpResponse(status=204)
+        next_url = request.htmx.current_url_abs_path or reverse("console:home")
+        response["HX-Redirect"] = f"{reverse('console:sign-in')}?{urlencode({'next': next_url})}"
+        return response
+    return redirect_to_login(request.get_full_path())
+
+
 def console_view(role: str = VIEWER):
     def decorate(view):
         @wraps(view)
         def checked(request, org_slug, *args, **kwargs):
             if not request.user.is_authenticated:
-                return redirect_to_login(request.get_full_path())
+                return sign_in_first(request)
             memberships = memberships_of(request.user)
             membership = next((m for m in memberships if m.org.slug == org_slug and m.org.is_active), None)
             if membership is None:
@@ -47,8 +63,17 @@ def console_view(role: str = VIEWER):
             context.activate_org(membership.org_id)
             request.org, request.membership, request.memberships = membership.org, membership, memberships
             if not may(membership, role):
+                if request.htmx:
+                    return failed(request, f"This needs the {role} role.", "", status=403)
                 return render(request, "console/forbidden.html", {"needed": role}, status=403)
-            return view(request, *args, **kwargs)
+            try:
+                return view(request, *args, **kwargs)
+            except Http404:
+                if not request.htmx:
+                    raise
+                # An inline action on something gone meanwhile: say so, leave the page as it is.
+                return failed(request, "Not found: it was deleted or changed meanwhile. Reload the page.", "",
+                              status=404)
 
         checked.console_role = role
         return checked

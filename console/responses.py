@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.utils.cache import patch_vary_headers
 
 from memories.services import Actor
 
@@ -25,7 +26,10 @@ def page(request, template: str, context: dict, *, partial: str | None = None, s
     targets it (django-template-partials: "template.html#partial")."""
     if partial and request.htmx and request.htmx.target == partial:
         template = f"{template}#{partial}"
-    return TemplateResponse(request, template, context, status=status)
+    response = TemplateResponse(request, template, context, status=status)
+    # One address answers with a fragment or a whole page: caches must keep them apart.
+    patch_vary_headers(response, ["HX-Request", "HX-Target"])
+    return response
 
 
 def done(request, message: str, to: str, *, template: str | None = None, context: dict | None = None):

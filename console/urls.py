@@ -19,8 +19,8 @@ urlpatterns = [
     path(org + "memories/<uuid:memory_id>/edit", memories.memory_edit, name="memory-edit"),
     path(org + "memories/<uuid:memory_id>/supersede", memories.memory_supersede, name="memory-supersede"),
     path(org + "memories/<uuid:memory_id>/tags", memories.memory_tags_add, name="memory-tags-add"),
-    path(org + "memories/<uuid:memory_id>/tags/<str:tag>/remove", memories.memory_tag_remove,
-         name="memory-tag-remove"),
+    # The tag travels in the body: a tag may hold "/" (or be "..") and still be removed.
+    path(org + "memories/<uuid:memory_id>/tags/remove", memories.memory_tag_remove, name="memory-tag-remove"),
     path(org + "memories/<uuid:memory_id>/<slug:action>", memories.memory_action, name="memory-action"),
     path(org + "review/", review.review_queue, name="review"),
     path(org + "review/<uuid:memory_id>/<slug:decision>", review.review_decide, name="review-decide"),

@@ -76,14 +76,18 @@ def open_conflict_count(*, org_id) -> int:
         return _contradictions(org_id).count() + _duplicates(org_id).count()
 
 
-def conflict_get(*, org_id, kind: str, conflict_id) -> MemoryConflict:
+def conflict_get(*, org_id, kind: str, conflict_id, lock: bool = False) -> MemoryConflict:
+    """An open conflict. lock=True (inside a transaction) holds its row until the end of it: a
+    second resolver waits, then finds it resolved."""
     with tenant_context(org_id):
         try:
             if kind == CONTRADICTION:
-                r = _contradictions(org_id).select_related("source", "target").get(pk=conflict_id)
+                rows = _contradictions(org_id).select_related("source", "target")
+                r = (rows.select_for_update(of=("self",)) if lock else rows).get(pk=conflict_id)
                 return MemoryConflict(kind, r.pk, r.source, r.target, r.created_at, predicate=r.predicate)
             if kind == DUPLICATE:
-                d = _duplicates(org_id).select_related("memory", "candidate").get(pk=conflict_id)
+                rows = _duplicates(org_id).select_related("memory", "candidate")
+                d = (rows.select_for_update(of=("self",)) if lock else rows).get(pk=conflict_id)
                 return MemoryConflict(kind, d.pk, d.memory, d.candidate, d.detected_at, similarity=d.similarity)
         except (MemoryRelationship.DoesNotExist, DuplicateCandidate.DoesNotExist, ValueError):
             pass
@@ -132,7 +136,7 @@ def conflict_resolve(*, org_id, kind: str, conflict_id, resolution: str, user, k
     if resolution not in RESOLUTIONS:
         raise InvalidInput(f"resolution must be one of {', '.join(RESOLUTIONS)}", field="resolution")
     with tenant_context(org_id), transaction.atomic():
-        conflict = conflict_get(org_id=org_id, kind=kind, conflict_id=conflict_id)
+        conflict = conflict_get(org_id=org_id, kind=kind, conflict_id=conflict_id, lock=True)
         # Lock both, in a stable order, so two operators cannot resolve the same pair twice.
         pair = {m.pk: m for m in Memory.objects.select_for_update().filter(
             org_id=org_id, pk__in=[conflict.first.pk, conflict.second.pk]).order_by("pk")}

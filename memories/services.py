@@ -484,10 +484,21 @@ def memory_archive(*, org_id, memory_id, actor: Actor, expected_version: int | N
 
 
 def memory_unarchive(*, org_id, memory_id, actor: Actor, expected_version: int | None = None) -> Memory:
+    """Bring an archived memory back. One that never passed review (archived while pending,
+    or rejected) goes back to the review queue, not live."""
+
     def apply(memory):
         if memory.status != Memory.Status.ARCHIVED:
             raise Conflict(f"memory {memory.pk} is {memory.status}, not archived", code="not_archived")
-        memory.status = Memory.Status.ACTIVE
+        before = (MemoryVersion.objects.filter(org_id=org_id, memory_id=memory.pk)
+                  .exclude(status=Memory.Status.ARCHIVED).order_by("-version_num").values_list("status", flat=True)
+                  .first())
+        unreviewed = memory.validation_status == Memory.ValidationStatus.REJECTED or (
+            before == Memory.Status.PENDING_REVIEW and memory.validation_status != Memory.ValidationStatus.VERIFIED)
+        if unreviewed:
+            memory.status, memory.validation_status = Memory.Status.PENDING_REVIEW, Memory.ValidationStatus.UNVERIFIED
+        else:
+            memory.status = Memory.Status.ACTIVE
 
     return _transition(org_id, memory_id, MemoryVersion.Operation.RESTORE, actor, expected_version, apply)
 

@@ -6,6 +6,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from console.access import ADMIN, console_view
@@ -60,14 +61,15 @@ def agent_detail(request, agent_id):
                                                        "form": ApiKeyForm()})
 
 
+@never_cache  # the answer holds the key: no browser cache or back button may bring it back
 @require_POST
 @console_view(ADMIN)
 def api_key_issue(request, agent_id):
     agent = _agent(request, agent_id)
     form = ApiKeyForm(request.POST)
     if not form.is_valid():
-        return page(request, "console/agent_detail.html#keys", {"agent": agent, "keys": _keys(request, agent),
-                                                                 "form": form}, status=INVALID)
+        return page(request, "console/agent_detail.html", {"agent": agent, "keys": _keys(request, agent),
+                                                           "form": form}, partial="keys", status=INVALID)
     api_key, key = services.api_key_issue(agent=agent, name=form.cleaned_data["name"], created_by=request.user)
     # The key is in this answer only: it is never stored, so a redirect could not show it.
     return page(request, "console/agent_detail.html", {

@@ -15,7 +15,7 @@ from console.diff import version_diff
 from console.forms import SORTS, BulkForm, MemoryEditForm, MemoryFilterForm, SupersedeForm, TagsForm
 from console.responses import INVALID, actor, done, failed, page
 from memories import retrieval, selectors, services
-from memories.errors import MemoryServiceError, NotFound
+from memories.errors import MemoryServiceError, NotFound, StaleVersion
 from memories.models import Memory, MemoryRelationship, MemoryTag
 from tenants.models import Agent
 
@@ -152,7 +152,8 @@ def memory_diff(request, memory_id):
     if older not in versions or newer not in versions:
         nums = ", ".join(map(str, sorted(versions)))
         return page(request, "console/memory_diff.html",
-                    {"memory": memory, "error": f"choose two of this memory's versions ({nums})"}, status=INVALID)
+                    {"memory": memory, "error": f"choose two of this memory's versions ({nums})"},
+                    partial="diff", status=INVALID)
     return page(request, "console/memory_diff.html",
                 {"memory": memory, "diff": version_diff(versions[older], versions[newer])}, partial="diff")
 
@@ -169,8 +170,8 @@ def memory_tags_add(request, memory_id):
     form = TagsForm(request.POST)
     if not form.is_valid():
         memory = _memory(request, memory_id)
-        return page(request, "console/memory_detail.html#tags-and-history",
-                    _detail_context(request, memory, tag_form=form), status=INVALID)
+        return page(request, "console/memory_detail.html", _detail_context(request, memory, tag_form=form),
+                    partial="tags-and-history", status=INVALID)
     try:
         tags = services.memory_tags_add(org_id=request.org.id, memory_id=memory_id, tags=form.cleaned_data["tags"],
                                         actor=actor(request))
@@ -181,7 +182,8 @@ def memory_tags_add(request, memory_id):
 
 @require_POST
 @console_view(OPERATOR)
-def memory_tag_remove(request, memory_id, tag):
+def memory_tag_remove(request, memory_id):
+    tag = request.POST.get("tag", "")
     try:
         services.memory_tag_remove(org_id=request.org.id, memory_id=memory_id, tag=tag, actor=actor(request))
     except NotFound as error:
@@ -205,17 +207,20 @@ def memory_action(request, memory_id, action):
     here = _url(request, "memory", memory_id)
     if action == "restore":
         service, message = ((services.memory_restore, "Restored.") if memory.deleted_at
-                            else (services.memory_unarchive, "Restored to active."))
+                            else (services.memory_unarchive, "Restored: now {status}."))
     elif action in ACTIONS:
         service, message = ACTIONS[action]
     else:
         raise Http404("no such action")
     try:
-        service(org_id=request.org.id, memory_id=memory_id, actor=actor(request, request.POST.get("reason", "")),
-                expected_version=_version(request))
+        changed = service(org_id=request.org.id, memory_id=memory_id,
+                          actor=actor(request, request.POST.get("reason", "")), expected_version=_version(request))
+    except StaleVersion as error:
+        return failed(request, f"Not done: someone changed this memory meanwhile (now version "
+                               f"{error.current_version}). Here it is as it is now.", here)
     except MemoryServiceError as error:
         return failed(request, error.message, here)
-    return done(request, message, here)
+    return done(request, message.format(status=changed.status.replace("_", " ")), here)
 
 
 def _version(request) -> int | None:
@@ -243,12 +248,26 @@ def memory_edit(request, memory_id):
         try:
             services.memory_update(org_id=request.org.id, memory_id=memory_id, changes=changes,
                                    expected_version=version, actor=actor(request, reason))
+        except StaleVersion as error:
+            form = _rebased(MemoryEditForm, request, error)
         except MemoryServiceError as error:
             form.add_error(error.field if error.field in form.fields else None, error.message)
         else:
             return done(request, f"Saved as version {version + 1}.", _url(request, "memory", memory_id))
     status = INVALID if request.method == "POST" else 200
     return page(request, "console/memory_form.html", {"memory": memory, "form": form, "title": "Edit"}, status=status)
+
+
+def _rebased(form_class, request, error: StaleVersion):
+    """The operator's form again, now based on the memory's current version (shown beside it),
+    so saving once more is a deliberate overwrite rather than a dead end."""
+    data = request.POST.copy()
+    data["version"] = str(error.current_version)
+    form = form_class(data)
+    form.is_valid()
+    form.add_error(None, f"Someone changed this memory meanwhile (it is now at version {error.current_version}). "
+                         "Its current text is shown above; your changes are kept below. Save again to apply them.")
+    return form
 
 
 @console_view(OPERATOR)
@@ -261,6 +280,8 @@ def memory_supersede(request, memory_id):
                 org_id=request.org.id, memory_id=memory_id, agent_id=memory.agent_id,
                 content=form.cleaned_data["content"], actor=actor(request, form.cleaned_data["reason"]),
                 expected_version=form.cleaned_data["version"], reason=form.cleaned_data["reason"])
+        except StaleVersion as error:
+            form = _rebased(SupersedeForm, request, error)
         except MemoryServiceError as error:
             form.add_error(error.field if error.field in form.fields else None, error.message)
         else:

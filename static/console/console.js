@@ -42,12 +42,20 @@
       if (event.key === "Escape") target.closest(".review-item").focus();
       return;
     }
-    var item = current();
-    if (!item) return;
-    if (event.key === "j") { move(1); event.preventDefault(); }
-    else if (event.key === "k") { move(-1); event.preventDefault(); }
-    else if (event.key === "a") { item.querySelector("[data-key=approve]").click(); event.preventDefault(); }
-    else if (event.key === "r") { item.querySelector("[data-key=reason]").focus(); event.preventDefault(); }
+    if (event.key === "j") { move(1); event.preventDefault(); return; }
+    if (event.key === "k") { move(-1); event.preventDefault(); return; }
+    // Decisions act only on the item that visibly has the focus.
+    var item = document.activeElement && document.activeElement.closest(".review-item");
+    var control = item && item.querySelector(event.key === "a" ? "[data-key=approve]" : "[data-key=reason]");
+    if (!control || (event.key !== "a" && event.key !== "r")) return;
+    event.preventDefault();
+    if (event.key === "a") control.click(); else control.focus();
+  });
+
+  // The queue opens with its first item focused, ready for triage.
+  document.addEventListener("DOMContentLoaded", function () {
+    var first = items()[0];
+    if (first) first.focus();
   });
 
   // After an item leaves the queue, the next one takes the focus.

@@ -15,7 +15,7 @@ _sequence = count(1)
 
 
 def operator(org, role: str, *, user=None):
-    user = user or get_user_model().objects.create_user(f"{role}-{next(_sequence)}", password="a-long-password")
+    user = user or get_user_model().objects.create_user(f"console-{role}-{next(_sequence)}", password="a-long-password")
     with tenant_context(org.id):
         Membership.objects.create(org=org, user=user, role=role)
     return user

@@ -25,7 +25,7 @@ def object_pages(tenant) -> list[str]:
 
 def object_actions(tenant) -> list[tuple[str, dict]]:
     memory = tenant.memory.pk
-    return [(f"memories/{memory}/tags", {"tags": "x"}), (f"memories/{memory}/tags/drinks/remove", {}),
+    return [(f"memories/{memory}/tags", {"tags": "x"}), (f"memories/{memory}/tags/remove", {"tag": "drinks"}),
             (f"memories/{memory}/archive", {}), (f"memories/{memory}/confirm", {}), (f"memories/{memory}/delete", {}),
             (f"memories/{memory}/restore", {}), (f"memories/{memory}/edit", {"content": "x"}),
             (f"memories/{memory}/supersede", {"content": "x", "version": 1}),
@@ -116,6 +116,23 @@ def test_operators_change_memories_but_not_agents_and_keys(console_as, tenant_a)
     assert client.get(client.base + "agents/").status_code == 403
     assert client.post(client.base + f"agents/{tenant_a.agent.pk}/keys", {"name": "k"}).status_code == 403
     assert "Agents &amp; keys" not in client.get(client.base).content.decode()
+
+
+def test_an_htmx_request_after_the_session_ended_loads_the_sign_in_page_whole(client, tenant_a, htmx):
+    response = client.post(f"/console/{tenant_a.org.slug}/memories/{tenant_a.memory.pk}/tags", {"tags": "x"},
+                           HTTP_HX_CURRENT_URL=f"http://testserver/console/{tenant_a.org.slug}/memories/", **htmx("tags"))
+    assert response.status_code == 204
+    assert response["HX-Redirect"] == f"/console/sign-in/?next=%2Fconsole%2F{tenant_a.org.slug}%2Fmemories%2F"
+
+
+def test_an_htmx_action_on_something_gone_says_so_in_place(console_as, tenant_a, htmx):
+    client = console_as(tenant_a.org, "operator")
+    response = client.post(client.base + "review/00000000-0000-0000-0000-000000000000/approve", **htmx())
+    assert response.status_code == 404 and response["HX-Reswap"] == "none"
+    assert 'hx-swap-oob="true"' in response.content.decode() and "<html" not in response.content.decode()
+    viewer = console_as(tenant_a.org, "viewer")
+    refused = viewer.post(viewer.base + f"review/{tenant_a.memory.pk}/approve", **htmx())
+    assert refused.status_code == 403 and "needs the operator role" in refused.content.decode()
 
 
 def test_admins_reach_agents_and_keys(console_as, tenant_a):

@@ -61,11 +61,13 @@ def page(browser, live_server):
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     page = context.new_page()
-    dialogs = []
+    dialogs, errors = [], []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+    page.on("pageerror", lambda error: errors.append(str(error)))
     page.dialogs = dialogs
     yield page
     context.close()
+    assert errors == [], f"JavaScript errors on the page: {errors}"
 
 
 @pytest.fixture
@@ -191,6 +193,24 @@ def test_approve_from_the_review_queue_with_the_keyboard(page, world):
     page.wait_for_function("document.querySelector('#pending-count').innerText === '0 waiting'")
     assert "Nothing waits for review" in page.locator("#queue").inner_text()
     shot(page, "review-queue")
+
+
+def test_a_viewer_sees_the_queue_and_the_keys_do_nothing(page, world):
+    world.remember("The warehouse opens at six", status="pending_review")
+    viewer = operator(world.org, "viewer")
+    viewer.set_password(PASSWORD)
+    viewer.save()
+    page.goto("/console/sign-in/")
+    page.get_by_label("Username").fill(viewer.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.goto("/console/acme/review/")
+    page.keyboard.press("j")
+    page.keyboard.press("a")
+    page.keyboard.press("r")
+    page.wait_for_timeout(300)
+    assert page.locator("#pending-count").inner_text() == "1 waiting"
+    assert page.get_by_role("button", name="Approve").count() == 0
 
 
 def test_resolve_a_conflict_by_merging(page, world):

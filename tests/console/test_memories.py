@@ -146,14 +146,15 @@ def test_tags_are_added_and_removed_inline(operator_a, tenant_a, htmx):
     body = added.content.decode()
     assert added.status_code == 200 and body.lstrip().startswith('<div id="tags-and-history"')
     assert "morning" in body and "tags added: morning, tea" in body and 'hx-swap-oob="true"' in body
-    removed = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags/drinks/remove", **htmx("tags-and-history"))
+    removed = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags/remove", {"tag": "drinks"},
+                              **htmx("tags-and-history"))
     assert "tag removed: drinks" in removed.content.decode()
     with tenant_context(tenant_a.org.id):
         assert sorted(MemoryTag.objects.filter(memory_id=memory.pk).values_list("tag", flat=True)) == ["morning", "tea"]
     invalid = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags", {"tags": "no spaces<>"},
                               **htmx("tags-and-history"))
     assert invalid.status_code == 422 and "not a tag" in invalid.content.decode()
-    missing = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags/absent/remove", **htmx())
+    missing = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags/remove", {"tag": "absent"}, **htmx())
     assert missing.status_code == 409 and missing["HX-Reswap"] == "none" and "has no tag" in missing.content.decode()
 
 
@@ -167,7 +168,7 @@ def test_edit_writes_a_version_and_refuses_a_stale_form(operator_a, tenant_a):
     assert (saved.content, saved.version, str(saved.confidence)) == ("The office is in Lisbon", 2, "0.900")
     assert _versions(memory)[-1].change_reason == "moved" and _versions(memory)[-1].changed_by_type == "user"
     stale = operator_a.post(url, {**form, "content": "The office is in Braga"})
-    assert stale.status_code == 422 and "is at version 2, not 1" in stale.content.decode()
+    assert stale.status_code == 422 and "Someone changed this memory meanwhile" in stale.content.decode()
     assert _reload(memory).content == "The office is in Lisbon"
     empty = operator_a.post(url, {**form, "content": "  ", "version": 2})
     assert empty.status_code == 422 and "This field is required" in empty.content.decode()
@@ -241,3 +242,70 @@ def test_the_diff_shows_no_change_where_a_number_is_only_spelled_differently(ope
     body = operator_a.get(operator_a.base + f"memories/{memory.pk}/diff", {"from": 1, "to": 2}).content.decode()
     changed = re.findall(r"<tr><th>(\w+)</th><td><del>", body)
     assert changed == ["tags"]
+
+
+def test_any_tag_an_agent_can_write_can_be_shown_and_removed(operator_a, tenant_a, api_a):
+    memory = _memory(tenant_a, "tagged by an agent")
+    odd = ["a/b", "..", "x?y=1#z"]
+    assert api_a.post(f"/api/v1/memories/{memory.pk}/tags", {"tags": odd}).status_code in (200, 201)
+    page = operator_a.get(operator_a.base + f"memories/{memory.pk}/")
+    assert page.status_code == 200 and all(tag in page.content.decode() for tag in ["a/b", "x?y=1#z"])
+    for tag in odd:
+        assert operator_a.post(operator_a.base + f"memories/{memory.pk}/tags/remove", {"tag": tag}).status_code == 302
+    with tenant_context(tenant_a.org.id):
+        assert not MemoryTag.objects.filter(memory_id=memory.pk).exists()
+
+
+def test_inline_changes_keep_the_action_buttons_on_the_current_version(operator_a, tenant_a, htmx):
+    memory = _memory(tenant_a, "version checked")
+    added = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags", {"tags": "x"}, **htmx("tags-and-history"))
+    assert '<div class="actions" id="actions" hx-swap-oob="true">' in added.content.decode()
+    assert 'name="version" value="2"' in added.content.decode()
+    stale = operator_a.post(operator_a.base + f"memories/{memory.pk}/delete", {"version": 1})
+    assert "someone changed this memory meanwhile (now version 2)" in operator_a.get(stale["Location"]).content.decode()
+    assert _reload(memory).deleted_at is None
+    assert operator_a.post(operator_a.base + f"memories/{memory.pk}/delete", {"version": 2}).status_code == 302
+    assert _reload(memory).deleted_at is not None
+
+
+def test_a_stale_edit_keeps_the_operators_text_and_can_be_saved_deliberately(operator_a, tenant_a):
+    memory = _memory(tenant_a, "The office is in Porto")
+    services.memory_update(org_id=tenant_a.org.id, memory_id=memory.pk, expected_version=1,
+                           changes={"content": "The office is in Faro"}, actor=services.Actor())
+    url = operator_a.base + f"memories/{memory.pk}/edit"
+    form = {"content": "The office is in Lisbon", "category": "factual", "memory_type": "semantic",
+            "confidence": "0.8", "importance": "0", "sensitivity": "internal", "version": 1, "reason": ""}
+    stale = operator_a.post(url, form)
+    body = stale.content.decode()
+    assert stale.status_code == 422 and "Someone changed this memory meanwhile" in body
+    assert "The office is in Faro" in body and re.search(r">\s*The office is in Lisbon</textarea>", body)
+    assert 'name="version" value="2"' in body
+    assert operator_a.post(url, {**form, "version": 2}).status_code == 302
+    assert _reload(memory).content == "The office is in Lisbon"
+
+
+def test_without_javascript_a_form_error_comes_back_as_a_whole_page(operator_a, tenant_a):
+    response = operator_a.post(operator_a.base + f"memories/{tenant_a.memory.pk}/tags", {"tags": "<bad>"})
+    assert response.status_code == 422 and "<html" in response.content.decode() and "not a tag" in response.content.decode()
+
+
+def test_a_wrong_diff_request_with_htmx_answers_with_the_fragment(operator_a, tenant_a, htmx):
+    response = operator_a.get(operator_a.base + f"memories/{tenant_a.memory.pk}/diff", {"from": 1, "to": 7},
+                              **htmx("diff"))
+    assert response.status_code == 422 and response.content.decode().lstrip().startswith('<div id="diff"')
+    assert "HX-Request" in response["Vary"]
+
+
+def test_restoring_a_rejected_memory_sends_it_back_to_review(operator_a, tenant_a):
+    memory = _memory(tenant_a, "rejected once", status="pending_review")
+    services.memory_reject(org_id=tenant_a.org.id, memory_id=memory.pk, actor=services.Actor(reason="unsure"))
+    operator_a.post(operator_a.base + f"memories/{memory.pk}/restore")
+    assert (_reload(memory).status, _reload(memory).validation_status) == ("pending_review", "unverified")
+    archived_pending = _memory(tenant_a, "archived before review", status="pending_review")
+    services.memory_archive(org_id=tenant_a.org.id, memory_id=archived_pending.pk, actor=services.Actor())
+    operator_a.post(operator_a.base + f"memories/{archived_pending.pk}/restore")
+    assert _reload(archived_pending).status == "pending_review"
+    live = _memory(tenant_a, "archived while live")
+    services.memory_archive(org_id=tenant_a.org.id, memory_id=live.pk, actor=services.Actor())
+    response = operator_a.post(operator_a.base + f"memories/{live.pk}/restore")
+    assert _reload(live).status == "active" and "Restored: now active." in operator_a.get(response["Location"]).content.decode()
