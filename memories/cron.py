@@ -1,9 +1,12 @@
 """Periodic jobs, run by `manage.py rqcron memories.cron` (started by `manage.py run`)."""
 
+from django.conf import settings
 from rq import cron
 
-from memories import jobs
+from memories import jobs, retrieval
 
 # Completes embeddings deferred by a failed model call or an unreachable Redis.
 cron.register(jobs.embed_pending, jobs.QUEUE, interval=60)
 cron.register(jobs.purge_idempotency_records, "maintenance", interval=3600)
+# Writes the retrievals counted in Redis (memories.retrieval.reinforce_after_commit).
+cron.register(retrieval.flush_retrievals, "default", interval=settings.MEMORY_PLATFORM["RETRIEVALS_FLUSH_SECONDS"])

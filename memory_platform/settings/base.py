@@ -227,6 +227,8 @@ MEMORY_PLATFORM = {
         "QUERY_EMBEDDING_CACHE_SECONDS": 86400,
     },
     # Seed 001's hot cache: the top memories of each agent in a Redis sorted set.
+    # How often retrievals counted in Redis are written to memories.retrieval_count.
+    "RETRIEVALS_FLUSH_SECONDS": env.int("MEMORY_PLATFORM_RETRIEVALS_FLUSH_SECONDS", default=30),
     "HOT_CACHE_SIZE": 50,
     "HOT_CACHE_TTL_SECONDS": 300,
     # Largest request body the API reads, in bytes (413 beyond).

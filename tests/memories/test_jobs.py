@@ -134,7 +134,7 @@ def test_idempotency_records_are_forgotten_after_a_day(tenant_a):
         assert list(IdempotencyRecord.objects.values_list("pk", flat=True)) == [fresh.pk]
 
 
-def test_the_cron_configuration_registers_the_sweeps():
+def test_the_cron_configuration_registers_the_periodic_jobs():
     from rq import cron
 
     cron._job_data_registry.clear()
@@ -145,7 +145,7 @@ def test_the_cron_configuration_registers_the_sweeps():
     importlib.reload(memories.cron)
     registered = {job["func"].__name__: job["interval"] for job in cron._job_data_registry}
     cron._job_data_registry.clear()
-    assert registered == {"embed_pending": 60, "purge_idempotency_records": 3600}
+    assert registered == {"embed_pending": 60, "purge_idempotency_records": 3600, "flush_retrievals": 30}
 
 
 class BrokenModel:

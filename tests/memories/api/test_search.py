@@ -188,24 +188,70 @@ def test_every_search_writes_one_retrieval_event(tenant_a, api_a, facts):
     assert str(event.id) in [e["id"] for e in listed]
 
 
-def test_search_counts_retrievals_of_returned_memories(tenant_a, api_a, facts, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        api_a.post("/api/v1/search", {"query": "green tea", "limit": 1})
-    with tenant_context(tenant_a.org.id):
-        counts = dict(Memory.objects.filter(pk__in=facts.values()).values_list("id", "retrieval_count"))
-    # Applied after the response's commit (by a worker, or inline when Redis is down): run the
-    # queued job here the way a worker would.
-    from memories.retrieval import reinforce
-    import django_rq
+def _counts(org_id, ids) -> dict:
+    with tenant_context(org_id):
+        return {str(pk): n for pk, n in Memory.objects.filter(pk__in=ids).values_list("id", "retrieval_count")}
 
-    for job in django_rq.get_queue("default").jobs:
-        if job.func_name == "memories.retrieval.reinforce":
-            job.perform()
-            job.delete()
+
+def test_search_counts_retrievals_in_batches(tenant_a, tenant_b, api_a, facts, django_capture_on_commit_callbacks):
+    from memories.retrieval import flush_retrievals
+
+    flush_retrievals()
+    before = _counts(tenant_a.org.id, facts.values())
+    for _ in range(3):
+        with django_capture_on_commit_callbacks(execute=True):
+            api_a.post("/api/v1/search", {"query": "green tea", "limit": 1})
+    # Counted in Redis after each response; nothing written to the row yet.
+    assert _counts(tenant_a.org.id, facts.values()) == before
+    assert flush_retrievals() == 1  # three retrievals of one memory: one row written once
     with tenant_context(tenant_a.org.id):
         tea = Memory.objects.get(pk=facts["tea"])
-    assert tea.retrieval_count == counts[tea.pk] + 1 and tea.last_retrieved_at is not None
-    assert reinforce(org_id=str(tenant_a.org.id), memory_ids=[]) == 0
+    assert tea.retrieval_count == before[str(tea.pk)] + 3 and tea.last_retrieved_at is not None
+    assert flush_retrievals() == 0  # taken, not counted twice
+
+
+def test_a_forged_retrieval_entry_cannot_touch_another_organisation(tenant_a, tenant_b):
+    from memories import cache
+    from memories.retrieval import RETRIEVAL_COUNTS_KEY, RETRIEVALS_PENDING_KEY, flush_retrievals
+
+    flush_retrievals()
+    org_a, victim = str(tenant_a.org.id), tenant_b.memory
+    cache.client().hincrby(RETRIEVAL_COUNTS_KEY.format(org_id=org_a), str(victim.pk), 50)
+    cache.client().sadd(RETRIEVALS_PENDING_KEY, org_a)
+    assert flush_retrievals() == 0
+    assert _counts(tenant_b.org.id, [victim.pk])[str(victim.pk)] == victim.retrieval_count
+
+
+def test_retrievals_taken_from_redis_go_back_if_the_write_fails(tenant_a):
+    from django.db import DatabaseError
+
+    from memories import cache
+    from memories.retrieval import RETRIEVAL_COUNTS_KEY, RETRIEVALS_PENDING_KEY, flush_retrievals
+
+    flush_retrievals()
+    org_a = str(tenant_a.org.id)
+    key = RETRIEVAL_COUNTS_KEY.format(org_id=org_a)
+    cache.client().hset(key, mapping={str(tenant_a.memory.pk): 2, "not-a-memory-id": 1})
+    cache.client().sadd(RETRIEVALS_PENDING_KEY, org_a)
+    with pytest.raises(DatabaseError):
+        flush_retrievals()
+    assert cache.client().hget(key, str(tenant_a.memory.pk)) == b"2"
+    assert cache.client().sismember(RETRIEVALS_PENDING_KEY, org_a)
+    cache.client().hdel(key, "not-a-memory-id")
+    assert flush_retrievals() == 1
+    assert _counts(tenant_a.org.id, [tenant_a.memory.pk])[str(tenant_a.memory.pk)] == tenant_a.memory.retrieval_count + 2
+
+
+def test_retrievals_are_written_at_once_when_redis_is_down(tenant_a, api_a, facts, django_capture_on_commit_callbacks,
+                                                           monkeypatch):
+    from memories import cache
+
+    before = _counts(tenant_a.org.id, facts.values())
+    unreachable = type(cache.client())(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    monkeypatch.setattr(cache, "client", lambda: unreachable)  # the same client, pointed at nothing
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api_a.post("/api/v1/search", {"query": "green tea", "limit": 1}).status_code == 200
+    assert _counts(tenant_a.org.id, [facts["tea"]])[facts["tea"]] == before[facts["tea"]] + 1
 
 
 def test_replay_reports_what_changed(tenant_a, api_a, facts):
