@@ -106,6 +106,12 @@ class SearchFilters:
                 tag)
         return " AND ".join(conditions), params
 
+    def narrows(self) -> bool:
+        """Whether anything beyond the defaults (the tenant's live memories) limits the rows."""
+        defaults = SearchFilters()
+        return any(getattr(self, name) != getattr(defaults, name) for name in self.__dataclass_fields__
+                   if name not in ("include_expired", "include_deleted"))
+
     def uses_live_index(self) -> bool:
         """The approximate index holds live rows only; it can serve only searches within them."""
         return not self.include_deleted and list(self.statuses) == ["active"]
@@ -156,10 +162,26 @@ def _capped_count(cursor, where: str, params: list, cap: int) -> int:
 def is_small(org_id, filters: SearchFilters) -> bool:
     """Whether the rows a search may return are few enough to read them all (at most
     EXACT_SCAN_ROWS): then the global indexes, built for the whole table, only cost."""
+    limit = knobs()["EXACT_SCAN_ROWS"]
+    if not filters.narrows() and known_rows(org_id) >= LARGE_TENANT_FACTOR * limit:
+        return False  # counting 2,500 rows of a big tenant costs ~5 ms a search, and tells nothing
     where, params = filters.where(org_id)
     with connection.cursor() as cursor:
-        limit = knobs()["EXACT_SCAN_ROWS"]
         return _capped_count(cursor, where, params, limit) <= limit
+
+
+# A tenant this many times EXACT_SCAN_ROWS (by the hourly estimate) cannot fall under it
+# within the hour, so an unfiltered search on it skips the count.
+LARGE_TENANT_FACTOR = 4
+
+
+def known_rows(org_id) -> int:
+    """The tenant's live rows as this process last counted them (tenant_text, at most an
+    hour old), or 0 if it has not: never a count of its own."""
+    cached = _common_cache.get(str(org_id))
+    if cached and timezone.now() - cached[0] < timedelta(seconds=COMMON_CACHE_SECONDS):
+        return cached[1].rows
+    return 0
 
 
 @dataclass
@@ -243,6 +265,7 @@ COMMON_CACHE_SECONDS = 3600
 class TenantText:
     shares: dict  # lexeme -> share of the tenant's memories holding it (>= 2%)
     dominant: bool  # the tenant holds more than DOMINANT_SHARE of the table's rows
+    rows: int = 0  # its live (active, not deleted) memories
 
 
 DOMINANT_SHARE = 0.3
@@ -256,7 +279,8 @@ def tenant_text(org_id) -> TenantText:
     if cached and now - cached[0] < timedelta(seconds=COMMON_CACHE_SECONDS):
         return cached[1]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM memories WHERE org_id = %s AND deleted_at IS NULL", [org_id])
+        cursor.execute("SELECT count(*) FROM memories WHERE org_id = %s AND status = 'active' AND deleted_at IS NULL",
+                       [org_id])
         rows = cursor.fetchone()[0]
         cursor.execute("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'memories'::regclass")
         table_rows = cursor.fetchone()[0]
@@ -266,7 +290,7 @@ def tenant_text(org_id) -> TenantText:
                        [str(org_id), COMMON_SAMPLE_ROWS, min(rows, COMMON_SAMPLE_ROWS)])
         sampled = max(min(rows, COMMON_SAMPLE_ROWS), 1)
         text = TenantText(shares={word: ndoc / sampled for word, ndoc in cursor.fetchall()},
-                          dominant=rows > DOMINANT_SHARE * table_rows)
+                          dominant=rows > DOMINANT_SHARE * table_rows, rows=rows)
     if len(_common_cache) >= 10_000:  # many tenants: start over rather than grow without bound
         _common_cache.clear()
     _common_cache[str(org_id)] = (now, text)

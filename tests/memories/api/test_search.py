@@ -385,3 +385,24 @@ def test_a_tenant_holding_most_of_the_table_is_known_as_dominant(tenant_a, tenan
         b = search.tenant_text(tenant_b.org.id)
     assert a.dominant is True and b.dominant is False
     assert a.shares["bulk"] == pytest.approx(40 / 42)
+
+
+def test_an_unfiltered_search_on_a_known_large_tenant_skips_the_count(tenant_a, api_a, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
+                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 2}}
+    api_a.post("/api/v1/memories", {"memories": [{"content": f"Bulk fact {i}"} for i in range(10)]})
+    search._common_cache.clear()
+    capped = lambda queries: [q for q in queries if "capped" in q["sql"]]  # noqa: E731
+    with tenant_context(tenant_a.org.id), CaptureQueriesContext(connection) as before_known:
+        assert search.is_small(tenant_a.org.id, search.SearchFilters()) is False
+    assert capped(before_known.captured_queries)  # nothing known yet: counted
+    with tenant_context(tenant_a.org.id):
+        assert search.tenant_text(tenant_a.org.id).rows == 12  # live, active memories
+    with tenant_context(tenant_a.org.id), CaptureQueriesContext(connection) as known:
+        assert search.is_small(tenant_a.org.id, search.SearchFilters()) is False
+        assert search.is_small(tenant_a.org.id, search.SearchFilters(tags=["absent"])) is True
+    assert len(capped(known.captured_queries)) == 1  # only the filtered search counted
+    search._common_cache.clear()
