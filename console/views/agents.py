@@ -7,7 +7,7 @@ from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from console.access import ADMIN, console_view
 from console.forms import AgentForm, ApiKeyForm
@@ -52,11 +52,10 @@ def _keys(request, agent):
     return ApiKey.objects.filter(org_id=request.org.id, agent=agent).select_related("created_by").order_by("-created_at")
 
 
+@require_GET
 @console_view(ADMIN)
 def agent_detail(request, agent_id):
     agent = _agent(request, agent_id)
-    if request.method not in ("GET", "HEAD"):
-        raise Http404
     return page(request, "console/agent_detail.html", {"agent": agent, "keys": _keys(request, agent),
                                                        "form": ApiKeyForm()})
 
