@@ -156,6 +156,12 @@ class Memory(TenantModel):
                 fields=["org", "created_at"], condition=Q(embedding__isnull=True, deleted_at__isnull=True),
                 name="memories_embedding_pending",
             ),
+            # Exact vector search of a tenant's live memories reads only this index (an
+            # index-only scan): ~1 µs a row instead of ~3 for heap rows (docs/adr/0035).
+            models.Index(
+                fields=["org"], include=["id", "embedding", "expires_at"],
+                condition=LIVE & Q(embedding__isnull=False), name="memories_live_vectors",
+            ),
         ]
         constraints = [
             # Exact dedup (seed 000) for free-form memories; keyed store items (seed 003) are

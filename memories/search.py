@@ -159,18 +159,27 @@ def _capped_count(cursor, where: str, params: list, cap: int) -> int:
     return cursor.fetchone()[0]
 
 
-def is_small(org_id, filters: SearchFilters) -> bool:
-    """Whether the rows a search may return are few enough to read them all (at most
-    EXACT_SCAN_ROWS): then the global indexes, built for the whole table, only cost."""
-    limit = knobs()["EXACT_SCAN_ROWS"]
-    if not filters.narrows() and known_rows(org_id) >= LARGE_TENANT_FACTOR * limit:
-        return False  # counting 2,500 rows of a big tenant costs ~5 ms a search, and tells nothing
+def candidate_count(org_id, filters: SearchFilters) -> int | None:
+    """How many rows the search may return, counted up to just past the larger of the two
+    "few rows" thresholds (EXACT_SCAN_ROWS for vectors, TEXT_SCAN_ROWS for full text); None
+    for an unfiltered search on a tenant known to be far larger: counting tells nothing then
+    and costs a few milliseconds."""
+    cap = max(knobs()["EXACT_SCAN_ROWS"], knobs()["TEXT_SCAN_ROWS"])
+    if not filters.narrows() and known_rows(org_id) >= LARGE_TENANT_FACTOR * cap:
+        return None
     where, params = filters.where(org_id)
     with connection.cursor() as cursor:
-        return _capped_count(cursor, where, params, limit) <= limit
+        return _capped_count(cursor, where, params, cap)
 
 
-# A tenant this many times EXACT_SCAN_ROWS (by the hourly estimate) cannot fall under it
+def is_small(org_id, filters: SearchFilters) -> bool:
+    """Whether the rows a search may return are few enough to rank them all by their true
+    distance (at most EXACT_SCAN_ROWS): then the approximate index only costs."""
+    rows = candidate_count(org_id, filters)
+    return rows is not None and rows <= knobs()["EXACT_SCAN_ROWS"]
+
+
+# A tenant this many times the thresholds (by the hourly estimate) cannot fall under them
 # within the hour, so an unfiltered search on it skips the count.
 LARGE_TENANT_FACTOR = 4
 

@@ -204,7 +204,10 @@ MEMORY_PLATFORM = {
     # how signals are fused and how the final score blends relevance with the rest.
     "SEARCH": {
         # A search whose tenant (after cheap filters) has at most this many rows is exact.
-        "EXACT_SCAN_ROWS": env.int("MEMORY_PLATFORM_EXACT_SCAN_ROWS", default=2500),
+        "EXACT_SCAN_ROWS": env.int("MEMORY_PLATFORM_EXACT_SCAN_ROWS", default=12000),
+        # Full text on at most this many rows matches them one by one instead of through the
+        # GIN index (whose bitmap of a common word spans every tenant's rows).
+        "TEXT_SCAN_ROWS": env.int("MEMORY_PLATFORM_TEXT_SCAN_ROWS", default=2500),
         "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=400),
         "HNSW_MAX_SCAN_TUPLES": env.int("MEMORY_PLATFORM_HNSW_MAX_SCAN_TUPLES", default=20000),
         # 0 means the square root of the index's lists, the usual balance of recall and speed.

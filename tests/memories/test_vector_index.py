@@ -141,6 +141,24 @@ def test_the_search_uses_the_index_for_a_large_tenant_and_an_exact_scan_for_a_sm
 
 
 @committing
+def test_an_exact_search_reads_only_the_covering_index_of_live_vectors(populated, settings):
+    """Below EXACT_SCAN_ROWS, the tenant's vectors come from memories_live_vectors (org_id,
+    holding id, vector and expiry) by an index-only scan, not from the heap rows."""
+    from memories import search
+
+    hnsw_searching_with(settings, exact_scan_rows=1000)
+    small = factories.organization("Mid-size tenant")
+    bulk_memories(small, factories.services.agent_create(org=small, name="mid"), 300, seed=20)
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE memories")  # marks pages all-visible, as autovacuum does
+    method, nodes = search_plan(small.id, factories.unit_vector(21), search.SearchFilters(), 10)
+    assert method == "exact"
+    scans = [n for n in nodes if "Scan" in n["Node Type"] and n.get("Relation Name") == "memories"]
+    assert [(n["Node Type"], n.get("Index Name")) for n in scans] == [("Index Only Scan", "memories_live_vectors")]
+    assert scans[0]["Actual Rows"] == 300 and scans[0].get("Heap Fetches", 0) == 0
+
+
+@committing
 def test_a_tiny_tenant_gets_k_results_even_through_the_index(populated, settings):
     """Force the approximate path for a tenant holding 0.3% of the rows: the iterative scan
     keeps going past the other tenants' rows until it has k of this one's."""

@@ -392,7 +392,8 @@ def test_an_unfiltered_search_on_a_known_large_tenant_skips_the_count(tenant_a, 
     from django.test.utils import CaptureQueriesContext
 
     settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
-                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 2}}
+                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 2,
+                                           "TEXT_SCAN_ROWS": 2}}
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Bulk fact {i}"} for i in range(10)]})
     search._common_cache.clear()
     capped = lambda queries: [q for q in queries if "capped" in q["sql"]]  # noqa: E731
