@@ -45,8 +45,8 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     method = None
     with tenant_context(org_id):
         rows = search.candidate_count(org_id, filters)
-        exact = rows is not None and rows <= knobs["EXACT_SCAN_ROWS"]
-        small = rows is not None and rows <= knobs["TEXT_SCAN_ROWS"]  # full text: match row by row
+        exact = rows <= knobs["EXACT_SCAN_ROWS"]
+        small = rows <= knobs["TEXT_SCAN_ROWS"]  # full text: match row by row
         if vector is not None:
             hits, method = search.vector_search(org_id, vector, filters, candidates, exact)
             if threshold is not None:

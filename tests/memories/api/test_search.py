@@ -387,7 +387,7 @@ def test_a_tenant_holding_most_of_the_table_is_known_as_dominant(tenant_a, tenan
     assert a.shares["bulk"] == pytest.approx(40 / 42)
 
 
-def test_an_unfiltered_search_on_a_known_large_tenant_skips_the_count(tenant_a, api_a, settings):
+def test_an_unfiltered_search_takes_the_tenant_size_from_the_hourly_estimate(tenant_a, api_a, settings):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -397,13 +397,25 @@ def test_an_unfiltered_search_on_a_known_large_tenant_skips_the_count(tenant_a, 
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Bulk fact {i}"} for i in range(10)]})
     search._common_cache.clear()
     capped = lambda queries: [q for q in queries if "capped" in q["sql"]]  # noqa: E731
-    with tenant_context(tenant_a.org.id), CaptureQueriesContext(connection) as before_known:
-        assert search.is_small(tenant_a.org.id, search.SearchFilters()) is False
-    assert capped(before_known.captured_queries)  # nothing known yet: counted
-    with tenant_context(tenant_a.org.id):
-        assert search.tenant_text(tenant_a.org.id).rows == 12  # live, active memories
-    with tenant_context(tenant_a.org.id), CaptureQueriesContext(connection) as known:
+    with tenant_context(tenant_a.org.id), CaptureQueriesContext(connection) as queries:
+        assert search.candidate_count(tenant_a.org.id, search.SearchFilters()) == 12  # live, active
         assert search.is_small(tenant_a.org.id, search.SearchFilters()) is False
         assert search.is_small(tenant_a.org.id, search.SearchFilters(tags=["absent"])) is True
-    assert len(capped(known.captured_queries)) == 1  # only the filtered search counted
+    assert len(capped(queries.captured_queries)) == 1  # only the filtered search counted
     search._common_cache.clear()
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["row by row", "through the index"])
+def test_full_text_ranks_memories_holding_every_word_first(tenant_a, api_a, small):
+    """Both paths: a small tenant's single pass and a large tenant's two queries."""
+    created = {}
+    for content in ["Green apples are in the fridge", "The user drinks green tea every morning",
+                    "Tea towels are in the drawer", "Invoices go out monthly"]:
+        created[content] = api_a.post("/api/v1/memories", {"content": content, "category": "factual"}).json()["memory"]["id"]
+    with tenant_context(tenant_a.org.id):
+        hits = search.fulltext_search(tenant_a.org.id, "green tea", search.SearchFilters(), 10, small=small)
+    ids = [str(hit.memory_id) for hit in hits]
+    assert ids[0] == created["The user drinks green tea every morning"]
+    assert {created["Green apples are in the fridge"], created["Tea towels are in the drawer"]} <= set(ids[1:])
+    assert created["Invoices go out monthly"] not in ids
+    assert hits[0].rank == 1 and all(hit.rank > 1 for hit in hits[1:])
