@@ -208,7 +208,7 @@ MEMORY_PLATFORM = {
         # Full text on at most this many rows matches them one by one instead of through the
         # GIN index (whose bitmap of a common word spans every tenant's rows).
         "TEXT_SCAN_ROWS": env.int("MEMORY_PLATFORM_TEXT_SCAN_ROWS", default=2500),
-        "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=400),
+        "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=500),
         "HNSW_MAX_SCAN_TUPLES": env.int("MEMORY_PLATFORM_HNSW_MAX_SCAN_TUPLES", default=20000),
         # 0 means the square root of the index's lists, the usual balance of recall and speed.
         "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=0),
