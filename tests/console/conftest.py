@@ -8,6 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from memories import services
+from memories.models import Memory
 from tenants.context import tenant_context
 from tenants.models import Membership
 
@@ -19,6 +21,18 @@ def operator(org, role: str, *, user=None):
     with tenant_context(org.id):
         Membership.objects.create(org=org, user=user, role=role)
     return user
+
+
+def remember(owner, content: str, **fields) -> Memory:
+    """A memory written through the service, as owner's agent (owner: anything with .org and
+    .agent, such as a two-tenant fixture)."""
+    fields.setdefault("category", "factual")
+    return services.memory_create(org_id=owner.org.id, agent_id=owner.agent.id, content=content, **fields).memory
+
+
+def reload(memory: Memory) -> Memory:
+    with tenant_context(memory.org_id):
+        return Memory.objects.get(pk=memory.pk)
 
 
 @pytest.fixture

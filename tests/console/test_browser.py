@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memories import services
-from tests.console.conftest import operator
+from tests.console.conftest import operator, remember
 from tests.markers import committing
 from tenants import services as tenant_services
 
@@ -79,11 +79,9 @@ def world():
     user.set_password(PASSWORD)
     user.save()
 
-    def remember(content: str, **fields):
-        fields.setdefault("category", "factual")
-        return services.memory_create(org_id=org.id, agent_id=agent.id, content=content, **fields).memory
-
-    return type("World", (), {"org": org, "agent": agent, "user": user, "remember": staticmethod(remember)})
+    world = type("World", (), {"org": org, "agent": agent, "user": user})
+    world.remember = staticmethod(lambda content, **fields: remember(world, content, **fields))
+    return world
 
 
 def shot(page, name: str) -> None:

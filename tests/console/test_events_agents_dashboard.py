@@ -7,20 +7,17 @@ from rest_framework.test import APIClient
 
 from memories import services
 from memories.models import RetrievalEvent
+from tenants import services as tenant_services
 from tenants.context import tenant_context
 from tenants.models import Agent, ApiKey
+from tests.console.conftest import remember
 
 pytestmark = pytest.mark.django_db
 
 
-def _memory(tenant, content, **fields):
-    fields.setdefault("category", "factual")
-    return services.memory_create(org_id=tenant.org.id, agent_id=tenant.agent.id, content=content, **fields).memory
-
-
 def test_an_event_shows_what_the_agent_was_shown_in_order(console_as, tenant_a, api_a):
-    _memory(tenant_a, "The user's dog is called Rex")
-    _memory(tenant_a, "The user walks the dog at seven")
+    remember(tenant_a, "The user's dog is called Rex")
+    remember(tenant_a, "The user walks the dog at seven")
     api_a.post("/api/v1/search", {"query": "what is the dog's name?", "limit": 2})
     client = console_as(tenant_a.org, "viewer")
     listing = client.get(client.base + "events/", {"kind": "search"}).content.decode()
@@ -36,7 +33,7 @@ def test_an_event_shows_what_the_agent_was_shown_in_order(console_as, tenant_a, 
 
 
 def test_replay_reports_what_changed(console_as, tenant_a, api_a, htmx):
-    first = _memory(tenant_a, "The user's dog is called Rex")
+    first = remember(tenant_a, "The user's dog is called Rex")
     api_a.post("/api/v1/search", {"query": "what is the dog's name?", "limit": 1})
     services.memory_delete(org_id=tenant_a.org.id, memory_id=first.pk, actor=services.Actor())
     client = console_as(tenant_a.org, "operator")
@@ -48,18 +45,12 @@ def test_replay_reports_what_changed(console_as, tenant_a, api_a, htmx):
 
 
 def test_events_filter_by_agent(console_as, tenant_a, api_a, api_client_for):
-    other = services_agent(tenant_a, "other-agent")
+    other = tenant_services.agent_create(org=tenant_a.org, name="other-agent")
     api_client_for(other).post("/api/v1/search", {"query": "from the other agent"})
     api_a.post("/api/v1/search", {"query": "from the first agent"})
     client = console_as(tenant_a.org, "viewer")
     page = client.get(client.base + "events/", {"agent": str(other.pk)}).content.decode()
     assert "from the other agent" in page and "from the first agent" not in page
-
-
-def services_agent(tenant, name):
-    from tenants import services as tenant_services
-
-    return tenant_services.agent_create(org=tenant.org, name=name)
 
 
 def test_admins_create_agents_and_issue_and_revoke_keys(console_as, tenant_a, htmx):
@@ -87,7 +78,7 @@ def test_admins_create_agents_and_issue_and_revoke_keys(console_as, tenant_a, ht
 
 
 def test_the_dashboard_counts_and_charts(console_as, tenant_a):
-    _memory(tenant_a, "waiting one", status="pending_review", category="preference")
+    remember(tenant_a, "waiting one", status="pending_review", category="preference")
     client = console_as(tenant_a.org, "viewer")
     page = client.get(client.base).content.decode()
     assert re.search(r"<strong>3</strong> memories", page)

@@ -9,18 +9,9 @@ from memories import services
 from memories.models import Memory, MemoryTag, MemoryVersion
 from tenants.context import tenant_context
 from tests import factories
+from tests.console.conftest import reload, remember
 
 pytestmark = pytest.mark.django_db
-
-
-def _memory(tenant, content, **fields):
-    fields.setdefault("category", "factual")
-    return services.memory_create(org_id=tenant.org.id, agent_id=tenant.agent.id, content=content, **fields).memory
-
-
-def _reload(memory):
-    with tenant_context(memory.org_id):
-        return Memory.objects.get(pk=memory.pk)
 
 
 def _versions(memory):
@@ -38,18 +29,18 @@ def operator_a(console_as, tenant_a):
 
 
 def test_search_finds_memories_by_meaning(operator_a, tenant_a, tenant_b):
-    _memory(tenant_a, "The customer's favourite colour is green")
-    _memory(tenant_a, "Invoices are sent on the first of the month")
-    _memory(tenant_b, "Beta's favourite colour is green too")
+    remember(tenant_a, "The customer's favourite colour is green")
+    remember(tenant_a, "Invoices are sent on the first of the month")
+    remember(tenant_b, "Beta's favourite colour is green too")
     rows = _rows(operator_a.get(operator_a.base + "memories/", {"q": "which colour does the client like?"}))
     assert rows[0] == "The customer&#x27;s favourite colour is green"
     assert not any("Beta" in row for row in rows)
 
 
 def test_filters_combine_and_the_url_keeps_them(operator_a, tenant_a):
-    _memory(tenant_a, "a preference", category="preference", tags=["vip"])
-    _memory(tenant_a, "another preference", category="preference")
-    _memory(tenant_a, "an episode", category="episodic", tags=["vip"])
+    remember(tenant_a, "a preference", category="preference", tags=["vip"])
+    remember(tenant_a, "another preference", category="preference")
+    remember(tenant_a, "an episode", category="episodic", tags=["vip"])
     response = operator_a.get(operator_a.base + "memories/", {"category": "preference", "tags": "vip"})
     assert _rows(response) == ["a preference"]
     page = response.content.decode()
@@ -61,21 +52,21 @@ def test_filters_combine_and_the_url_keeps_them(operator_a, tenant_a):
 def test_the_status_filter(operator_a, tenant_a, status, expected):
     with tenant_context(tenant_a.org.id):
         Memory.objects.all().delete()
-    _memory(tenant_a, "live")
-    services.memory_archive(org_id=tenant_a.org.id, memory_id=_memory(tenant_a, "archived").pk,
+    remember(tenant_a, "live")
+    services.memory_archive(org_id=tenant_a.org.id, memory_id=remember(tenant_a, "archived").pk,
                             actor=services.Actor())
-    _memory(tenant_a, "pending", status="pending_review")
+    remember(tenant_a, "pending", status="pending_review")
     assert set(_rows(operator_a.get(operator_a.base + "memories/", {"status": status}))) == expected
 
 
 def test_validation_status_and_time_range_filters(operator_a, tenant_a):
     with tenant_context(tenant_a.org.id):
         Memory.objects.all().delete()
-    old = _memory(tenant_a, "old and verified", status="pending_review")
+    old = remember(tenant_a, "old and verified", status="pending_review")
     services.memory_approve(org_id=tenant_a.org.id, memory_id=old.pk, actor=services.Actor())
     with tenant_context(tenant_a.org.id):
         Memory.objects.filter(pk=old.pk).update(created_at="2020-01-01T00:00:00Z")
-    _memory(tenant_a, "new and unverified")
+    remember(tenant_a, "new and unverified")
     get = lambda **q: set(_rows(operator_a.get(operator_a.base + "memories/", q)))  # noqa: E731
     assert get(validation_status="verified") == {"old and verified"}
     assert get(period="last_week") == {"new and unverified"}
@@ -88,7 +79,7 @@ def test_sorting_and_pagination_keep_the_filters(operator_a, tenant_a):
     with tenant_context(tenant_a.org.id):
         Memory.objects.all().delete()
     for i in range(30):
-        _memory(tenant_a, f"note {i:02d}", confidence=i / 100, tags=["batch"])
+        remember(tenant_a, f"note {i:02d}", confidence=i / 100, tags=["batch"])
     first = operator_a.get(operator_a.base + "memories/", {"tags": "batch", "sort": "confidence"})
     assert _rows(first)[:2] == ["note 29", "note 28"] and len(_rows(first)) == 25
     assert "Page 1 of 2 (30 in all)" in first.content.decode()
@@ -105,7 +96,7 @@ def test_htmx_gets_only_the_results_fragment(operator_a, tenant_a, htmx):
 
 
 def test_bulk_tag_archive_and_approve(operator_a, tenant_a, htmx):
-    one, two = _memory(tenant_a, "bulk one"), _memory(tenant_a, "bulk two", status="pending_review")
+    one, two = remember(tenant_a, "bulk one"), remember(tenant_a, "bulk two", status="pending_review")
     url = operator_a.base + "memories/bulk"
     tagged = operator_a.post(url, {"action": "tag", "tags": "reviewed, q3", "ids": [one.pk, two.pk],
                                    "state": "status=any"}, **htmx("results"))
@@ -114,22 +105,22 @@ def test_bulk_tag_archive_and_approve(operator_a, tenant_a, htmx):
         assert set(MemoryTag.objects.filter(memory_id=two.pk).values_list("tag", flat=True)) == {"reviewed", "q3"}
     approved = operator_a.post(url, {"action": "approve", "ids": [one.pk, two.pk]})
     assert approved.status_code == 302
-    assert _reload(two).status == "active" and _reload(two).validation_status == "verified"
+    assert reload(two).status == "active" and reload(two).validation_status == "verified"
     messages = operator_a.get(approved["Location"]).content.decode()
     assert "1 memory approved. 1 left as they were" in messages and "not waiting for review" in messages
     operator_a.post(url, {"action": "archive", "ids": [one.pk, two.pk]})
-    assert _reload(one).status == _reload(two).status == "archived"
+    assert reload(one).status == reload(two).status == "archived"
     assert [v.operation for v in _versions(two)] == ["create", "update", "review", "archive"]
 
 
 def test_bulk_input_errors_change_nothing(operator_a, tenant_a, htmx):
-    one = _memory(tenant_a, "bulk one")
+    one = remember(tenant_a, "bulk one")
     url = operator_a.base + "memories/bulk"
     assert operator_a.post(url, {"action": "archive"}, **htmx("results")).status_code == 422
     bad_tag = operator_a.post(url, {"action": "tag", "tags": "<b>", "ids": [one.pk]}, **htmx("results"))
     assert bad_tag.status_code == 422 and "not a tag" in bad_tag.content.decode()
     assert operator_a.post(url, {"action": "melt", "ids": [one.pk]}, **htmx("results")).status_code == 422
-    assert _reload(one).version == 1 and _reload(one).status == "active"
+    assert reload(one).version == 1 and reload(one).status == "active"
 
 
 def test_the_detail_page_shows_every_part(operator_a, tenant_a):
@@ -159,43 +150,43 @@ def test_tags_are_added_and_removed_inline(operator_a, tenant_a, htmx):
 
 
 def test_edit_writes_a_version_and_refuses_a_stale_form(operator_a, tenant_a):
-    memory = _memory(tenant_a, "The office is in Porto")
+    memory = remember(tenant_a, "The office is in Porto")
     url = operator_a.base + f"memories/{memory.pk}/edit"
     form = {"content": "The office is in Lisbon", "category": "factual", "memory_type": "semantic",
             "confidence": "0.9", "importance": "0.5", "sensitivity": "internal", "version": 1, "reason": "moved"}
     assert operator_a.post(url, form).status_code == 302
-    saved = _reload(memory)
+    saved = reload(memory)
     assert (saved.content, saved.version, str(saved.confidence)) == ("The office is in Lisbon", 2, "0.900")
     assert _versions(memory)[-1].change_reason == "moved" and _versions(memory)[-1].changed_by_type == "user"
     stale = operator_a.post(url, {**form, "content": "The office is in Braga"})
     assert stale.status_code == 422 and "Someone changed this memory meanwhile" in stale.content.decode()
-    assert _reload(memory).content == "The office is in Lisbon"
+    assert reload(memory).content == "The office is in Lisbon"
     empty = operator_a.post(url, {**form, "content": "  ", "version": 2})
     assert empty.status_code == 422 and "This field is required" in empty.content.decode()
 
 
 def test_archive_restore_confirm_delete_and_supersede(operator_a, tenant_a):
-    memory = _memory(tenant_a, "The launch is in May")
+    memory = remember(tenant_a, "The launch is in May")
     act = lambda action: operator_a.post(operator_a.base + f"memories/{memory.pk}/{action}")  # noqa: E731
-    assert act("archive").status_code == 302 and _reload(memory).status == "archived"
-    assert act("restore").status_code == 302 and _reload(memory).status == "active"
-    assert act("confirm").status_code == 302 and _reload(memory).is_protected
-    assert act("delete").status_code == 302 and _reload(memory).deleted_at is not None
+    assert act("archive").status_code == 302 and reload(memory).status == "archived"
+    assert act("restore").status_code == 302 and reload(memory).status == "active"
+    assert act("confirm").status_code == 302 and reload(memory).is_protected
+    assert act("delete").status_code == 302 and reload(memory).deleted_at is not None
     refused = act("archive")
     assert refused.status_code == 302 and "is deleted" in operator_a.get(refused["Location"]).content.decode()
-    assert act("restore").status_code == 302 and _reload(memory).deleted_at is None
+    assert act("restore").status_code == 302 and reload(memory).deleted_at is None
     assert act("melt").status_code == 404
     response = operator_a.post(operator_a.base + f"memories/{memory.pk}/supersede",
-                               {"content": "The launch moved to June", "reason": "new plan", "version": _reload(memory).version})
+                               {"content": "The launch moved to June", "reason": "new plan", "version": reload(memory).version})
     assert response.status_code == 302
-    old = _reload(memory)
+    old = reload(memory)
     assert old.status == "superseded" and response["Location"].endswith(f"memories/{old.superseded_by_id}/")
     assert [v.operation for v in _versions(memory)] == ["create", "archive", "restore", "confirm", "delete", "restore",
                                                        "supersede"]
 
 
 def test_the_version_diff_shows_words_and_fields(operator_a, tenant_a, htmx):
-    memory = _memory(tenant_a, "The office is in Porto near the river")
+    memory = remember(tenant_a, "The office is in Porto near the river")
     services.memory_update(org_id=tenant_a.org.id, memory_id=memory.pk, expected_version=1,
                            changes={"content": "The office is in Lisbon near the river", "category": "episodic"},
                            actor=services.Actor(reason="moved"))
@@ -216,7 +207,7 @@ SCRIPT = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
 def test_memory_content_is_always_text(console_as, tenant_a):
     """A memory holding HTML renders as text in every page that shows content."""
     client = console_as(tenant_a.org, "operator")
-    hostile = _memory(tenant_a, f"note {SCRIPT}", tags=["x"], status="pending_review")
+    hostile = remember(tenant_a, f"note {SCRIPT}", tags=["x"], status="pending_review")
     with tenant_context(tenant_a.org.id):
         other = factories.memory(org=tenant_a.org, agent=tenant_a.agent, content=f"other {SCRIPT}")
     services.memory_update(org_id=tenant_a.org.id, memory_id=hostile.pk, expected_version=1,
@@ -237,7 +228,7 @@ def test_memory_content_is_always_text(console_as, tenant_a):
 
 
 def test_the_diff_shows_no_change_where_a_number_is_only_spelled_differently(operator_a, tenant_a):
-    memory = _memory(tenant_a, "A memory with default numbers")
+    memory = remember(tenant_a, "A memory with default numbers")
     services.memory_tags_add(org_id=tenant_a.org.id, memory_id=memory.pk, tags=["x"], actor=services.Actor())
     body = operator_a.get(operator_a.base + f"memories/{memory.pk}/diff", {"from": 1, "to": 2}).content.decode()
     changed = re.findall(r"<tr><th>(\w+)</th><td><del>", body)
@@ -245,7 +236,7 @@ def test_the_diff_shows_no_change_where_a_number_is_only_spelled_differently(ope
 
 
 def test_any_tag_an_agent_can_write_can_be_shown_and_removed(operator_a, tenant_a, api_a):
-    memory = _memory(tenant_a, "tagged by an agent")
+    memory = remember(tenant_a, "tagged by an agent")
     odd = ["a/b", "..", "x?y=1#z"]
     assert api_a.post(f"/api/v1/memories/{memory.pk}/tags", {"tags": odd}).status_code in (200, 201)
     page = operator_a.get(operator_a.base + f"memories/{memory.pk}/")
@@ -257,19 +248,19 @@ def test_any_tag_an_agent_can_write_can_be_shown_and_removed(operator_a, tenant_
 
 
 def test_inline_changes_keep_the_action_buttons_on_the_current_version(operator_a, tenant_a, htmx):
-    memory = _memory(tenant_a, "version checked")
+    memory = remember(tenant_a, "version checked")
     added = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags", {"tags": "x"}, **htmx("tags-and-history"))
     assert '<div class="actions" id="actions" hx-swap-oob="true">' in added.content.decode()
     assert 'name="version" value="2"' in added.content.decode()
     stale = operator_a.post(operator_a.base + f"memories/{memory.pk}/delete", {"version": 1})
     assert "someone changed this memory meanwhile (now version 2)" in operator_a.get(stale["Location"]).content.decode()
-    assert _reload(memory).deleted_at is None
+    assert reload(memory).deleted_at is None
     assert operator_a.post(operator_a.base + f"memories/{memory.pk}/delete", {"version": 2}).status_code == 302
-    assert _reload(memory).deleted_at is not None
+    assert reload(memory).deleted_at is not None
 
 
 def test_a_stale_edit_keeps_the_operators_text_and_can_be_saved_deliberately(operator_a, tenant_a):
-    memory = _memory(tenant_a, "The office is in Porto")
+    memory = remember(tenant_a, "The office is in Porto")
     services.memory_update(org_id=tenant_a.org.id, memory_id=memory.pk, expected_version=1,
                            changes={"content": "The office is in Faro"}, actor=services.Actor())
     url = operator_a.base + f"memories/{memory.pk}/edit"
@@ -281,7 +272,7 @@ def test_a_stale_edit_keeps_the_operators_text_and_can_be_saved_deliberately(ope
     assert "The office is in Faro" in body and re.search(r">\s*The office is in Lisbon</textarea>", body)
     assert 'name="version" value="2"' in body
     assert operator_a.post(url, {**form, "version": 2}).status_code == 302
-    assert _reload(memory).content == "The office is in Lisbon"
+    assert reload(memory).content == "The office is in Lisbon"
 
 
 def test_without_javascript_a_form_error_comes_back_as_a_whole_page(operator_a, tenant_a):
@@ -297,15 +288,15 @@ def test_a_wrong_diff_request_with_htmx_answers_with_the_fragment(operator_a, te
 
 
 def test_restoring_a_rejected_memory_sends_it_back_to_review(operator_a, tenant_a):
-    memory = _memory(tenant_a, "rejected once", status="pending_review")
+    memory = remember(tenant_a, "rejected once", status="pending_review")
     services.memory_reject(org_id=tenant_a.org.id, memory_id=memory.pk, actor=services.Actor(reason="unsure"))
     operator_a.post(operator_a.base + f"memories/{memory.pk}/restore")
-    assert (_reload(memory).status, _reload(memory).validation_status) == ("pending_review", "unverified")
-    archived_pending = _memory(tenant_a, "archived before review", status="pending_review")
+    assert (reload(memory).status, reload(memory).validation_status) == ("pending_review", "unverified")
+    archived_pending = remember(tenant_a, "archived before review", status="pending_review")
     services.memory_archive(org_id=tenant_a.org.id, memory_id=archived_pending.pk, actor=services.Actor())
     operator_a.post(operator_a.base + f"memories/{archived_pending.pk}/restore")
-    assert _reload(archived_pending).status == "pending_review"
-    live = _memory(tenant_a, "archived while live")
+    assert reload(archived_pending).status == "pending_review"
+    live = remember(tenant_a, "archived while live")
     services.memory_archive(org_id=tenant_a.org.id, memory_id=live.pk, actor=services.Actor())
     response = operator_a.post(operator_a.base + f"memories/{live.pk}/restore")
-    assert _reload(live).status == "active" and "Restored: now active." in operator_a.get(response["Location"]).content.decode()
+    assert reload(live).status == "active" and "Restored: now active." in operator_a.get(response["Location"]).content.decode()

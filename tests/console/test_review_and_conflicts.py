@@ -6,18 +6,9 @@ import pytest
 from memories import services
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
 from tenants.context import tenant_context
+from tests.console.conftest import reload, remember
 
 pytestmark = pytest.mark.django_db
-
-
-def _memory(tenant, content, **fields):
-    fields.setdefault("category", "factual")
-    return services.memory_create(org_id=tenant.org.id, agent_id=tenant.agent.id, content=content, **fields).memory
-
-
-def _reload(memory):
-    with tenant_context(memory.org_id):
-        return Memory.objects.get(pk=memory.pk)
 
 
 def _last_version(memory):
@@ -31,8 +22,8 @@ def operator_a(console_as, tenant_a):
 
 
 def test_the_queue_lists_pending_memories_oldest_first(operator_a, tenant_a):
-    first = _memory(tenant_a, "first pending", status="pending_review")
-    _memory(tenant_a, "second pending", status="pending_review")
+    first = remember(tenant_a, "first pending", status="pending_review")
+    remember(tenant_a, "second pending", status="pending_review")
     page = operator_a.get(operator_a.base + "review/").content.decode()
     assert page.index("first pending") < page.index("second pending")
     assert "2 waiting" in page and tenant_a.memory.content not in page
@@ -40,13 +31,13 @@ def test_the_queue_lists_pending_memories_oldest_first(operator_a, tenant_a):
 
 
 def test_approve_removes_the_item_and_updates_the_counter(operator_a, tenant_a, htmx):
-    pending = _memory(tenant_a, "pending fact", status="pending_review")
-    _memory(tenant_a, "still pending", status="pending_review")
+    pending = remember(tenant_a, "pending fact", status="pending_review")
+    remember(tenant_a, "still pending", status="pending_review")
     response = operator_a.post(operator_a.base + f"review/{pending.pk}/approve", **htmx())
     body = response.content.decode()
     assert response.status_code == 200
     assert '<span id="pending-count" hx-swap-oob="true">1 waiting</span>' in body and "pending fact" not in body
-    approved = _reload(pending)
+    approved = reload(pending)
     assert (approved.status, approved.validation_status) == ("active", "verified")
     assert (_last_version(pending).operation, _last_version(pending).changed_by_user) == ("review", operator_a.user)
     again = operator_a.post(operator_a.base + f"review/{pending.pk}/approve", **htmx())
@@ -54,20 +45,20 @@ def test_approve_removes_the_item_and_updates_the_counter(operator_a, tenant_a, 
 
 
 def test_reject_needs_a_reason_and_keeps_it(operator_a, tenant_a, htmx):
-    pending = _memory(tenant_a, "dubious fact", status="pending_review")
+    pending = remember(tenant_a, "dubious fact", status="pending_review")
     refused = operator_a.post(operator_a.base + f"review/{pending.pk}/reject", {"reason": " "}, **htmx())
     assert refused.status_code == 422 and "Say why" in refused.content.decode()
-    assert _reload(pending).status == "pending_review"
+    assert reload(pending).status == "pending_review"
     assert operator_a.post(operator_a.base + f"review/{pending.pk}/reject", {"reason": "hallucinated"}).status_code == 302
-    rejected = _reload(pending)
+    rejected = reload(pending)
     assert (rejected.status, rejected.validation_status) == ("archived", "rejected")
     assert _last_version(pending).change_reason == "hallucinated"
 
 
 @pytest.fixture
 def contradiction(tenant_a):
-    left = _memory(tenant_a, "The meeting is on Monday", tags=["calendar"])
-    right = _memory(tenant_a, "The meeting is on Tuesday", tags=["meetings"], confidence=0.9)
+    left = remember(tenant_a, "The meeting is on Monday", tags=["calendar"])
+    right = remember(tenant_a, "The meeting is on Tuesday", tags=["meetings"], confidence=0.9)
     relationship = services.relationship_create(org_id=tenant_a.org.id, source_id=left.pk, target_id=right.pk,
                                                 relation_type="contradicts")
     return left, right, relationship
@@ -86,7 +77,7 @@ def test_keep_one_supersedes_the_other(operator_a, tenant_a, contradiction):
     response = operator_a.post(operator_a.base + f"conflicts/contradiction/{relationship.pk}/resolve",
                                {"resolution": "keep", "keep": right.pk, "reason": "calendar says so"})
     assert response.status_code == 302 and response["Location"].endswith(f"memories/{right.pk}/")
-    dropped = _reload(left)
+    dropped = reload(left)
     assert (dropped.status, dropped.superseded_by_id) == ("superseded", right.pk)
     for memory in (left, right):
         version = _last_version(memory)
@@ -110,7 +101,7 @@ def test_merge_makes_one_memory_from_both(operator_a, tenant_a, contradiction):
         assert MemoryVersion.objects.get(memory=merged).changed_by_type == "conflict_resolution"
     assert str(merged.confidence) == "0.900" and merged.provenance["merged_from"] == [str(left.pk), str(right.pk)]
     for memory in (left, right):
-        assert (_reload(memory).status, _reload(memory).merged_into_id) == ("merged", merged.pk)
+        assert (reload(memory).status, reload(memory).merged_into_id) == ("merged", merged.pk)
         assert (_last_version(memory).operation, _last_version(memory).changed_by_type) == ("merge", "conflict_resolution")
 
 
@@ -119,7 +110,7 @@ def test_a_merge_identical_to_one_side_is_refused(operator_a, tenant_a, contradi
     response = operator_a.post(operator_a.base + f"conflicts/contradiction/{relationship.pk}/resolve",
                                {"resolution": "merge", "content": "the meeting is on  monday"}, **htmx("resolve"))
     assert response.status_code == 422 and "keep that one instead" in response.content.decode()
-    assert _reload(left).status == "active" and _reload(left).version == 1
+    assert reload(left).status == "active" and reload(left).version == 1
 
 
 def test_both_valid_keeps_both_and_closes_the_near_duplicate(operator_a, tenant_a):
@@ -131,7 +122,7 @@ def test_both_valid_keeps_both_and_closes_the_near_duplicate(operator_a, tenant_
         closed = DuplicateCandidate.objects.get(pk=candidate.pk)
     assert closed.resolution == "both_valid" and closed.resolved_at is not None
     for memory in (tenant_a.memory, tenant_a.other_memory):
-        assert _reload(memory).status == "active"
+        assert reload(memory).status == "active"
         assert _last_version(memory).changed_by_type == "conflict_resolution"
 
 
@@ -141,4 +132,4 @@ def test_resolution_input_errors_change_nothing(operator_a, tenant_a, contradict
     assert operator_a.post(url, {"resolution": "flip-a-coin"}, **htmx("resolve")).status_code == 422
     no_choice = operator_a.post(url, {"resolution": "keep", "keep": tenant_a.memory.pk}, **htmx("resolve"))
     assert no_choice.status_code == 422 and "choose which of the two memories to keep" in no_choice.content.decode()
-    assert _reload(left).version == _reload(right).version == 1
+    assert reload(left).version == reload(right).version == 1
