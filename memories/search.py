@@ -325,14 +325,13 @@ def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bo
     # covers the whole table, and a common word's bitmap over every tenant's rows costs more.
     if small:
         return _fulltext_small(text_words=words, where=where, params=params, k=k)
-    match = "m.search_vector @@ q"
     ranked = []
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             SELECT m.id, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
             FROM memories m, websearch_to_tsquery('english', %s) q
-            WHERE {where} AND {match}
+            WHERE {where} AND m.search_vector @@ q
             ORDER BY score DESC, m.created_at DESC, m.id
             LIMIT %s
             """,
@@ -348,7 +347,7 @@ def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bo
                 SELECT id, score FROM (
                     SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
                     FROM memories m, websearch_to_tsquery('english', %s) q
-                    WHERE {where} AND {match} AND NOT m.id = ANY(%s::uuid[])
+                    WHERE {where} AND m.search_vector @@ q AND NOT m.id = ANY(%s::uuid[])
                     LIMIT %s
                 ) matches ORDER BY score DESC, created_at DESC, id LIMIT %s
                 """,
