@@ -39,22 +39,28 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     or above it (seed 003's store search)."""
     knobs = search.knobs()
     candidates = max(limit, knobs["CANDIDATES"])
-    vector = cache.query_embedding(query) if mode in ("hybrid", "vector") else None
-    degraded = "no_embedding" if mode in ("hybrid", "vector") and vector is None else None
     signals: dict[str, list[Hit]] = {}
-    method = None
+    method, vector, text_hits = None, None, None
     with tenant_context(org_id):
         rows = search.candidate_count(org_id, filters)
         exact = rows <= knobs["EXACT_SCAN_ROWS"]
         small = rows <= knobs["TEXT_SCAN_ROWS"]  # full text: match row by row
+        if mode == "hybrid":  # the query is embedded while the database runs the full-text search
+            text_hits, vector = search.fulltext_search_during(
+                lambda: cache.query_embedding(query), org_id, query, filters, candidates, small, enough=limit)
+        elif mode == "vector":
+            vector = cache.query_embedding(query)
+        degraded = "no_embedding" if mode in ("hybrid", "vector") and vector is None else None
         if vector is not None:
             hits, method = search.vector_search(org_id, vector, filters, candidates, exact)
             if threshold is not None:
                 hits = [hit for hit in hits if hit.score >= threshold]
             signals["vector"] = hits
         filled = 0
-        if mode == "hybrid" or degraded or (mode == "fulltext"):
-            signals["fulltext"] = search.fulltext_search(org_id, query, filters, candidates, small)
+        if text_hits is not None:
+            signals["fulltext"] = text_hits
+        elif degraded or mode == "fulltext":
+            signals["fulltext"] = search.fulltext_search(org_id, query, filters, candidates, small, enough=limit)
         elif len(signals.get("vector", [])) < limit and threshold is None:
             # Seed 001: too few vector matches (sparse memories) -> full text fills up.
             seen = {hit.memory_id for hit in signals["vector"]}

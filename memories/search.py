@@ -11,11 +11,13 @@ The query knobs are set with SET LOCAL, so they end with the search's transactio
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -309,61 +311,32 @@ def rare_words(org_id, words: list[str]) -> list[str]:
     return [word for word in words if word in rarest]
 
 
-def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bool = False) -> list[Hit]:
-    """Memories matching the query's words, ranked by ts_rank_cd with length normalisation
-    (a long memory does not win by repeating words).
+def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small: bool = False,
+                       enough: int | None = None) -> tuple[str, list] | None:
+    """The one statement full-text search runs, and its parameters (None if the query has no
+    words). Memories matching the query's words, ranked by ts_rank_cd with length
+    normalisation (a long memory does not win by repeating words), best first in tiers:
 
-    Memories holding all the words come first. If they are fewer than k, memories holding
-    any of the words follow; on a large tenant a common word matches a great many rows, so
-    only the first OR_MATCHES_RANKED of those are ranked, which bounds the cost.
+      1. memories holding all the words;
+      2. if those are fewer than k: memories holding at least two of the query's rarest words
+         in this tenant (rare_words, an IDF in miniature);
+      3. if the two tiers found fewer than `enough` (default k): memories holding any one of
+         those words.
+
+    On a large tenant a single word matches a great many rows, which the GIN index hands over
+    in no useful order; each tier ranks at most OR_MATCHES_RANKED of them, so its cost is
+    bounded, and the third, which reads the most rows for the least evidence, runs only when
+    the caller would otherwise be short of results. A small tenant's rows are all read anyway.
     """
     words = list(dict.fromkeys(re.findall(r"\w+", text.lower())))
     if not words:
-        return []
+        return None
     where, params = filters.where(org_id, tenant_index=small or not tenant_text(org_id).dominant)
-    # A small tenant's rows are matched one by one (`|| ''` keeps the GIN index out): the index
-    # covers the whole table, and a common word's bitmap over every tenant's rows costs more.
     if small:
-        return _fulltext_small(text_words=words, where=where, params=params, k=k)
-    ranked = []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            SELECT m.id, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
-            FROM memories m, websearch_to_tsquery('english', %s) q
-            WHERE {where} AND m.search_vector @@ q
-            ORDER BY score DESC, m.created_at DESC, m.id
-            LIMIT %s
-            """,
-            [" ".join(words), *params, k],
-        )
-        ranked = cursor.fetchall()
-        if len(ranked) < k and len(words) > 1:
-            seen = [row[0] for row in ranked]
-            # On a large tenant, leave out the words most of its memories hold.
-            any_words = rare_words(org_id, words)
-            cursor.execute(
-                f"""
-                SELECT id, score FROM (
-                    SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
-                    FROM memories m, websearch_to_tsquery('english', %s) q
-                    WHERE {where} AND m.search_vector @@ q AND NOT m.id = ANY(%s::uuid[])
-                    LIMIT %s
-                ) matches ORDER BY score DESC, created_at DESC, id LIMIT %s
-                """,
-                [" OR ".join(any_words), *params, [str(i) for i in seen], knobs()["OR_MATCHES_RANKED"],
-                 k - len(ranked)],
-            )
-            ranked += cursor.fetchall()
-    return ranked_hits((memory_id, float(score)) for memory_id, score in ranked)
-
-
-def _fulltext_small(*, text_words: list[str], where: str, params: list, k: int) -> list[Hit]:
-    """Full text for a tenant of few rows, in one pass over them: memories holding any of the
-    words, those holding all of them first (each ranked against the query it matched)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
+        # A small tenant's rows are matched one by one, in one pass (`|| ''` keeps the GIN index
+        # out): the index covers the whole table, and a common word's bitmap over every
+        # tenant's rows costs more. Each memory is ranked against the query it matched.
+        return f"""
             SELECT id, score FROM (
                 SELECT m.id, m.created_at, m.search_vector @@ all_words AS has_all,
                        ts_rank_cd(m.search_vector,
@@ -375,10 +348,74 @@ def _fulltext_small(*, text_words: list[str], where: str, params: list, k: int) 
             ) matches
             ORDER BY has_all DESC, score DESC, created_at DESC, id
             LIMIT %s
-            """,
-            [" ".join(text_words), " OR ".join(text_words), *params, k],
+        """, [" ".join(words), " OR ".join(words), *params, k]
+    # Through the GIN index. Each later tier runs only if the earlier ones came up short: its
+    # condition is a one-time filter, checked before it reads a row.
+    rare = rare_words(org_id, words) if len(words) > 1 else words
+    pairs = [" ".join(pair) for pair in itertools.combinations(rare, 2)]
+    two_of_them = " || ".join(["websearch_to_tsquery('english', %s)"] * len(pairs)) or "NULL::tsquery"
+    ranked = knobs()["OR_MATCHES_RANKED"]
+    return f"""
+        WITH held_all AS (
+            SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
+            FROM memories m, websearch_to_tsquery('english', %s) q
+            WHERE {where} AND m.search_vector @@ q
+            ORDER BY score DESC, m.created_at DESC, m.id
+            LIMIT %s
+        ), held_two AS (
+            SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q.any_word, 1 | 32) AS score
+            FROM memories m, (SELECT {two_of_them} AS two, websearch_to_tsquery('english', %s) AS any_word) q
+            WHERE (SELECT count(*) FROM held_all) < %s
+              AND {where} AND m.search_vector @@ q.two AND m.id NOT IN (SELECT id FROM held_all)
+            LIMIT %s
+        ), held_one AS (
+            SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
+            FROM memories m, websearch_to_tsquery('english', %s) q
+            WHERE (SELECT count(*) FROM held_all) + (SELECT count(*) FROM held_two) < %s
+              AND {where} AND m.search_vector @@ q
+              AND m.id NOT IN (SELECT id FROM held_all) AND m.id NOT IN (SELECT id FROM held_two)
+            LIMIT %s
         )
-        return ranked_hits((memory_id, float(score)) for memory_id, score in cursor.fetchall())
+        SELECT id, score FROM (
+            SELECT id, score, created_at, 1 AS tier FROM held_all
+            UNION ALL
+            SELECT id, score, created_at, 2 FROM held_two
+            UNION ALL
+            SELECT id, score, created_at, 3 FROM held_one
+        ) matches
+        ORDER BY tier, score DESC, created_at DESC, id
+        LIMIT %s
+    """, [" ".join(words), *params, k,
+          *pairs, " OR ".join(rare), k, *params, ranked,
+          " OR ".join(rare), min(enough or k, k), *params, ranked,
+          k]
+
+
+def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bool = False,
+                    enough: int | None = None) -> list[Hit]:
+    """The k memories that match the query's words best (fulltext_statement)."""
+    return fulltext_search_during(lambda: None, org_id, text, filters, k, small, enough)[0]
+
+
+def fulltext_search_during(work, org_id, text: str, filters: SearchFilters, k: int, small: bool = False,
+                           enough: int | None = None) -> tuple[list[Hit], object]:
+    """Full-text search, and `work()` done in Python while the database runs it: the statement
+    goes out in pipeline mode, which does not wait for its rows. A search embeds its query
+    meanwhile, so the two take as long as the longer, not both. Returns (hits, what work
+    returned)."""
+    statement = fulltext_statement(org_id, text, filters, k, small, enough)
+    if statement is None:
+        return [], work()
+    with connection.cursor() as cursor:
+        if psycopg.Pipeline.is_supported():
+            with connection.connection.pipeline():
+                cursor.execute(*statement)
+                done = work()
+                rows = cursor.fetchall()
+        else:
+            cursor.execute(*statement)
+            rows, done = cursor.fetchall(), work()
+    return ranked_hits((memory_id, float(score)) for memory_id, score in rows), done
 
 
 def related(org_id, memory_ids: list, filters: SearchFilters) -> dict:

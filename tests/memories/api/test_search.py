@@ -419,3 +419,21 @@ def test_full_text_ranks_memories_holding_every_word_first(tenant_a, api_a, smal
     assert {created["Green apples are in the fridge"], created["Tea towels are in the drawer"]} <= set(ids[1:])
     assert created["Invoices go out monthly"] not in ids
     assert hits[0].rank == 1 and all(hit.rank > 1 for hit in hits[1:])
+
+
+def test_full_text_on_a_large_tenant_ranks_two_rare_words_above_one_and_reads_single_words_only_if_short(
+        tenant_a, api_a):
+    """The indexed path's tiers: no memory holds every word, so memories holding two of the
+    rarest words come next, then (only while fewer than `enough` were found) those holding one."""
+    created = {}
+    for content in ["The zeppelin hangar is by the harbour", "A zeppelin flew over the town",
+                    "The harbour is calm tonight", "Invoices go out monthly"]:
+        created[content] = api_a.post("/api/v1/memories", {"content": content, "category": "factual"}).json()["memory"]["id"]
+    search._common_cache.clear()
+    with tenant_context(tenant_a.org.id):
+        hits = search.fulltext_search(tenant_a.org.id, "zeppelin harbour storm", search.SearchFilters(), 10)
+        short = search.fulltext_search(tenant_a.org.id, "zeppelin harbour storm", search.SearchFilters(), 10, enough=1)
+    ids = [str(hit.memory_id) for hit in hits]
+    assert ids[0] == created["The zeppelin hangar is by the harbour"]
+    assert set(ids[1:]) == {created["A zeppelin flew over the town"], created["The harbour is calm tonight"]}
+    assert [str(hit.memory_id) for hit in short] == [created["The zeppelin hangar is by the harbour"]]

@@ -1,0 +1,98 @@
+"""Where the time of POST /api/v1/search goes: each stage's p50/p95, in process.
+
+    .venv/bin/python benchmarks/search/stages.py --rows 1000000
+
+Runs on the rows and index `run.py` left in .data/bench-search. The request goes through
+Django's test client (middleware, authentication, the view, serialization; no HTTP server),
+and each stage is timed by wrapping the function that does it. "other" is the rest of the
+request: authentication, parsing, serialization and the commit. Every query is new, so its
+embedding is computed. Prints a table; records nothing (run.py records the end-to-end figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import io
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import percentile  # noqa: E402
+from benchmarks.search import run  # noqa: E402  (sets the data directory and settings)
+
+STAGES = {
+    "tenant size": ("memories.search", "candidate_count"),
+    # The full-text statement runs in the database while the query is embedded in Python.
+    "text+embedding": ("memories.search", "fulltext_search_during"),
+    "vector": ("memories.search", "vector_search"),
+    "load records": ("memories.retrieval", "_load"),
+    "event": ("memories.retrieval", "retrieval_event_record"),
+}
+INSIDE = {"  embedding": ("memories.cache", "query_embedding")}  # part of text+embedding
+
+
+def timed(spent: dict, stage: str, function):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[stage] += (time.perf_counter() - started) * 1000
+
+    return wrapper
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--tenants", default="half,tenth_percent")
+    args = parser.parse_args()
+
+    import importlib
+
+    import django
+
+    run.configure()
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+
+    tenants = json.loads((run.DATA_DIR / f"tenants-{args.rows}.json").read_text())
+    _, _, query_texts, _ = run.corpus()
+    spent: dict = defaultdict(float)
+    for stage, (module_name, name) in {**STAGES, **INSIDE}.items():
+        module = importlib.import_module(module_name)
+        setattr(module, name, timed(spent, stage, getattr(module, name)))
+    run.forget_query_embeddings()
+    client = Client()
+    for tenant in args.tenants.split(","):
+        out = io.StringIO()
+        call_command("issue_api_key", f"bench-{tenant}", "bench-agent", stdout=out)
+        key = out.getvalue().split()[-1]
+        per_stage: dict = defaultdict(list)
+        for text in query_texts[: args.queries]:
+            spent.clear()
+            started = time.perf_counter()
+            response = client.post("/api/v1/search", {"query": f"{text} ({tenant} stages)", "limit": run.K},
+                                   content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+            total = (time.perf_counter() - started) * 1000
+            assert response.status_code == 200, response.content
+            for stage in {**STAGES, **INSIDE}:
+                per_stage[stage].append(spent[stage])
+            per_stage["other"].append(total - sum(spent[stage] for stage in STAGES))
+            per_stage["total"].append(total)
+        print(f"\n{tenant} ({tenants[tenant][2]} rows), {args.queries} queries")
+        for stage, values in per_stage.items():
+            print(f"  {stage:<14} p50 {percentile(values, 50):6.1f} ms   p95 {percentile(values, 95):6.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
