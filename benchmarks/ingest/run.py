@@ -75,17 +75,19 @@ def machine() -> dict:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
     memory_kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
-    import torch
+    from importlib.metadata import version
+
+    from memories.embeddings import get_embedder
 
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(memory_kb / 1024 / 1024, 1),
-            "python": platform.python_version(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-            "os": platform.platform()}
+            "python": platform.python_version(), "embedder": type(get_embedder()).__name__,
+            "onnxruntime": version("onnxruntime"), "torch": version("torch"), "os": platform.platform()}
 
 
 def raw_embedder() -> dict:
-    from memories.embeddings import SentenceTransformerEmbedder
+    from memories.embeddings import get_embedder
 
-    embedder = SentenceTransformerEmbedder()
+    embedder = get_embedder()  # as the worker has it: every core for its batches
     texts = sentences(RAW_SENTENCES, seed=1)
     embedder.embed(texts[:BATCH_SIZE])  # warm up
     started = time.perf_counter()

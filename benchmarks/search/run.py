@@ -294,7 +294,7 @@ def api_latency(tenants: dict, query_texts: list[str]) -> dict:
         wait_until_healthy(PORT, 180)
         forget_query_embeddings()
         out = {}
-        for name in ("half", "tenth_percent"):
+        for name in TENANTS:
             key = subprocess.run([sys.executable, "manage.py", "issue_api_key", f"bench-{name}", "bench-agent"],
                                  cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout.split()[-1]
             timings = []

@@ -215,7 +215,7 @@ MEMORY_PLATFORM = {
         "IVFFLAT_MAX_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_MAX_PROBES", default=100),
         # Full text: when too few memories hold all the query's words, rank at most this many
         # of those holding any of them.
-        "OR_MATCHES_RANKED": env.int("MEMORY_PLATFORM_OR_MATCHES_RANKED", default=2000),
+        "OR_MATCHES_RANKED": env.int("MEMORY_PLATFORM_OR_MATCHES_RANKED", default=500),
         # ...and on a tenant too large to read whole, use only its rarest query words for it.
         "RARE_WORDS": env.int("MEMORY_PLATFORM_RARE_WORDS", default=3),
         # Candidates each signal contributes before fusion.
