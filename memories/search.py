@@ -331,6 +331,8 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
     words = list(dict.fromkeys(re.findall(r"\w+", text.lower())))
     if not words:
         return None
+    # "All the words" is plainto_tsquery: every word, none read as an operator ("tea or
+    # coffee" must hold tea and coffee); "any of them" joins words with websearch's OR.
     where, params = filters.where(org_id, tenant_index=small or not tenant_text(org_id).dominant)
     if small:
         # A small tenant's rows are matched one by one, in one pass (`|| ''` keeps the GIN index
@@ -342,7 +344,7 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
                        ts_rank_cd(m.search_vector,
                                   CASE WHEN m.search_vector @@ all_words THEN all_words ELSE any_word END,
                                   1 | 32) AS score
-                FROM memories m, websearch_to_tsquery('english', %s) all_words,
+                FROM memories m, plainto_tsquery('english', %s) all_words,
                      websearch_to_tsquery('english', %s) any_word
                 WHERE {where} AND (m.search_vector || ''::tsvector) @@ any_word
             ) matches
@@ -350,16 +352,20 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
             LIMIT %s
         """, [" ".join(words), " OR ".join(words), *params, k]
     # Through the GIN index. Each later tier runs only if the earlier ones came up short: its
-    # condition is a one-time filter, checked before it reads a row.
+    # condition is a one-time filter, checked before it reads a row. The index finds the
+    # memories holding all the rare words, and only those rows are checked for the rest (`||
+    # ''` keeps the index out of that test): a common word's posting list covers a large part
+    # of the whole table, and reading it cost more than the rest of the statement.
     rare = rare_words(org_id, words) if len(words) > 1 else words
     pairs = [" ".join(pair) for pair in itertools.combinations(rare, 2)]
     two_of_them = " || ".join(["websearch_to_tsquery('english', %s)"] * len(pairs)) or "NULL::tsquery"
     ranked = knobs()["OR_MATCHES_RANKED"]
     return f"""
         WITH held_all AS (
-            SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
-            FROM memories m, websearch_to_tsquery('english', %s) q
-            WHERE {where} AND m.search_vector @@ q
+            SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q.all_words, 1 | 32) AS score
+            FROM memories m, (SELECT plainto_tsquery('english', %s) AS all_words,
+                                     plainto_tsquery('english', %s) AS rare_words) q
+            WHERE {where} AND m.search_vector @@ q.rare_words AND (m.search_vector || ''::tsvector) @@ q.all_words
             ORDER BY score DESC, m.created_at DESC, m.id
             LIMIT %s
         ), held_two AS (
@@ -385,7 +391,7 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
         ) matches
         ORDER BY tier, score DESC, created_at DESC, id
         LIMIT %s
-    """, [" ".join(words), *params, k,
+    """, [" ".join(words), " ".join(rare), *params, k,
           *pairs, " OR ".join(rare), k, *params, ranked,
           " OR ".join(rare), min(enough or k, k), *params, ranked,
           k]

@@ -405,15 +405,17 @@ def test_an_unfiltered_search_takes_the_tenant_size_from_the_hourly_estimate(ten
     search._common_cache.clear()
 
 
+@pytest.mark.parametrize("query", ["green tea", "green or tea?"])
 @pytest.mark.parametrize("small", [True, False], ids=["row by row", "through the index"])
-def test_full_text_ranks_memories_holding_every_word_first(tenant_a, api_a, small):
-    """Both paths: a small tenant's single pass and a large tenant's two queries."""
+def test_full_text_ranks_memories_holding_every_word_first(tenant_a, api_a, small, query):
+    """Both paths: a small tenant's single pass and a large tenant's tiers. A word of the
+    query is never read as an operator: "or" is just a (stop) word."""
     created = {}
     for content in ["Green apples are in the fridge", "The user drinks green tea every morning",
                     "Tea towels are in the drawer", "Invoices go out monthly"]:
         created[content] = api_a.post("/api/v1/memories", {"content": content, "category": "factual"}).json()["memory"]["id"]
     with tenant_context(tenant_a.org.id):
-        hits = search.fulltext_search(tenant_a.org.id, "green tea", search.SearchFilters(), 10, small=small)
+        hits = search.fulltext_search(tenant_a.org.id, query, search.SearchFilters(), 10, small=small)
     ids = [str(hit.memory_id) for hit in hits]
     assert ids[0] == created["The user drinks green tea every morning"]
     assert {created["Green apples are in the fridge"], created["Tea towels are in the drawer"]} <= set(ids[1:])
