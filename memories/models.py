@@ -147,7 +147,9 @@ class Memory(TenantModel):
                 F("org"), OpClass("scope", name="varchar_pattern_ops"),
                 condition=Q(deleted_at__isnull=True), name="memories_scope_prefix",
             ),
-            GinIndex(fields=["search_vector"], condition=Q(deleted_at__isnull=True), name="memories_fts"),
+            # No pending list: every search would read it (migration 0008).
+            GinIndex(fields=["search_vector"], condition=Q(deleted_at__isnull=True), name="memories_fts",
+                     fastupdate=False),
             models.Index(
                 fields=["expires_at"], condition=Q(expires_at__isnull=False, deleted_at__isnull=True),
                 name="memories_expiring",

@@ -192,7 +192,8 @@ def load(rows: int, texts: list[str], vectors: np.ndarray) -> dict:
                                 0.8, 0.5, 0.0, "internal", "unverified", "", "{}", "{}", 0, 0.1, False, 1, created,
                                 created))
         started = time.perf_counter()
-        conn.execute("CREATE INDEX memories_fts ON memories USING gin (search_vector) WHERE deleted_at IS NULL")
+        conn.execute("CREATE INDEX memories_fts ON memories USING gin (search_vector) WITH (fastupdate = off) "
+                     "WHERE deleted_at IS NULL")  # as migration 0008 has it
         print(f"full-text index rebuilt in {time.perf_counter() - started:.0f} s")
         conn.execute("VACUUM ANALYZE memories")
     return {name: (str(org), str(agent), count) for name, (org, agent, count) in tenants.items()}
