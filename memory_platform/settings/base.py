@@ -214,8 +214,9 @@ MEMORY_PLATFORM = {
         "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=0),
         "IVFFLAT_MAX_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_MAX_PROBES", default=100),
         # Full text: when too few memories hold all the query's words, rank at most this many
-        # of those holding any of them.
-        "OR_MATCHES_RANKED": env.int("MEMORY_PLATFORM_OR_MATCHES_RANKED", default=500),
+        # of those holding two, then one, of its rarest words (an arbitrary sample of them on a
+        # large tenant: the index returns them in no useful order; docs/adr/0035).
+        "OR_MATCHES_RANKED": env.int("MEMORY_PLATFORM_OR_MATCHES_RANKED", default=200),
         # ...and on a tenant too large to read whole, use only its rarest query words for it.
         "RARE_WORDS": env.int("MEMORY_PLATFORM_RARE_WORDS", default=3),
         # Candidates each signal contributes before fusion.
