@@ -192,6 +192,22 @@ class VectorQuery:
     knobs: dict  # SET LOCAL name -> value
 
 
+HNSW_EF_SEARCH_MAX = 1000  # pgvector's limit
+
+
+def hnsw_ef_search(org_id, k: int) -> int:
+    """The HNSW candidate list for k rows of this tenant: HNSW_EF_SEARCH, longer for a tenant
+    holding a small share of the table. A pass over the index keeps only about that share of
+    the candidates it visits; when that falls short of k, the iterative scan makes another
+    pass, which costs more than a longer first one (at 1M memories, k 50 for a 10% tenant:
+    ef_search 500 took 12.4 / 22.2 ms p50 / p95, 600 took 9.7 / 15.2)."""
+    ef = max(knobs()["HNSW_EF_SEARCH"], k)
+    share = tenant_text(org_id).share
+    if share > 0:
+        ef = max(ef, math.ceil(1.2 * k / share))
+    return min(ef, HNSW_EF_SEARCH_MAX)
+
+
 def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k: int,
                  small: bool | None = None) -> VectorQuery:
     """The statement vector_search runs, and the settings it runs under. small: whether the
@@ -212,7 +228,7 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
         method = kind
         order = "m.embedding <=> %s::vector"
         if kind == "hnsw":
-            settings_for_search = {"hnsw.ef_search": max(knobs()["HNSW_EF_SEARCH"], k),
+            settings_for_search = {"hnsw.ef_search": hnsw_ef_search(org_id, k),
                                    "hnsw.iterative_scan": "relaxed_order",
                                    "hnsw.max_scan_tuples": knobs()["HNSW_MAX_SCAN_TUPLES"]}
         else:
@@ -266,6 +282,7 @@ class TenantText:
     shares: dict  # lexeme -> share of the tenant's memories holding it (>= 2%)
     dominant: bool  # the tenant holds more than DOMINANT_SHARE of the table's rows
     rows: int = 0  # its live (active, not deleted) memories
+    share: float = 0.0  # rows as a share of the table's
 
 
 # At 1M memories, the bitmap of a 10% tenant's rows cost 12 ms of a 25 ms full-text search;
@@ -292,7 +309,7 @@ def tenant_text(org_id) -> TenantText:
                        [str(org_id), COMMON_SAMPLE_ROWS, min(rows, COMMON_SAMPLE_ROWS)])
         sampled = max(min(rows, COMMON_SAMPLE_ROWS), 1)
         text = TenantText(shares={word: ndoc / sampled for word, ndoc in cursor.fetchall()},
-                          dominant=rows > DOMINANT_SHARE * table_rows, rows=rows)
+                          dominant=rows > DOMINANT_SHARE * table_rows, rows=rows, share=min(rows / table_rows, 1.0))
     if len(_common_cache) >= 10_000:  # many tenants: start over rather than grow without bound
         _common_cache.clear()
     _common_cache[str(org_id)] = (now, text)

@@ -35,6 +35,8 @@ STAGES = {
     "event": ("memories.retrieval", "retrieval_event_record"),
     "authentication": ("tenants.authentication.ApiKeyAuthentication", "authenticate"),
     "serialization": ("memories.api.retrieval_views", "search_response"),
+    "validation": ("memories.api.views.AgentAPIView", "validated"),
+    "rendering": ("rest_framework.renderers.JSONRenderer", "render"),
 }
 INSIDE = {"  embedding": ("memories.cache", "query_embedding")}  # part of text+embedding
 

@@ -215,3 +215,23 @@ def test_full_text_search_uses_its_index_under_row_level_security(tenant_a):
     plan = json.loads(plan) if isinstance(plan, str) else plan
     assert "memories_fts" in [n.get("Index Name") for n in plan_nodes(plan[0]["Plan"])]
     assert len(hits) == 1
+
+
+@pytest.mark.django_db
+def test_the_hnsw_candidate_list_grows_for_a_tenant_holding_a_small_share_of_the_table(tenant_a, settings):
+    """One pass over the index keeps only the tenant's share of what it visits: the list is
+    long enough for k of its rows in one pass, within pgvector's limit of 1000."""
+    from django.utils import timezone
+
+    from memories import search
+
+    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
+                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "HNSW_EF_SEARCH": 500}}
+    org = str(tenant_a.org.id)
+    try:
+        for share, k, expected in [(0.5, 50, 500), (0.1, 50, 600), (0.1, 10, 500), (0.02, 50, 1000), (1.0, 800, 960)]:
+            search._common_cache[org] = (timezone.now(), search.TenantText(
+                shares={}, dominant=share > search.DOMINANT_SHARE, rows=int(share * 1000), share=share))
+            assert search.hnsw_ef_search(org, k) == expected, (share, k)
+    finally:
+        search._common_cache.pop(org, None)
