@@ -16,6 +16,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 import psycopg
 from django.conf import settings
@@ -491,6 +492,17 @@ def usage(retrieval_count: int) -> float:
 RANKING_FIELDS = ("id", "importance", "confidence", "created_at", "retrieval_count")
 
 
+class RankingRow(NamedTuple):
+    """What the final ranking reads of a candidate: read as plain rows, since a search ranks
+    up to a hundred candidates and loads whole records only for the few it returns."""
+
+    pk: object
+    importance: float
+    confidence: float
+    created_at: datetime
+    retrieval_count: int
+
+
 @dataclass
 class Result:
     memory: Memory
@@ -508,8 +520,8 @@ class SearchOutcome:
 
 def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> list[Result]:
     """The final score: relevance (fused, scaled to [0, 1]) blended with importance,
-    confidence, recency and usage, weights from settings (RANKING_WEIGHTS). `memories` needs
-    only those fields (see RANKING_FIELDS)."""
+    confidence, recency and usage, weights from settings (RANKING_WEIGHTS). `memories` maps
+    each id to its RankingRow."""
     weights = knobs()["RANKING_WEIGHTS"]
     top = max(fused.values(), default=1.0) or 1.0
     results = []
