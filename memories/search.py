@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import psycopg
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from memories import vector_index
@@ -152,8 +152,11 @@ def ivfflat_probes(options: dict) -> int:
     return configured or max(1, round(math.sqrt(int(options.get("lists", 100)))))
 
 
-def _set_local(cursor, name: str, value) -> None:
-    cursor.execute("SELECT set_config(%s, %s, true)", [name, str(value)])
+def set_local(cursor, settings_to_set: dict) -> None:
+    """SET LOCAL each of these, in one round trip: they last until the transaction ends."""
+    if settings_to_set:
+        cursor.execute("SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings_to_set)),
+                       [part for name, value in settings_to_set.items() for part in (name, str(value))])
 
 
 def _capped_count(cursor, where: str, params: list, cap: int) -> int:
@@ -253,11 +256,11 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
 def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int,
                   small: bool | None = None) -> tuple[list[Hit], str]:
     """The k nearest memories by cosine similarity, and how they were found ("exact" or the
-    index kind). Its settings last until the end of its own (sub)transaction."""
-    with transaction.atomic(), connection.cursor() as cursor:
+    index kind). Its index settings are SET LOCAL: they stay until the transaction ends (a
+    savepoint's release would not end them either), and each search sets its own."""
+    with connection.cursor() as cursor:
         query = vector_query(cursor, org_id, vector, filters, k, small)
-        for name, value in query.knobs.items():
-            _set_local(cursor, name, value)
+        set_local(cursor, query.knobs)
         cursor.execute(query.sql, query.params)
         rows = cursor.fetchall()
     return ranked_hits((memory_id, max(0.0, min(1.0, float(similarity)))) for memory_id, similarity in rows), query.method

@@ -113,8 +113,7 @@ def search_plan(org_id, vector, filters, k):
 
     with tenant_context(org_id), connection.cursor() as cursor:
         query = search.vector_query(cursor, org_id, vector, filters, k)
-        for name, value in query.knobs.items():
-            cursor.execute("SELECT set_config(%s, %s, true)", [name, str(value)])
+        search.set_local(cursor, query.knobs)
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + query.sql, query.params)
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
