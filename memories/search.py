@@ -322,8 +322,8 @@ def tenant_text(org_id) -> TenantText:
 
 def rare_words(org_id, words: list[str]) -> list[str]:
     """The query's RARE_WORDS rarest words in this tenant (an IDF in miniature): on a large
-    tenant, "any of the words" over every word of a long query reads a large part of it,
-    while the rarest words carry nearly all of the ranking anyway."""
+    tenant, a common word of a long query matches a large part of it, while the rarest words
+    carry nearly all of the ranking anyway. Full text's later tiers use only these."""
     shares = tenant_text(org_id).shares
     with connection.cursor() as cursor:
         cursor.execute("SELECT word, tsvector_to_array(to_tsvector('english', word)) FROM unnest(%s::text[]) word",
@@ -346,10 +346,12 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
       3. if the two tiers found fewer than `enough` (default k): memories holding any one of
          those words.
 
-    On a large tenant a single word matches a great many rows, which the GIN index hands over
-    in no useful order; each tier ranks at most OR_MATCHES_RANKED of them, so its cost is
-    bounded, and the third, which reads the most rows for the least evidence, runs only when
-    the caller would otherwise be short of results. A small tenant's rows are all read anyway.
+    On a large tenant a word matches a great many rows, which the GIN index hands over in no
+    useful order: the first tier ranks at most ALL_WORDS_RANKED of them (a one-word query for
+    a common word would otherwise rank a large part of the tenant), the others at most
+    OR_MATCHES_RANKED each, so the cost is bounded; and the third, which reads the most rows
+    for the least evidence, runs only when the caller would otherwise be short of results. A
+    small tenant's rows are all read in one pass, which ignores `enough`.
     """
     words = list(dict.fromkeys(re.findall(r"\w+", text.lower())))
     if not words:
@@ -385,11 +387,15 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
     ranked = knobs()["OR_MATCHES_RANKED"]
     return f"""
         WITH held_all AS (
-            SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q.all_words, 1 | 32) AS score
-            FROM memories m, (SELECT plainto_tsquery('english', %s) AS all_words,
-                                     plainto_tsquery('english', %s) AS rare_words) q
-            WHERE {where} AND m.search_vector @@ q.rare_words AND (m.search_vector || ''::tsvector) @@ q.all_words
-            ORDER BY score DESC, m.created_at DESC, m.id
+            SELECT id, created_at, score FROM (
+                SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q.all_words, 1 | 32) AS score
+                FROM memories m, (SELECT plainto_tsquery('english', %s) AS all_words,
+                                         plainto_tsquery('english', %s) AS rare_words) q
+                WHERE {where} AND m.search_vector @@ q.rare_words
+                  AND (m.search_vector || ''::tsvector) @@ q.all_words
+                LIMIT %s
+            ) matched
+            ORDER BY score DESC, created_at DESC, id
             LIMIT %s
         ), held_two AS (
             SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q.any_word, 1 | 32) AS score
@@ -414,9 +420,9 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
         ) matches
         ORDER BY tier, score DESC, created_at DESC, id
         LIMIT %s
-    """, [" ".join(words), " ".join(rare), *params, k,
+    """, [" ".join(words), " ".join(rare), *params, knobs()["ALL_WORDS_RANKED"], k,
           *pairs, " OR ".join(rare), k, *params, ranked,
-          " OR ".join(rare), min(enough or k, k), *params, ranked,
+          " OR ".join(rare), k if enough is None else min(enough, k), *params, ranked,
           k]
 
 
@@ -492,9 +498,6 @@ def usage(retrieval_count: int) -> float:
     return min(math.log1p(retrieval_count) / math.log1p(100), 1.0)
 
 
-RANKING_FIELDS = ("id", "importance", "confidence", "created_at", "retrieval_count")
-
-
 class RankingRow(NamedTuple):
     """What the final ranking reads of a candidate: read as plain rows, since a search ranks
     up to a hundred candidates and loads whole records only for the few it returns."""
@@ -506,9 +509,12 @@ class RankingRow(NamedTuple):
     retrieval_count: int
 
 
+RANKING_FIELDS = ("id", *RankingRow._fields[1:])  # the columns, in RankingRow's order
+
+
 @dataclass
 class Result:
-    memory: Memory
+    memory: Memory | RankingRow  # the whole record once the search has loaded it
     score: float
     signals: dict
 

@@ -213,6 +213,9 @@ MEMORY_PLATFORM = {
         # 0 means the square root of the index's lists, the usual balance of recall and speed.
         "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=0),
         "IVFFLAT_MAX_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_MAX_PROBES", default=100),
+        # Full text on a large tenant ranks at most this many of the memories holding all the
+        # query's words (a one-word query for a common word matches a large part of it).
+        "ALL_WORDS_RANKED": env.int("MEMORY_PLATFORM_ALL_WORDS_RANKED", default=1000),
         # Full text: when too few memories hold all the query's words, rank at most this many
         # of those holding two, then one, of its rarest words (an arbitrary sample of them on a
         # large tenant: the index returns them in no useful order; docs/adr/0035).

@@ -34,11 +34,12 @@ def test_onnx_runtime_and_sentence_transformers_give_the_same_vectors(reference)
     assert (ours * theirs).sum(axis=1).min() > 0.99999  # long text included: both truncate at 256 tokens
 
 
-def test_a_batch_of_mixed_lengths_keeps_its_order_and_equals_each_text_alone():
-    embedder = embeddings.get_embedder()
+@pytest.mark.parametrize("batch_size", [128, 2], ids=["one batch", "several batches"])
+def test_a_batch_of_mixed_lengths_keeps_its_order_and_equals_each_text_alone(batch_size):
+    embedder = embeddings.OnnxEmbedder(embeddings.onnx_graph(), batch_size=batch_size)
     batch = np.array(embedder.embed(TEXTS))
     alone = np.array([embedder.embed([text])[0] for text in TEXTS])
-    assert (batch * alone).sum(axis=1).min() > 0.99999  # padding changes nothing
+    assert (batch * alone).sum(axis=1).min() > 0.99999  # padding and sorting by length change nothing
     assert embedder.embed([]) == []
 
 
@@ -52,3 +53,17 @@ def test_the_exported_graph_is_reused_not_exported_again():
     graph = embeddings.onnx_graph()
     stamp = graph.stat().st_mtime_ns
     assert embeddings.onnx_graph() == graph and graph.stat().st_mtime_ns == stamp
+
+
+def test_a_graph_file_that_cannot_be_loaded_is_exported_again():
+    graph = embeddings.onnx_graph()
+    good = graph.read_bytes()
+    try:
+        graph.write_bytes(good[: len(good) // 3])  # a copy cut short
+        embedder = embeddings.load_onnx_embedder()
+        assert np.allclose(embedder.embed([TEXTS[0]]), embeddings.get_embedder().embed([TEXTS[0]]), atol=1e-5)
+        assert graph.stat().st_size == len(good)
+        assert not list(graph.parent.glob("*.partial"))  # no export leaves a partial file behind
+    finally:
+        if graph.read_bytes() != good:
+            graph.write_bytes(good)

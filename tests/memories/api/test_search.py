@@ -360,7 +360,7 @@ def test_a_full_text_tie_is_settled_by_meaning_not_by_age(api_a):
 
 
 def test_rare_words_are_the_query_words_fewest_memories_hold(tenant_a, api_a):
-    """A large tenant's "any of the words" query uses only its RARE_WORDS (3) rarest words."""
+    """A large tenant's later full-text tiers use only the query's RARE_WORDS (3) rarest words."""
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Weekly report number {i} for the team"}
                                                  for i in range(12)]})
     api_a.post("/api/v1/memories", {"content": "The zeppelin report is late"})
@@ -412,13 +412,16 @@ def test_full_text_ranks_memories_holding_every_word_first(tenant_a, api_a, smal
     query is never read as an operator: "or" is just a (stop) word."""
     created = {}
     for content in ["Green apples are in the fridge", "The user drinks green tea every morning",
-                    "Tea towels are in the drawer", "Invoices go out monthly"]:
+                    "Tea towels are in the drawer", "Tea, tea and more tea", "Invoices go out monthly"]:
         created[content] = api_a.post("/api/v1/memories", {"content": content, "category": "factual"}).json()["memory"]["id"]
+    search._common_cache.clear()
     with tenant_context(tenant_a.org.id):
         hits = search.fulltext_search(tenant_a.org.id, query, search.SearchFilters(), 10, small=small)
     ids = [str(hit.memory_id) for hit in hits]
+    # "Tea, tea and more tea" matches a single word best; only the green tea memory holds both.
     assert ids[0] == created["The user drinks green tea every morning"]
-    assert {created["Green apples are in the fridge"], created["Tea towels are in the drawer"]} <= set(ids[1:])
+    assert {created["Green apples are in the fridge"], created["Tea towels are in the drawer"],
+            created["Tea, tea and more tea"]} <= set(ids[1:])
     assert created["Invoices go out monthly"] not in ids
     assert hits[0].rank == 1 and all(hit.rank > 1 for hit in hits[1:])
 
@@ -428,14 +431,35 @@ def test_full_text_on_a_large_tenant_ranks_two_rare_words_above_one_and_reads_si
     """The indexed path's tiers: no memory holds every word, so memories holding two of the
     rarest words come next, then (only while fewer than `enough` were found) those holding one."""
     created = {}
-    for content in ["The zeppelin hangar is by the harbour", "A zeppelin flew over the town",
-                    "The harbour is calm tonight", "Invoices go out monthly"]:
+    for content in ["The zeppelin hangar is by the harbour, past the old customs house on the quay",
+                    "Zeppelin, zeppelin, zeppelin", "The harbour is calm tonight", "Invoices go out monthly"]:
         created[content] = api_a.post("/api/v1/memories", {"content": content, "category": "factual"}).json()["memory"]["id"]
     search._common_cache.clear()
     with tenant_context(tenant_a.org.id):
         hits = search.fulltext_search(tenant_a.org.id, "zeppelin harbour storm", search.SearchFilters(), 10)
         short = search.fulltext_search(tenant_a.org.id, "zeppelin harbour storm", search.SearchFilters(), 10, enough=1)
+        none_short = search.fulltext_search(tenant_a.org.id, "zeppelin harbour storm", search.SearchFilters(), 10,
+                                            enough=0)
     ids = [str(hit.memory_id) for hit in hits]
-    assert ids[0] == created["The zeppelin hangar is by the harbour"]
-    assert set(ids[1:]) == {created["A zeppelin flew over the town"], created["The harbour is calm tonight"]}
-    assert [str(hit.memory_id) for hit in short] == [created["The zeppelin hangar is by the harbour"]]
+    two_words = created["The zeppelin hangar is by the harbour, past the old customs house on the quay"]
+    # The tier decides before the score: "Zeppelin, zeppelin, zeppelin" scores higher on one word.
+    assert ids[0] == two_words and hits[0].score < max(hit.score for hit in hits[1:])
+    assert set(ids[1:]) == {created["Zeppelin, zeppelin, zeppelin"], created["The harbour is calm tonight"]}
+    assert [str(hit.memory_id) for hit in short] == [two_words]
+    assert [str(hit.memory_id) for hit in none_short] == [two_words]
+
+
+def test_work_that_fails_while_full_text_runs_leaves_the_connection_usable(tenant_a, api_a):
+    """The statement is in flight (pipeline mode) when work() raises: the error surfaces and
+    the same transaction goes on."""
+    api_a.post("/api/v1/memories", {"content": "The zeppelin hangar opens at dawn", "category": "factual"})
+
+    def failing():
+        raise RuntimeError("the model fell over")
+
+    with tenant_context(tenant_a.org.id):
+        with pytest.raises(RuntimeError, match="fell over"):
+            search.fulltext_search_during(failing, tenant_a.org.id, "zeppelin", search.SearchFilters(), 5)
+        hits, done = search.fulltext_search_during(lambda: "embedded", tenant_a.org.id, "zeppelin",
+                                                   search.SearchFilters(), 5)
+    assert done == "embedded" and len(hits) == 1
