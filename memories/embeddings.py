@@ -167,6 +167,9 @@ def onnx_graph(*, again: bool = False) -> Path:
             os.replace(partial, graph)
         finally:
             partial.unlink(missing_ok=True)
+        for stale in graph.parent.glob(f"{MODEL_NAME}-*.onnx"):  # graphs made by other versions
+            if stale != graph:
+                stale.unlink(missing_ok=True)
     return graph
 
 

@@ -64,6 +64,7 @@ def test_a_graph_file_that_cannot_be_loaded_is_exported_again():
         assert np.allclose(embedder.embed([TEXTS[0]]), embeddings.get_embedder().embed([TEXTS[0]]), atol=1e-5)
         assert graph.stat().st_size == len(good)
         assert not list(graph.parent.glob("*.partial"))  # no export leaves a partial file behind
+        assert list(graph.parent.glob("*.onnx")) == [graph]  # nor the graphs of other versions
     finally:
         if graph.read_bytes() != good:
             graph.write_bytes(good)
