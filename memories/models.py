@@ -59,6 +59,18 @@ class MemoryValidationStatus(models.TextChoices):
     REJECTED = "rejected"
 
 
+class MemoryManager(models.Manager):
+    """Memories with their usage (retrieval_count, last_retrieved_at), read from memory_usage:
+    two correlated lookups on its (org_id, memory_id) key per row a query returns."""
+
+    def get_queryset(self):
+        usage = MemoryUsage.objects.filter(org_id=models.OuterRef("org_id"), memory_id=models.OuterRef("pk"))
+        return super().get_queryset().annotate(
+            retrieval_count=models.functions.Coalesce(models.Subquery(usage.values("retrieval_count")[:1]), 0),
+            last_retrieved_at=models.Subquery(usage.values("last_retrieved_at")[:1]),
+        )
+
+
 class Memory(TenantModel):
     Category = MemoryCategory
     MemoryType = MemoryType
@@ -106,9 +118,13 @@ class Memory(TenantModel):
     provenance = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
 
-    # Usage (drives ranking and decay)
-    retrieval_count = models.PositiveIntegerField(default=0)
-    last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    # Usage (drives ranking and decay). retrieval_count and last_retrieved_at live in
+    # memory_usage (MemoryUsage), not in this row: they change on every retrieval, and each
+    # change of a memory row is a new row version with an entry in each of its indexes (HNSW
+    # and GIN included) and a page that index-only scans must read from the heap again
+    # (docs/adr/0035). The default manager reads them; a memory made here has none yet.
+    retrieval_count = 0
+    last_retrieved_at = None
     last_injected_at = models.DateTimeField(null=True, blank=True)
 
     # Decay (seed 004): confirmed memories are protected and do not decay.
@@ -131,7 +147,10 @@ class Memory(TenantModel):
     created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
     updated_at = models.DateTimeField(auto_now=True, db_default=models.functions.Now())
 
+    objects = MemoryManager()
+
     class Meta:
+        base_manager_name = "objects"  # related lookups (a version's memory...) read the usage too
         db_table = "memories"
         ordering = ["-created_at"]
         verbose_name_plural = "memories"
@@ -344,6 +363,20 @@ class MemoryTag(TenantModel):
                 condition=Q(tag__length__gte=1) & Q(tag__length__lte=64), name="memory_tags_length"
             ),
         ]
+
+
+class MemoryUsage(TenantModel):
+    """How often a memory was retrieved, and when last: counted in Redis after each search and
+    written here in batches (memories/retrieval.py flush_retrievals), one narrow row per
+    retrieved memory, so a retrieval never rewrites the memory's own row."""
+
+    memory = tenant_fk(Memory, related_name="+")
+    retrieval_count = models.PositiveIntegerField(default=0)
+    last_retrieved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "memory_usage"
+        constraints = [models.UniqueConstraint(fields=["org", "memory"], name="memory_usage_unique")]
 
 
 class Artifact(TenantModel):

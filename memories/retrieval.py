@@ -141,12 +141,17 @@ def retrieval_event_record(*, org_id, kind: str, query: str, scope: str, filters
     return event
 
 
+# Into memory_usage, never the memory's own row (memories migration 0009). Only memories of
+# this organisation that still exist are counted: an id from elsewhere changes nothing.
 REINFORCE_SQL = """
-    UPDATE memories m
-    SET retrieval_count = m.retrieval_count + u.n,
-        last_retrieved_at = greatest(coalesce(m.last_retrieved_at, u.at), u.at)
+    INSERT INTO memory_usage AS usage (id, org_id, memory_id, retrieval_count, last_retrieved_at)
+    SELECT gen_random_uuid(), m.org_id, m.id, u.n, u.at
     FROM unnest(%s::uuid[], %s::int[], %s::timestamptz[]) AS u(id, n, at)
-    WHERE m.org_id = %s AND m.id = u.id
+    JOIN memories m ON m.org_id = %s AND m.id = u.id
+    ON CONFLICT (org_id, memory_id) DO UPDATE
+    SET retrieval_count = usage.retrieval_count + excluded.retrieval_count,
+        last_retrieved_at = greatest(coalesce(usage.last_retrieved_at, excluded.last_retrieved_at),
+                                     excluded.last_retrieved_at)
 """
 # Retrievals waiting to be written, per organisation: memory id -> count, and -> latest time.
 RETRIEVAL_COUNTS_KEY = "{org_id}:retrievals:counts"
@@ -281,12 +286,12 @@ def retrieval_event_replay(*, org_id, event_id, agent_id=None, user=None) -> Rep
 
 
 HOT_SCORE_SQL = """
-    SELECT id::text,
+    SELECT m.id::text,
            0.40 * confidence
          + 0.35 / (1 + greatest(extract(epoch FROM now() - created_at) / 3600, 0.01) / 24)
-         + 0.25 * least(retrieval_count / 10.0, 1.0) AS score
-    FROM memories
-    WHERE org_id = %s AND agent_id = %s AND status = 'active' AND deleted_at IS NULL
+         + 0.25 * least(coalesce(usage.retrieval_count, 0) / 10.0, 1.0) AS score
+    FROM memories m LEFT JOIN memory_usage usage ON usage.org_id = m.org_id AND usage.memory_id = m.id
+    WHERE m.org_id = %s AND agent_id = %s AND status = 'active' AND deleted_at IS NULL
       AND (expires_at IS NULL OR expires_at > now())
     ORDER BY score DESC, id
     LIMIT %s

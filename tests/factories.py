@@ -17,6 +17,7 @@ from memories.models import (
     MemoryArtifact,
     MemoryRelationship,
     MemoryTag,
+    MemoryUsage,
     MemoryVersion,
     Provenance,
     RetrievalEvent,
@@ -74,6 +75,7 @@ class Tenant:
     provenance: Provenance
     duplicate_candidate: DuplicateCandidate
     idempotency_record: IdempotencyRecord
+    usage: MemoryUsage
 
     def rows(self) -> dict[type, object]:
         """One row of every tenant table, by model."""
@@ -114,9 +116,10 @@ def populated_tenant(org: Organization) -> Tenant:
         idempotency = IdempotencyRecord.objects.create(
             org=org, agent=agent, key=f"key-{n}", request_fingerprint="f" * 64, response_status=201, response_body={}
         )
+        usage = MemoryUsage.objects.create(org=org, memory=second)
     return Tenant(
         org=org, agent=agent, session=session, api_key=api_key, membership=membership, memory=first,
         other_memory=second, version=version, relationship=relationship, tag=tag, artifact=artifact,
         memory_artifact=link, retrieval_event=event, provenance=provenance, duplicate_candidate=duplicate,
-        idempotency_record=idempotency,
+        idempotency_record=idempotency, usage=usage,
     )

@@ -179,7 +179,7 @@ def load(rows: int, texts: list[str], vectors: np.ndarray) -> dict:
                          "VALUES (%s, %s, 'bench-agent', '', true, now(), now())", [agent_id, org_id])
         columns = ("id, org_id, agent_id, content, content_hash, embedding, embedding_model, embedding_dimensions, "
                    "embedded_at, category, memory_type, source, status, confidence, usefulness_score, importance, "
-                   "sensitivity, validation_status, scope, provenance, metadata, retrieval_count, decay_rate, "
+                   "sensitivity, validation_status, scope, provenance, metadata, decay_rate, "
                    "is_protected, version, created_at, updated_at")
         with conn.cursor() as cursor, cursor.copy(f"COPY memories ({columns}) FROM STDIN") as copy:
             for row in tqdm(range(rows), desc=f"loading {rows:,} memories", mininterval=2):
@@ -189,7 +189,7 @@ def load(rows: int, texts: list[str], vectors: np.ndarray) -> dict:
                 copy.write_row((uuid.uuid4(), org_id, agent_id, content,
                                 hashlib.sha256(f"{row}:{content}".encode()).hexdigest(), vectors[row],
                                 "all-MiniLM-L6-v2", 384, created, "factual", "semantic", "imported", "active",
-                                0.8, 0.5, 0.0, "internal", "unverified", "", "{}", "{}", 0, 0.1, False, 1, created,
+                                0.8, 0.5, 0.0, "internal", "unverified", "", "{}", "{}", 0.1, False, 1, created,
                                 created))
         started = time.perf_counter()
         conn.execute("CREATE INDEX memories_fts ON memories USING gin (search_vector) WITH (fastupdate = off) "

@@ -271,6 +271,9 @@ class MemorySerializer(serializers.ModelSerializer):
     superseded_by = serializers.UUIDField(source="superseded_by_id", allow_null=True)
     merged_into = serializers.UUIDField(source="merged_into_id", allow_null=True)
     embedding_status = serializers.SerializerMethodField()
+    # Kept in memory_usage and read through Memory's manager (memories migration 0009).
+    retrieval_count = serializers.IntegerField(read_only=True)
+    last_retrieved_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
     class Meta:
         model = Memory

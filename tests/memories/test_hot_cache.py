@@ -4,7 +4,7 @@ import pytest
 from django.conf import settings
 
 from memories import cache
-from memories.models import Memory
+from memories.models import Memory, MemoryUsage
 from tenants.context import tenant_context
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,8 @@ def test_scores_follow_seed_001s_formula(tenant_a):
 
 def test_get_hot_returns_the_top_memories_and_rebuilds_an_expired_set(tenant_a, api_a, hot):
     with tenant_context(tenant_a.org.id):
-        Memory.objects.filter(pk=tenant_a.memory.pk).update(confidence=1, retrieval_count=10)
+        Memory.objects.filter(pk=tenant_a.memory.pk).update(confidence=1)
+        MemoryUsage.objects.create(org=tenant_a.org, memory=tenant_a.memory, retrieval_count=10)
     body = api_a.get("/api/v1/hot", {"limit": 2}).json()
     assert [m["id"] for m in body["results"]] == [str(tenant_a.memory.id), str(tenant_a.other_memory.id)]
     assert cache.client().zcard(hot) == 2 and cache.client().ttl(hot) > 0  # rebuilt from PostgreSQL

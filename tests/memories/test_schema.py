@@ -95,8 +95,7 @@ def test_updated_at_is_maintained_by_the_database_on_every_update(tenant_a):
     with tenant_context(tenant_a.org.id):
         before = Memory.objects.get(pk=tenant_a.memory.pk).updated_at
         with connection.cursor() as cursor:  # raw SQL: no Django auto_now involved
-            cursor.execute("UPDATE memories SET retrieval_count = retrieval_count + 1 WHERE id = %s",
-                           [tenant_a.memory.pk])
+            cursor.execute("UPDATE memories SET last_injected_at = now() WHERE id = %s", [tenant_a.memory.pk])
         after = Memory.objects.get(pk=tenant_a.memory.pk).updated_at
     assert after > before
 

@@ -208,6 +208,28 @@ def test_search_counts_retrievals_in_batches(tenant_a, tenant_b, api_a, facts, d
         tea = Memory.objects.get(pk=facts["tea"])
     assert tea.retrieval_count == before[str(tea.pk)] + 3 and tea.last_retrieved_at is not None
     assert flush_retrievals() == 0  # taken, not counted twice
+    body = api_a.get(f"/api/v1/memories/{facts['tea']}").json()
+    assert body["retrieval_count"] == tea.retrieval_count and body["last_retrieved_at"] is not None
+
+
+def test_a_retrieval_leaves_the_memory_row_as_it_was(tenant_a, api_a, facts, django_capture_on_commit_callbacks):
+    """Counts go to memory_usage: the memory's row keeps its version (no new index entries,
+    and index-only scans keep its page; memories migration 0009)."""
+    from django.db import connection
+
+    from memories.retrieval import flush_retrievals
+
+    def row_version():
+        with tenant_context(tenant_a.org.id), connection.cursor() as cursor:
+            cursor.execute("SELECT xmin::text, updated_at FROM memories WHERE id = %s", [facts["tea"]])
+            return cursor.fetchone()
+
+    flush_retrievals()
+    before = row_version()
+    with django_capture_on_commit_callbacks(execute=True):
+        api_a.post("/api/v1/search", {"query": "green tea", "limit": 1})
+    assert flush_retrievals() == 1
+    assert row_version() == before
 
 
 def test_a_forged_retrieval_entry_cannot_touch_another_organisation(tenant_a, tenant_b):
