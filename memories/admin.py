@@ -13,6 +13,7 @@ from memories.models import (
     MemoryArtifact,
     MemoryRelationship,
     MemoryTag,
+    MemoryUsage,
     MemoryVersion,
     Provenance,
     RetrievalEvent,
@@ -40,6 +41,7 @@ class MemoryAdmin(ReadOnlyAdmin):
     search_fields = ["content", "scope", "key"]
     list_select_related = ["org", "agent"]
     exclude = ["embedding"]  # 384 numbers help no one reading the page
+    readonly_fields = ["retrieval_count", "last_retrieved_at"]  # from memory_usage
     date_hierarchy = "created_at"
 
     @admin.display(description="content")
@@ -115,3 +117,11 @@ class IdempotencyRecordAdmin(ReadOnlyAdmin):
     list_filter = ["org"]
     search_fields = ["key"]
     list_select_related = ["org", "agent"]
+
+
+@admin.register(MemoryUsage)
+class MemoryUsageAdmin(ReadOnlyAdmin):
+    list_display = ["memory_id", "retrieval_count", "last_retrieved_at", "org"]
+    list_filter = ["org"]
+    list_select_related = ["org"]
+    ordering = ["-last_retrieved_at"]

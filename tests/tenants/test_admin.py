@@ -53,7 +53,7 @@ def test_a_non_staff_user_reaches_no_admin_page(client, tenant_a):
 
 
 MEMORY_MODELS = ["memory", "memoryversion", "memoryrelationship", "memorytag", "artifact", "memoryartifact",
-                 "retrievalevent", "provenance", "duplicatecandidate", "idempotencyrecord"]
+                 "retrievalevent", "provenance", "duplicatecandidate", "idempotencyrecord", "memoryusage"]
 
 
 @pytest.mark.parametrize("model", MEMORY_MODELS)
@@ -64,7 +64,8 @@ def test_admin_shows_every_memory_table_of_every_organisation_read_only(admin_cl
     row = {"memory": tenant_b.memory, "memoryversion": tenant_b.version, "memoryrelationship": tenant_b.relationship,
            "memorytag": tenant_b.tag, "artifact": tenant_b.artifact, "memoryartifact": tenant_b.memory_artifact,
            "retrievalevent": tenant_b.retrieval_event, "provenance": tenant_b.provenance,
-           "duplicatecandidate": tenant_b.duplicate_candidate, "idempotencyrecord": tenant_b.idempotency_record}[model]
+           "duplicatecandidate": tenant_b.duplicate_candidate, "idempotencyrecord": tenant_b.idempotency_record,
+           "memoryusage": tenant_b.usage}[model]
     with service_account():
         every_row = type(row).objects.count()
     assert listing.context["cl"].result_count == every_row  # both organisations' rows
