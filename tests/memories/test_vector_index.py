@@ -230,9 +230,9 @@ def test_the_hnsw_candidate_list_grows_for_a_tenant_holding_a_small_share_of_the
     try:
         for share, k, expected in [(0.5, 50, 500), (0.1, 50, 600), (0.1, 10, 500), (0.02, 50, 1000), (1.0, 800, 960)]:
             search._common_cache[org] = (timezone.now(), search.TenantText(
-                shares={}, dominant=share > search.DOMINANT_SHARE, rows=int(share * 1000), share=share))
+                shares={}, rows=int(share * 1000), share=share))
             assert search.hnsw_ef_search(org, k) == expected, (share, k)
-        search._common_cache[org] = (timezone.now(), search.TenantText(shares={}, dominant=True, rows=100, share=0.1))
+        search._common_cache[org] = (timezone.now(), search.TenantText(shares={}, rows=100, share=0.1))
         with tenant_context(org), connection.cursor() as cursor:  # the search runs with it
             query = search.vector_query(cursor, org, factories.unit_vector(3), search.SearchFilters(), 50, small=False)
         assert query.method == "hnsw" and query.knobs["hnsw.ef_search"] == 600
