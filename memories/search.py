@@ -227,10 +227,10 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
         method = "exact"
         # "+ 0" keeps the planner from ordering through the approximate index: the rows come
         # from the tenant's b-tree indexes and are sorted by their true distance.
-        order = "(m.embedding <=> %s::vector) + 0"
+        distance = "(m.embedding <=> %s::vector) + 0"
     else:
         method = kind
-        order = "m.embedding <=> %s::vector"
+        distance = "m.embedding <=> %s::vector"
         if kind == "hnsw":
             settings_for_search = {"hnsw.ef_search": hnsw_ef_search(org_id, k),
                                    "hnsw.iterative_scan": "relaxed_order",
@@ -239,18 +239,20 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
             settings_for_search = {"ivfflat.probes": ivfflat_probes(options),
                                    "ivfflat.iterative_scan": "relaxed_order",
                                    "ivfflat.max_probes": knobs()["IVFFLAT_MAX_PROBES"]}
-    # The inner query may return rows slightly out of order (relaxed iterative scan); the
-    # outer one puts them in exact order.
+    # The distance is computed once a row and sorted on by its name: an expression in the
+    # select list beside another in ORDER BY is computed twice for every row an exact search
+    # reads (a third of its time at 10,000 rows). The inner query may return rows slightly out
+    # of order (relaxed iterative scan); the outer one puts them in exact order.
     sql = f"""
-        SELECT id, similarity FROM (
-            SELECT m.id, 1 - (m.embedding <=> %s::vector) AS similarity
+        SELECT id, 1 - distance AS similarity FROM (
+            SELECT m.id, {distance} AS distance
             FROM memories m
             WHERE {where} AND m.embedding IS NOT NULL
-            ORDER BY {order}
+            ORDER BY distance
             LIMIT %s
-        ) nearest ORDER BY similarity DESC, id
+        ) nearest ORDER BY distance, id
     """
-    return VectorQuery(sql, [literal, *params, literal, k], method, settings_for_search)
+    return VectorQuery(sql, [literal, *params, k], method, settings_for_search)
 
 
 def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int,
