@@ -63,6 +63,9 @@ def test_tenant_table_has_forced_row_level_security_and_a_policy(name):
         assert "current_setting('app.current_org_id'::text, true)" in expression
         assert "NULLIF" in expression  # an unset tenant reads as NULL, never as a cast error
         assert "app.service_account" in expression
+        # Each setting in a subquery: read once per statement, not once per row.
+        assert "( SELECT (NULLIF(current_setting('app.current_org_id'::text, true)" in expression
+        assert "( SELECT (current_setting('app.service_account'::text, true)" in expression
     if name == "api_keys":
         # The one other policy: authentication reads the single key whose hash it holds.
         cmd, permissive, qual, with_check = policies.pop("api_keys_lookup_by_hash")
@@ -79,6 +82,23 @@ def test_tenant_table_has_forced_row_level_security_and_a_policy(name):
         assert cmd == "SELECT" and with_check is None
         assert "memberships.user_id" in qual and "app.current_user_id" in qual
     assert policies == {}
+
+
+def plan_nodes(node: dict):
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)
+
+
+def test_a_statement_reads_the_tenant_settings_once_not_for_every_row(tenant_a):
+    """The policy's settings are InitPlans: a scan's per-row filter compares org_id with their
+    value and calls no current_setting() itself."""
+    with tenant_context(tenant_a.org.id):
+        [(plan,)] = raw("EXPLAIN (VERBOSE, FORMAT JSON) SELECT id FROM memories WHERE importance >= 0")
+    nodes = list(plan_nodes(plan[0]["Plan"]))
+    filters = [node["Filter"] for node in nodes if "Filter" in node]
+    assert filters and all("InitPlan" in text and "current_setting" not in text for text in filters)
+    assert {node.get("Subplan Name", "") for node in nodes} >= {"InitPlan 1", "InitPlan 2"}
 
 
 @pytest.mark.django_db
