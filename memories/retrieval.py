@@ -86,9 +86,7 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
                 details.setdefault(hit.memory_id, {})["graph"] = {
                     "rank": hit.rank, "from": str(origin), "relation_type": relation}
         # Rank every candidate on a few columns; load whole records for the winners only.
-        scoring = {row[0]: search.RankingRow(*row) for row in Memory.objects.filter(org_id=org_id, pk__in=list(fused))
-                   .values_list(*search.RANKING_FIELDS)}
-        results = search.rank(scoring, fused, details, timezone.now())[:limit]
+        results = search.rank(search.ranking_rows(org_id, fused), fused, details, timezone.now())[:limit]
         full = _load(org_id, [result.memory.pk for result in results])
         for result in results:
             result.memory = full[result.memory.pk]
