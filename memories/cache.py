@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memories.embeddings import MODEL_NAME, EmbeddingError, get_embedder
+from memory_platform.after_response import after_response
 
 logger = logging.getLogger(__name__)
 
@@ -112,11 +113,15 @@ def _embed_query_cached(text: str) -> tuple[float, ...]:
     if stored is not None:
         return tuple(np.frombuffer(stored, dtype=np.float32).tolist())
     vector = get_embedder().embed([text])[0]
-    try:
-        client().set(key, np.asarray(vector, dtype=np.float32).tobytes(),
-                     ex=settings.MEMORY_PLATFORM["SEARCH"]["QUERY_EMBEDDING_CACHE_SECONDS"])
-    except redis.RedisError:
-        pass
+    stored = np.asarray(vector, dtype=np.float32).tobytes()
+
+    def store():
+        try:
+            client().set(key, stored, ex=settings.MEMORY_PLATFORM["SEARCH"]["QUERY_EMBEDDING_CACHE_SECONDS"])
+        except redis.RedisError:
+            pass
+
+    after_response(store)  # the search needs the vector now, the cache later
     return tuple(vector)
 
 

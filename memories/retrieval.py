@@ -22,6 +22,7 @@ from memories import cache, search
 from memories.errors import NotFound
 from memories.models import Memory, MemoryArtifact, MemoryTag, RetrievalEvent
 from memories.search import Hit, SearchFilters, SearchOutcome
+from memory_platform.after_response import after_response
 from tenants.context import tenant_context
 
 logger = logging.getLogger(__name__)
@@ -170,10 +171,11 @@ def reinforce(*, org_id, counts: dict, last: dict) -> int:
 
 
 def reinforce_after_commit(org_id, memory_ids: list) -> None:
-    """After the response's commit, count one retrieval for each memory: into Redis (a few
-    increments in one round trip), written to PostgreSQL in batches by flush_retrievals. A
-    memory retrieved a hundred times a minute costs one UPDATE a minute, not a hundred; if
-    Redis is down, it is written at once, in one statement."""
+    """Once the response's transaction has committed and the response has gone out, count one
+    retrieval for each memory: into Redis (a few increments in one round trip), written to
+    PostgreSQL in batches by flush_retrievals. A memory retrieved a hundred times a minute
+    costs one UPDATE a minute, not a hundred; if Redis is down, it is written at once, in one
+    statement."""
     if not memory_ids:
         return
     org_id, ids, at = str(org_id), [str(i) for i in memory_ids], timezone.now().isoformat()
@@ -190,7 +192,7 @@ def reinforce_after_commit(org_id, memory_ids: list) -> None:
             logger.warning("retrievals not queued (%s); written at once", type(exc).__name__)
             reinforce(org_id=org_id, counts=dict.fromkeys(ids, 1), last=dict.fromkeys(ids, at))
 
-    transaction.on_commit(record)
+    transaction.on_commit(lambda: after_response(record))
 
 
 def flush_retrievals() -> int:
