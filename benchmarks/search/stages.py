@@ -12,9 +12,12 @@ embedding is computed. Prints a table; records nothing (run.py records the end-t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import gc
 import io
 import json
+import re
 import sys
 import time
 from collections import defaultdict
@@ -31,14 +34,21 @@ STAGES = {
     # The full-text statement runs in the database while the query is embedded in Python.
     "text+embedding": ("memories.search", "fulltext_search_during"),
     "vector": ("memories.search", "vector_search"),
+    "ranking": ("memories.search", "ranking_rows"),
     "load records": ("memories.retrieval", "_load"),
     "event": ("memories.retrieval", "retrieval_event_record"),
     "authentication": ("tenants.authentication.ApiKeyAuthentication", "authenticate"),
     "serialization": ("memories.api.retrieval_views", "search_response"),
     "validation": ("memories.api.views.AgentAPIView", "validated"),
     "rendering": ("rest_framework.renderers.JSONRenderer", "render"),
+    "commit": ("django.db.backends.base.base.BaseDatabaseWrapper", "commit"),
 }
-INSIDE = {"  embedding": ("memories.cache", "query_embedding")}  # part of text+embedding
+INSIDE = {  # parts of the stages above, or spread over several
+    "  embedding": ("memories.cache", "query_embedding"),  # in text+embedding
+    "  rare words": ("memories.search", "rare_words"),  # in text+embedding
+    "  tenant swaps": ("tenants.context", "_swap"),  # in authentication, event and the search
+}
+# Also reported: "gc", the time the garbage collector ran during the request (in any stage).
 
 
 def timed(spent: dict, stage: str, function):
@@ -58,6 +68,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--tenants", default="half,tenth,one_percent,tenth_percent")
+    parser.add_argument("--sql", action="store_true",
+                        help="also list each statement a search sends, with its count and p50 per request")
     args = parser.parse_args()
 
     import importlib
@@ -85,6 +97,27 @@ def main() -> None:
 
     get_embedder(threads=1)  # as a web worker has it (memory_platform/gunicorn_conf.py)
     client = Client()
+    statements: dict = defaultdict(list)  # statement's opening -> ms, for --sql
+
+    def record_statement(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            opening = re.sub(r'"s\d+_x\d+"', '"s…"', " ".join(sql.split()))[:90]  # savepoints: one line
+            statements[opening].append((time.perf_counter() - started) * 1000)
+
+    from django.db import connection
+
+    collecting: list = []
+
+    def garbage_collection(phase, info):
+        if phase == "start":
+            collecting[:] = [time.perf_counter()]
+        elif collecting:
+            spent["gc"] += (time.perf_counter() - collecting.pop()) * 1000
+
+    gc.callbacks.append(garbage_collection)
     for tenant in args.tenants.split(","):
         out = io.StringIO()
         call_command("issue_api_key", f"bench-{tenant}", "bench-agent", stdout=out)
@@ -93,20 +126,26 @@ def main() -> None:
         # The same queries for every tenant, each embedded anew: no cached embedding survives.
         run.forget_query_embeddings()
         cache._embed_query_cached.cache_clear()
+        statements.clear()
         for text in query_texts[: args.queries]:
             spent.clear()
             started = time.perf_counter()
-            response = client.post("/api/v1/search", {"query": text, "limit": run.K},
-                                   content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+            with connection.execute_wrapper(record_statement) if args.sql else contextlib.nullcontext():
+                response = client.post("/api/v1/search", {"query": text, "limit": run.K},
+                                       content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
             total = (time.perf_counter() - started) * 1000
             assert response.status_code == 200, response.content
-            for stage in {**STAGES, **INSIDE}:
+            for stage in [*STAGES, *INSIDE, "gc"]:
                 per_stage[stage].append(spent[stage])
             per_stage["other"].append(total - sum(spent[stage] for stage in STAGES))
             per_stage["total"].append(total)
         print(f"\n{tenant} ({tenants[tenant][2]} rows), {args.queries} queries")
         for stage, values in per_stage.items():
             print(f"  {stage:<14} p50 {percentile(values, 50):6.1f} ms   p95 {percentile(values, 95):6.1f} ms")
+        if args.sql:
+            print(f"  statements per search: {sum(map(len, statements.values())) / args.queries:.1f}")
+            for sql, values in sorted(statements.items(), key=lambda item: -sum(item[1])):
+                print(f"  {len(values) / args.queries:4.1f}x p50 {percentile(values, 50):6.2f} ms  {sql}")
 
 
 if __name__ == "__main__":
