@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -137,14 +138,25 @@ class Hit:
 _kind_cache: dict = {}
 
 
-def _index() -> tuple[str | None, dict]:
-    """The approximate index's kind and options as the database has them (read at most once a
-    minute)."""
+def _refresh_index_cache() -> None:
+    """Read what the database has (at most once a minute): the shared approximate index's kind
+    and options, and the tenants with a valid index of their own."""
     now = timezone.now()
     if not _kind_cache or now - _kind_cache["at"] > timedelta(minutes=1):
         kind, options = vector_index.current_index(using="default")
-        _kind_cache.update(kind=kind, options=options, at=now)
+        own = {org for org, valid in vector_index.tenant_indexes(using="default").items() if valid}
+        _kind_cache.update(kind=kind, options=options, own=own, at=now)
+
+
+def _index() -> tuple[str | None, dict]:
+    _refresh_index_cache()
     return _kind_cache["kind"], _kind_cache["options"]
+
+
+def has_own_index(org_id) -> bool:
+    """Whether the tenant has an HNSW index of its own (memories.vector_index)."""
+    _refresh_index_cache()
+    return uuid.UUID(str(org_id)) in _kind_cache["own"]
 
 
 def ivfflat_probes(options: dict) -> int:
@@ -192,7 +204,7 @@ def is_small(org_id, filters: SearchFilters) -> bool:
 class VectorQuery:
     sql: str
     params: list
-    method: str  # "exact", "hnsw" or "ivfflat"
+    method: str  # "exact", "hnsw", "ivfflat", or "hnsw_tenant" (the tenant's own HNSW index)
     knobs: dict  # SET LOCAL name -> value
 
 
@@ -220,25 +232,28 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
     literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
     exact_limit = knobs()["EXACT_SCAN_ROWS"]
     kind, options = _index() if filters.uses_live_index() else (None, {})
+    own = filters.uses_live_index() and has_own_index(org_id)
     settings_for_search: dict = {}
     if small is None:
         small = _capped_count(cursor, where, params, exact_limit) <= exact_limit
-    if kind is None or small:
+    if small or (kind is None and not own):
         method = "exact"
         # "+ 0" keeps the planner from ordering through the approximate index: the rows come
         # from the tenant's b-tree indexes and are sorted by their true distance.
         distance = "(m.embedding <=> %s::vector) + 0"
     else:
-        method = kind
+        method = "hnsw_tenant" if own else kind
         distance = "m.embedding <=> %s::vector"
-        if kind == "hnsw":
-            settings_for_search = {"hnsw.ef_search": hnsw_ef_search(org_id, k),
-                                   "hnsw.iterative_scan": "relaxed_order",
-                                   "hnsw.max_scan_tuples": knobs()["HNSW_MAX_SCAN_TUPLES"]}
-        else:
+        if kind == "ivfflat":
             settings_for_search = {"ivfflat.probes": ivfflat_probes(options),
                                    "ivfflat.iterative_scan": "relaxed_order",
                                    "ivfflat.max_probes": knobs()["IVFFLAT_MAX_PROBES"]}
+        if own or kind == "hnsw":
+            # The tenant's own index holds its rows only: no share of the candidates is lost.
+            ef = max(knobs()["TENANT_INDEX_EF_SEARCH"], k) if own else hnsw_ef_search(org_id, k)
+            settings_for_search |= {"hnsw.ef_search": min(ef, HNSW_EF_SEARCH_MAX),
+                                    "hnsw.iterative_scan": "relaxed_order",
+                                    "hnsw.max_scan_tuples": knobs()["HNSW_MAX_SCAN_TUPLES"]}
     # The distance is computed once a row and sorted on by its name: an expression in the
     # select list beside another in ORDER BY is computed twice for every row an exact search
     # reads (a third of its time at 10,000 rows). The inner query may return rows slightly out

@@ -145,7 +145,8 @@ def test_the_cron_configuration_registers_the_periodic_jobs():
     importlib.reload(memories.cron)
     registered = {job["func"].__name__: job["interval"] for job in cron._job_data_registry}
     cron._job_data_registry.clear()
-    assert registered == {"embed_pending": 60, "purge_idempotency_records": 3600, "flush_retrievals": 30}
+    assert registered == {"embed_pending": 60, "purge_idempotency_records": 3600, "flush_retrievals": 30,
+                          "sync_tenant_indexes": 3600}
 
 
 class BrokenModel:

@@ -238,3 +238,59 @@ def test_the_hnsw_candidate_list_grows_for_a_tenant_holding_a_small_share_of_the
         assert query.method == "hnsw" and query.knobs["hnsw.ef_search"] == 600
     finally:
         search._common_cache.pop(org, None)
+
+
+# --------------------------------------------------------------------------- tenants' own indexes
+
+
+def tenant_indexes_at(settings, rows: int, most: int = 50) -> None:
+    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, "SEARCH": {
+        **settings.MEMORY_PLATFORM["SEARCH"], "TENANT_INDEX_ROWS": rows, "TENANT_INDEXES_MAX": most}}
+
+
+@committing
+def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(populated, org_b, settings):
+    import io
+
+    from django.core.management import call_command
+
+    from memories import search
+
+    hnsw_searching_with(settings, exact_scan_rows=1000)
+    bulk_memories(populated, factories.services.agent_create(org=populated, name="more"), 200, seed=30)
+    tenant_indexes_at(settings, rows=2000, most=1)  # both tenants are large; A (3,200 rows) is the largest
+    out = io.StringIO()
+    call_command("rebuild_vector_index", "--tenants", stdout=out, stderr=io.StringIO())
+    own = vector_index.tenant_index_name(populated.id)
+    assert f"created {own} (3,200 vectors)" in out.getvalue()
+    assert vector_index.tenant_indexes() == {populated.id: True}
+    analyze()
+    search._kind_cache.clear()
+
+    query = factories.unit_vector(31)
+    method, nodes = search_plan(populated.id, query, search.SearchFilters(), 10)
+    assert method == "hnsw_tenant" and own in [n.get("Index Name") for n in nodes]
+    with tenant_context(populated.id), connection.cursor() as cursor:
+        knobs = search.vector_query(cursor, populated.id, query, search.SearchFilters(), 10).knobs
+    assert knobs["hnsw.ef_search"] == settings.MEMORY_PLATFORM["SEARCH"]["TENANT_INDEX_EF_SEARCH"]
+    with tenant_context(populated.id):
+        hits, _ = search.vector_search(populated.id, query, search.SearchFilters(), 10)
+        exact = list(Memory.objects.filter(org=populated).order_by(
+            CosineDistance("embedding", query)).values_list("pk", flat=True)[:10])
+    assert len({h.memory_id for h in hits} & set(exact)) >= 9
+
+    # Another tenant's search cannot use it (its predicate names A) and goes through the shared one.
+    method, nodes = search_plan(org_b.id, query, search.SearchFilters(), 10)
+    names = [n.get("Index Name") for n in nodes]
+    assert method == "hnsw" and vector_index.INDEX_NAME in names and own not in names
+
+    assert vector_index.sync_tenant_indexes().created == []  # nothing left to do
+    tenant_indexes_at(settings, rows=6000, most=1)  # A is above half of that: it keeps its index
+    assert vector_index.sync_tenant_indexes().dropped == []
+    tenant_indexes_at(settings, rows=7000, most=1)  # ...and below half of this: it goes
+    assert vector_index.sync_tenant_indexes().dropped == [populated.id]
+    assert vector_index.tenant_indexes() == {}
+    search._kind_cache.clear()
+    method, nodes = search_plan(populated.id, query, search.SearchFilters(), 10)
+    assert method == "hnsw" and vector_index.INDEX_NAME in [n.get("Index Name") for n in nodes]
+

@@ -1,19 +1,42 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from tqdm import tqdm
 
 from memories import vector_index
 
 
 class Command(BaseCommand):
-    help = "Rebuild the vector index on memories.embedding as HNSW or IVFFlat (default: the configured kind)."
+    help = ("Rebuild the vector index on memories.embedding as HNSW or IVFFlat (default: the configured kind); "
+            "with --tenants, create and drop the large tenants' own indexes instead.")
 
     def add_arguments(self, parser):
         parser.add_argument("--kind", choices=vector_index.KINDS, help="Index kind; default MEMORY_PLATFORM_VECTOR_INDEX.")
+        parser.add_argument("--tenants", action="store_true",
+                            help="Give each large tenant an HNSW index of its own, drop those no longer needed "
+                                 "(what the worker does every hour).")
 
-    def handle(self, *args, kind=None, **options):
+    def handle(self, *args, kind=None, tenants=False, **options):
+        if tenants:
+            if kind:
+                raise CommandError("--kind and --tenants are separate: tenants' own indexes are always HNSW")
+            return self.sync_tenants()
         try:
             with transaction.atomic(using="owner"):
                 built = vector_index.rebuild(kind)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(self.style.SUCCESS(f"vector index {vector_index.INDEX_NAME} is now {built}"))
+
+    def sync_tenants(self):
+        plan = vector_index.plan_tenant_indexes()
+        with tqdm(total=len(plan.create), desc="tenants' vector indexes", unit="index", file=self.stderr) as bar:
+            def building(org_id, rows):
+                bar.set_postfix_str(f"{org_id} ({rows:,} vectors)")
+
+            changes = vector_index.sync_tenant_indexes(plan=plan, on_create=building, on_created=lambda *_: bar.update())
+        for org_id in changes.created:
+            self.stdout.write(f"created {vector_index.tenant_index_name(org_id)} ({plan.sizes[org_id]:,} vectors)")
+        for org_id in changes.dropped:
+            self.stdout.write(f"dropped {vector_index.tenant_index_name(org_id)}")
+        self.stdout.write(self.style.SUCCESS(
+            f"{len(vector_index.tenant_indexes(using='owner'))} tenant(s) have a vector index of their own"))
