@@ -206,6 +206,8 @@ def build_index(kind: str, rows: int) -> dict:
 
     settings.MEMORY_PLATFORM["IVFFLAT_LISTS"] = max(rows // 1000, 10) if rows <= 1_000_000 else int(rows ** 0.5)
     with owner_connection() as conn:
+        for org_id in vector_index.tenant_indexes(using="owner"):  # the shared index is measured alone
+            conn.execute(f"DROP INDEX IF EXISTS {vector_index.tenant_index_name(org_id)}")
         conn.execute("DROP INDEX IF EXISTS memories_embedding_ann")
         started = time.perf_counter()
         conn.execute(vector_index.create_sql(kind))
@@ -214,6 +216,29 @@ def build_index(kind: str, rows: int) -> dict:
         size = conn.execute("SELECT pg_relation_size('memories_embedding_ann')").fetchone()[0]
     return {"build_seconds": round(seconds, 1), "index_mb": round(size / 2**20, 1),
             **({"lists": settings.MEMORY_PLATFORM["IVFFLAT_LISTS"]} if kind == "ivfflat" else {})}
+
+
+def build_tenant_indexes(tenants: dict) -> dict:
+    """The large tenants' own HNSW indexes, as the worker's hourly job builds them."""
+    from memories import vector_index
+
+    names = {org_id: name for name, (org_id, _, _) in tenants.items()}
+    built = {}
+
+    def started(org_id, rows):
+        built[names.get(str(org_id), str(org_id))] = {"rows": rows, "started": time.perf_counter()}
+
+    def finished(org_id, rows):
+        entry = built[names.get(str(org_id), str(org_id))]
+        entry["build_seconds"] = round(time.perf_counter() - entry.pop("started"), 1)
+        with owner_connection() as conn:
+            size = conn.execute("SELECT pg_relation_size(%s::regclass)", [vector_index.tenant_index_name(org_id)])
+            entry["index_mb"] = round(size.fetchone()[0] / 2**20, 1)
+
+    vector_index.sync_tenant_indexes(on_create=started, on_created=finished)
+    with owner_connection() as conn:
+        conn.execute("ANALYZE memories")
+    return built
 
 
 # --------------------------------------------------------------------------- measurements
@@ -360,6 +385,7 @@ def main() -> None:
 
         if vector_index.current_kind() != "hnsw":
             print("building the HNSW index the API measurement needs", build_index("hnsw", args.rows))
+        print("tenants' own indexes", build_tenant_indexes(tenants) or "in place")
         # Earlier runs' retrievals updated rows, which clears their pages' all-visible bits and
         # makes exact searches fetch heap rows: start from the state a full run measures in.
         with owner_connection(superuser=True) as conn:
@@ -397,6 +423,19 @@ def main() -> None:
     if "hnsw" in kinds:
         if kinds[-1] != "hnsw":
             build_index("hnsw", args.rows)
+        # The default configuration: the shared HNSW index, and the large tenants' own.
+        own = {"build": build_tenant_indexes(tenants)}
+        print("tenants' own indexes", own["build"])
+        own["tenants"] = measure(tenants, queries, exact)
+        defaults = dict(search_knobs)
+        own["variants"] = {}
+        for ef in (50, 200):
+            search_knobs["TENANT_INDEX_EF_SEARCH"] = ef
+            print(f"tenants' own indexes, ef_search={ef}")
+            own["variants"][f"ef_search={ef}"] = measure(tenants, queries, exact)
+        search_knobs.clear()
+        search_knobs.update(defaults)
+        results["indexes"]["hnsw"]["tenant_indexes"] = own
         results["api_search_hnsw"] = api_latency(tenants, query_texts[: args.api_queries])
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
