@@ -113,11 +113,11 @@ def _embed_query_cached(text: str) -> tuple[float, ...]:
     if stored is not None:
         return tuple(np.frombuffer(stored, dtype=np.float32).tolist())
     vector = get_embedder().embed([text])[0]
-    stored = np.asarray(vector, dtype=np.float32).tobytes()
+    packed = np.asarray(vector, dtype=np.float32).tobytes()
 
     def store():
         try:
-            client().set(key, stored, ex=settings.MEMORY_PLATFORM["SEARCH"]["QUERY_EMBEDDING_CACHE_SECONDS"])
+            client().set(key, packed, ex=settings.MEMORY_PLATFORM["SEARCH"]["QUERY_EMBEDDING_CACHE_SECONDS"])
         except redis.RedisError:
             pass
 

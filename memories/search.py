@@ -256,7 +256,7 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
                                     "hnsw.max_scan_tuples": knobs()["HNSW_MAX_SCAN_TUPLES"]}
     # The distance is computed once a row and sorted on by its name: an expression in the
     # select list beside another in ORDER BY is computed twice for every row an exact search
-    # reads (a third of its time at 10,000 rows). The inner query may return rows slightly out
+    # reads (a quarter of its time at 10,000 rows). The inner query may return rows slightly out
     # of order (relaxed iterative scan); the outer one puts them in exact order.
     sql = f"""
         SELECT id, 1 - distance AS similarity FROM (

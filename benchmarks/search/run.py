@@ -429,7 +429,7 @@ def main() -> None:
         own["tenants"] = measure(tenants, queries, exact)
         defaults = dict(search_knobs)
         own["variants"] = {}
-        for ef in (50, 200):
+        for ef in (50, 100):
             search_knobs["TENANT_INDEX_EF_SEARCH"] = ef
             print(f"tenants' own indexes, ef_search={ef}")
             own["variants"][f"ef_search={ef}"] = measure(tenants, queries, exact)

@@ -214,7 +214,7 @@ MEMORY_PLATFORM = {
         # searched with TENANT_INDEX_EF_SEARCH: no other tenant's rows are in it to skip.
         "TENANT_INDEX_ROWS": env.int("MEMORY_PLATFORM_TENANT_INDEX_ROWS", default=50000),
         "TENANT_INDEXES_MAX": env.int("MEMORY_PLATFORM_TENANT_INDEXES_MAX", default=50),
-        "TENANT_INDEX_EF_SEARCH": env.int("MEMORY_PLATFORM_TENANT_INDEX_EF_SEARCH", default=100),
+        "TENANT_INDEX_EF_SEARCH": env.int("MEMORY_PLATFORM_TENANT_INDEX_EF_SEARCH", default=200),
         "HNSW_MAX_SCAN_TUPLES": env.int("MEMORY_PLATFORM_HNSW_MAX_SCAN_TUPLES", default=20000),
         # 0 means the square root of the index's lists, the usual balance of recall and speed.
         "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=0),
