@@ -248,8 +248,21 @@ def tenant_indexes_at(settings, rows: int, most: int = 50) -> None:
         **settings.MEMORY_PLATFORM["SEARCH"], "TENANT_INDEX_ROWS": rows, "TENANT_INDEXES_MAX": most}}
 
 
+@pytest.fixture
+def no_tenant_index_left():
+    """Indexes outlive the rows a committing test truncates: none may reach the next test."""
+    from memories import search
+
+    yield
+    with connections["owner"].cursor() as cursor:
+        for org_id in vector_index.tenant_indexes(using="owner"):
+            cursor.execute(f"DROP INDEX IF EXISTS {vector_index.tenant_index_name(org_id)}")
+    search._kind_cache.clear()
+
+
 @committing
-def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(populated, org_b, settings):
+def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(populated, org_b, settings,
+                                                                           no_tenant_index_left):
     import io
 
     from django.core.management import call_command
@@ -294,3 +307,23 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
     method, nodes = search_plan(populated.id, query, search.SearchFilters(), 10)
     assert method == "hnsw" and vector_index.INDEX_NAME in [n.get("Index Name") for n in nodes]
 
+
+
+@committing
+def test_an_index_a_failed_build_left_invalid_is_built_again(populated, settings, no_tenant_index_left):
+    """A concurrent build that stops half-way (cancelled, timed out, the server restarted)
+    leaves an invalid index, which the planner never uses: the next sync replaces it."""
+    from django.db import DatabaseError
+
+    tenant_indexes_at(settings, rows=2000)
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("SET statement_timeout = '100ms'")
+        try:
+            with pytest.raises(DatabaseError, match="statement timeout"):
+                cursor.execute(vector_index.tenant_index_sql(populated.id))
+        finally:
+            cursor.execute("RESET statement_timeout")
+    assert vector_index.tenant_indexes() == {populated.id: False}
+    changes = vector_index.sync_tenant_indexes()
+    assert changes.dropped == [populated.id] and populated.id in changes.created
+    assert vector_index.tenant_indexes()[populated.id] is True
