@@ -70,6 +70,11 @@ class MemoryManager(models.Manager):
             last_retrieved_at=models.Subquery(usage.values("last_retrieved_at")[:1]),
         )
 
+    def without_usage(self):
+        """Memories without the two lookups, for a caller that has the usage already and sets
+        it on them (a search reads it for its ranking); unset, they read 0 and None."""
+        return super().get_queryset()
+
 
 class Memory(TenantModel):
     Category = MemoryCategory

@@ -27,11 +27,19 @@ from tenants.context import tenant_context
 
 logger = logging.getLogger(__name__)
 
-def _load(org_id, ids) -> dict:
-    """Full records (without the vector and the tsvector, which nobody reads back)."""
-    memories = (Memory.objects.filter(org_id=org_id, pk__in=list(ids)).defer("embedding", "search_vector")
+def _load(org_id, ids, usage: dict | None = None) -> dict:
+    """Full records (without the vector and the tsvector, which nobody reads back). usage:
+    each memory's RankingRow, when the caller has read them already (then the records are read
+    without looking their usage up again: 1 ms of a 3.5 ms load at 1M memories)."""
+    memories = Memory.objects.without_usage() if usage is not None else Memory.objects
+    memories = (memories.filter(org_id=org_id, pk__in=list(ids)).defer("embedding", "search_vector")
                 .prefetch_related(Prefetch("tags", queryset=MemoryTag.objects.order_by("tag"))))
-    return {memory.pk: memory for memory in memories}
+    loaded = {memory.pk: memory for memory in memories}
+    if usage is not None:
+        for memory_id, memory in loaded.items():
+            memory.retrieval_count = usage[memory_id].retrieval_count
+            memory.last_retrieved_at = usage[memory_id].last_retrieved_at
+    return loaded
 
 
 def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10, mode: str = "hybrid",
@@ -87,8 +95,9 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
                 details.setdefault(hit.memory_id, {})["graph"] = {
                     "rank": hit.rank, "from": str(origin), "relation_type": relation}
         # Rank every candidate on a few columns; load whole records for the winners only.
-        results = search.rank(search.ranking_rows(org_id, fused), fused, details, timezone.now())[:limit]
-        full = _load(org_id, [result.memory.pk for result in results])
+        scoring = search.ranking_rows(org_id, fused)
+        results = search.rank(scoring, fused, details, timezone.now())[:limit]
+        full = _load(org_id, [result.memory.pk for result in results], usage=scoring)
         for result in results:
             result.memory = full[result.memory.pk]
     return SearchOutcome(results=results, degraded=degraded, vector_method=method, filled_from_fulltext=filled)

@@ -528,6 +528,7 @@ class RankingRow(NamedTuple):
     confidence: float
     created_at: datetime
     retrieval_count: int
+    last_retrieved_at: datetime | None
 
 
 # One statement, the usage count joined in: through the ORM (an IN list of ~100 parameters,
@@ -535,7 +536,7 @@ class RankingRow(NamedTuple):
 # candidates at 1M memories, as SQL 2.2. The ids come as an array joined row by row: against
 # `id = ANY(array)` the planner weighs every element, which took it 1 ms of the 2.
 RANKING_SQL = """
-    SELECT m.id, m.importance, m.confidence, m.created_at, coalesce(u.retrieval_count, 0)
+    SELECT m.id, m.importance, m.confidence, m.created_at, coalesce(u.retrieval_count, 0), u.last_retrieved_at
     FROM unnest(%s::uuid[]) AS candidate(id)
     JOIN memories m ON m.org_id = %s AND m.id = candidate.id
     LEFT JOIN memory_usage u ON u.org_id = m.org_id AND u.memory_id = m.id

@@ -210,6 +210,11 @@ def test_search_counts_retrievals_in_batches(tenant_a, tenant_b, api_a, facts, d
     assert flush_retrievals() == 0  # taken, not counted twice
     body = api_a.get(f"/api/v1/memories/{facts['tea']}").json()
     assert body["retrieval_count"] == tea.retrieval_count and body["last_retrieved_at"] is not None
+    # A search's records carry the same usage (read once, with its ranking).
+    [found] = api_a.post("/api/v1/search", {"query": "green tea", "limit": 1}).json()["results"]
+    assert found["memory"]["id"] == str(tea.pk)
+    assert (found["memory"]["retrieval_count"], found["memory"]["last_retrieved_at"]) == (
+        body["retrieval_count"], body["last_retrieved_at"])
 
 
 def test_a_retrieval_leaves_the_memory_row_as_it_was(tenant_a, api_a, facts, django_capture_on_commit_callbacks):
