@@ -275,7 +275,7 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
     out = io.StringIO()
     call_command("rebuild_vector_index", "--tenants", stdout=out, stderr=io.StringIO())
     own = vector_index.tenant_index_name(populated.id)
-    assert f"created {own} (3,200 vectors)" in out.getvalue()
+    assert f"created {own} (3,200 memories)" in out.getvalue()
     assert vector_index.tenant_indexes() == {populated.id: True}
     analyze()
     search._kind_cache.clear()
@@ -327,3 +327,18 @@ def test_an_index_a_failed_build_left_invalid_is_built_again(populated, settings
     changes = vector_index.sync_tenant_indexes()
     assert changes.dropped == [populated.id] and populated.id in changes.created
     assert vector_index.tenant_indexes()[populated.id] is True
+
+
+@committing
+def test_a_sync_while_another_runs_leaves_the_indexes_to_it(populated, settings, no_tenant_index_left):
+    """The hourly job and the command may meet: an index the other is building reads as
+    invalid until it is done, so the second sync must not act on what it sees."""
+    tenant_indexes_at(settings, rows=2000)
+    with connection.cursor() as other_session:
+        other_session.execute("SELECT pg_advisory_lock(%s)", [vector_index.SYNC_LOCK])
+        try:
+            assert vector_index.sync_tenant_indexes() == vector_index.TenantIndexChanges()
+            assert vector_index.tenant_indexes() == {}
+        finally:
+            other_session.execute("SELECT pg_advisory_unlock(%s)", [vector_index.SYNC_LOCK])
+    assert populated.id in vector_index.sync_tenant_indexes().created

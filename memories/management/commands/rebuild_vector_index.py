@@ -28,14 +28,20 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"vector index {vector_index.INDEX_NAME} is now {built}"))
 
     def sync_tenants(self):
-        plan = vector_index.plan_tenant_indexes()
-        with tqdm(total=len(plan.create), desc="tenants' vector indexes", unit="index", file=self.stderr) as bar:
-            def building(org_id, rows):
-                bar.set_postfix_str(f"{org_id} ({rows:,} vectors)")
+        sizes: dict = {}
+        with tqdm(total=0, desc="tenants' vector indexes", unit="index", file=self.stderr) as bar:
+            def planned(plan):
+                sizes.update(plan.sizes)
+                bar.total = len(plan.create)
+                bar.refresh()
 
-            changes = vector_index.sync_tenant_indexes(plan=plan, on_create=building, on_created=lambda *_: bar.update())
+            def building(org_id, rows):
+                bar.set_postfix_str(f"{org_id} ({rows:,} memories)")
+
+            changes = vector_index.sync_tenant_indexes(on_plan=planned, on_create=building,
+                                                       on_created=lambda *_: bar.update())
         for org_id in changes.created:
-            self.stdout.write(f"created {vector_index.tenant_index_name(org_id)} ({plan.sizes[org_id]:,} vectors)")
+            self.stdout.write(f"created {vector_index.tenant_index_name(org_id)} ({sizes[org_id]:,} memories)")
         for org_id in changes.dropped:
             self.stdout.write(f"dropped {vector_index.tenant_index_name(org_id)}")
         self.stdout.write(self.style.SUCCESS(
