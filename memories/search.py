@@ -234,7 +234,9 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
     kind, options = _index() if filters.uses_live_index() else (None, {})
     own = filters.uses_live_index() and has_own_index(org_id)
     settings_for_search: dict = {}
-    if small is None:
+    if own and not filters.narrows():
+        small = False  # its own index holds exactly the rows searched: faster than any exact scan
+    elif small is None:
         small = _capped_count(cursor, where, params, exact_limit) <= exact_limit
     if small or (kind is None and not own):
         method = "exact"

@@ -209,10 +209,12 @@ MEMORY_PLATFORM = {
         # GIN index (whose bitmap of a common word spans every tenant's rows).
         "TEXT_SCAN_ROWS": env.int("MEMORY_PLATFORM_TEXT_SCAN_ROWS", default=2500),
         "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=500),
-        # A tenant holding at least this many live vectors gets an HNSW index of its own (the
+        # A tenant holding at least this many live memories gets an HNSW index of its own (the
         # TENANT_INDEXES_MAX largest such tenants; memories.vector_index.sync_tenant_indexes),
-        # searched with TENANT_INDEX_EF_SEARCH: no other tenant's rows are in it to skip.
-        "TENANT_INDEX_ROWS": env.int("MEMORY_PLATFORM_TENANT_INDEX_ROWS", default=50000),
+        # searched with TENANT_INDEX_EF_SEARCH: no other tenant's rows are in it to skip. An
+        # unfiltered search of such a tenant takes it even below EXACT_SCAN_ROWS (at 10,000
+        # rows: 2.7 ms and recall 0.998, against 8.8 ms for the exact scan).
+        "TENANT_INDEX_ROWS": env.int("MEMORY_PLATFORM_TENANT_INDEX_ROWS", default=5000),
         "TENANT_INDEXES_MAX": env.int("MEMORY_PLATFORM_TENANT_INDEXES_MAX", default=50),
         "TENANT_INDEX_EF_SEARCH": env.int("MEMORY_PLATFORM_TENANT_INDEX_EF_SEARCH", default=200),
         "HNSW_MAX_SCAN_TUPLES": env.int("MEMORY_PLATFORM_HNSW_MAX_SCAN_TUPLES", default=20000),

@@ -292,6 +292,13 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
             CosineDistance("embedding", query)).values_list("pk", flat=True)[:10])
     assert len({h.memory_id for h in hits} & set(exact)) >= 9
 
+    # Even where an exact scan would be chosen (a tenant this size below EXACT_SCAN_ROWS), an
+    # unfiltered search takes its own index; a filter leaving few rows still goes exact.
+    settings.MEMORY_PLATFORM["SEARCH"]["EXACT_SCAN_ROWS"] = 10_000
+    assert search_plan(populated.id, query, search.SearchFilters(), 10)[0] == "hnsw_tenant"
+    assert search_plan(populated.id, query, search.SearchFilters(categories=["preference"]), 10)[0] == "exact"
+    settings.MEMORY_PLATFORM["SEARCH"]["EXACT_SCAN_ROWS"] = 1000
+
     # Another tenant's search cannot use it (its predicate names A) and goes through the shared one.
     method, nodes = search_plan(org_b.id, query, search.SearchFilters(), 10)
     names = [n.get("Index Name") for n in nodes]
