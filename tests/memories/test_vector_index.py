@@ -299,6 +299,16 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
     assert search_plan(populated.id, query, search.SearchFilters(categories=["preference"]), 10)[0] == "exact"
     settings.MEMORY_PLATFORM["SEARCH"]["EXACT_SCAN_ROWS"] = 1000
 
+    # Asked for one of B's own vectors, A's search through its index still finds only A's rows.
+    with tenant_context(org_b.id):
+        b_vector = list(Memory.objects.filter(org=org_b).values_list("embedding", flat=True)[:1])[0]
+        b_rows = set(Memory.objects.filter(org=org_b).values_list("pk", flat=True))
+    with tenant_context(populated.id):
+        hits, method = search.vector_search(populated.id, list(b_vector), search.SearchFilters(), 10)
+        a_rows = set(Memory.objects.filter(org=populated).values_list("pk", flat=True))
+    assert method == "hnsw_tenant" and len(hits) == 10
+    assert {h.memory_id for h in hits} <= a_rows and not {h.memory_id for h in hits} & b_rows
+
     # Another tenant's search cannot use it (its predicate names A) and goes through the shared one.
     method, nodes = search_plan(org_b.id, query, search.SearchFilters(), 10)
     names = [n.get("Index Name") for n in nodes]
