@@ -8,6 +8,7 @@ is down): the read path itself adds no write per row.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from dataclasses import asdict, dataclass
@@ -42,15 +43,23 @@ def _load(org_id, ids, usage: dict | None = None) -> dict:
     return loaded
 
 
+def as_tenant(org_id, tenant_active: bool):
+    """Run as org_id: through tenant_context, or as the caller's transaction already does
+    (tenant_active: an API view, whose authentication set the organisation). Setting it
+    again costs four statements; a caller that claims it wrongly finds nothing and can write
+    nothing, since every statement filters on org_id and row-level security on the tenant."""
+    return contextlib.nullcontext() if tenant_active else tenant_context(org_id)
+
+
 def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10, mode: str = "hybrid",
-                  expand: bool = False, threshold: float | None = None) -> SearchOutcome:
+                  expand: bool = False, threshold: float | None = None, tenant_active: bool = False) -> SearchOutcome:
     """Rank memories for a query. threshold (cosine similarity) keeps only vector matches at
-    or above it (seed 003's store search)."""
+    or above it (seed 003's store search). tenant_active: see as_tenant."""
     knobs = search.knobs()
     candidates = max(limit, knobs["CANDIDATES"])
     signals: dict[str, list[Hit]] = {}
     method, vector, text_hits = None, None, None
-    with tenant_context(org_id):
+    with as_tenant(org_id, tenant_active):
         rows = search.candidate_count(org_id, filters)
         exact = rows <= knobs["EXACT_SCAN_ROWS"]
         small = rows <= knobs["TEXT_SCAN_ROWS"]  # full text: match row by row
@@ -131,10 +140,11 @@ def filters_from_json(data: dict) -> SearchFilters:
 
 def retrieval_event_record(*, org_id, kind: str, query: str, scope: str, filters: SearchFilters, request: dict,
                            outcome: SearchOutcome, agent_id=None, user=None, replay_of=None,
-                           artifact_ids: list | None = None) -> RetrievalEvent:
-    """artifact_ids: those the returned memories refer to, if the caller has them already."""
+                           artifact_ids: list | None = None, tenant_active: bool = False) -> RetrievalEvent:
+    """artifact_ids: those the returned memories refer to, if the caller has them already.
+    tenant_active: see as_tenant."""
     ids = [result.memory.pk for result in outcome.results]
-    with tenant_context(org_id):
+    with as_tenant(org_id, tenant_active):
         event = RetrievalEvent.objects.create(
             org_id=org_id, kind=kind, agent_id=agent_id, user=user, query=query, scope=scope,
             filters={"filters": filters_as_json(filters), "request": request},

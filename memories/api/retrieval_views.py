@@ -49,13 +49,14 @@ class SearchView(AgentAPIView):
         body = self.validated(s.SearchRequestSerializer, request.data)
         filters = s.SearchFiltersSerializer.to_filters(body.get("filters", {}))
         outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters, limit=body["limit"],
-                                          mode=body["mode"], expand=body["expand"], threshold=body.get("threshold"))
+                                          mode=body["mode"], expand=body["expand"], threshold=body.get("threshold"),
+                                          tenant_active=True)
         request_record = {k: body[k] for k in ("limit", "mode", "expand")} | (
             {"threshold": body["threshold"]} if "threshold" in body else {})
         event = retrieval.retrieval_event_record(
             org_id=self.org_id, kind=RetrievalEvent.Kind.SEARCH, query=body["query"],
             scope=filters.namespace or "", filters=filters, request=request_record, outcome=outcome,
-            agent_id=self.agent_id)
+            agent_id=self.agent_id, tenant_active=True)
         return Response(search_response(outcome, event))
 
 
@@ -77,7 +78,7 @@ class RetrieveView(AgentAPIView):
         filters = SearchFilters(namespace=body["scope"], sensitivity=body["allowed_sensitivity"],
                                 require_verified=body["require_verified"])
         outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
-                                          limit=body["limit"])
+                                          limit=body["limit"], tenant_active=True)
         links: dict = {}
         for link in MemoryArtifact.objects.filter(org_id=self.org_id,
                                                   memory_id__in=[r.memory.pk for r in outcome.results]
@@ -87,7 +88,8 @@ class RetrieveView(AgentAPIView):
             org_id=self.org_id, kind=RetrievalEvent.Kind.RETRIEVE, query=body["query"], scope=body["scope"],
             filters=filters, request={"limit": body["limit"], "mode": "hybrid", "expand": False}, outcome=outcome,
             agent_id=self.agent_id,
-            artifact_ids=sorted({link.artifact_id for group in links.values() for link in group}, key=str))
+            artifact_ids=sorted({link.artifact_id for group in links.values() for link in group}, key=str),
+            tenant_active=True)
         candidates = s.RetrievedMemorySerializer(outcome.results, many=True, context={"artifacts": links}).data
         return Response({"candidates": candidates, "retrieval_event_id": str(event.pk)})
 
@@ -110,12 +112,12 @@ class StoreSearchView(AgentAPIView):
         threshold = body.get("threshold", settings.MEMORY_PLATFORM["SEARCH"]["STORE_SIMILARITY_THRESHOLD"])
         filters = SearchFilters(namespace=body["namespace"])
         outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
-                                          limit=body["limit"], mode="vector", threshold=threshold)
+                                          limit=body["limit"], mode="vector", threshold=threshold, tenant_active=True)
         event = retrieval.retrieval_event_record(
             org_id=self.org_id, kind=RetrievalEvent.Kind.NAMESPACE_SEARCH, query=body["query"],
             scope=body["namespace"], filters=filters,
             request={"limit": body["limit"], "mode": "vector", "expand": False, "threshold": threshold},
-            outcome=outcome, agent_id=self.agent_id)
+            outcome=outcome, agent_id=self.agent_id, tenant_active=True)
         similarity = {r.memory.pk: r.signals["vector"]["similarity"] for r in outcome.results}
         results = sorted((r.memory for r in outcome.results), key=lambda m: -similarity[m.pk])
         return Response({"results": s.StoreSearchResultSerializer(results, many=True,

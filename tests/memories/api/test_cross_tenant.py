@@ -109,3 +109,31 @@ def test_b_s_searches_events_and_hot_set_hold_nothing_of_a(tenant_a, tenant_b, a
     stored = api_b.post("/api/v1/store/search", {"namespace": ["memories"], "query": tenant_a.memory.content,
                                                  "threshold": 0}).json()["results"]
     assert not a_ids & {r["id"] for r in stored}
+
+
+def test_a_search_that_claims_a_tenant_its_transaction_does_not_run_as_finds_and_writes_nothing(tenant_a, tenant_b):
+    """API views tell the search their authentication set the tenant (tenant_active), which
+    saves setting it again. Claimed wrongly, with no tenant or with another one, the search
+    fails closed: it finds nothing, and its retrieval event cannot be written."""
+    from django.db import DatabaseError, transaction
+
+    from memories import retrieval
+    from memories.models import RetrievalEvent
+    from memories.search import SearchFilters
+
+    def search_a():
+        return retrieval.memory_search(org_id=tenant_a.org.id, query=tenant_a.memory.content,
+                                       filters=SearchFilters(), mode="fulltext", tenant_active=True)
+
+    with tenant_context(tenant_a.org.id):  # what a view of A's has: A's memory is found
+        assert tenant_a.memory.id in {r.memory.pk for r in search_a().results}
+    for active in (None, tenant_b.org.id):
+        with tenant_context(active) if active else transaction.atomic():
+            outcome = search_a()
+            assert outcome.results == []
+            with pytest.raises(DatabaseError), transaction.atomic():
+                retrieval.retrieval_event_record(
+                    org_id=tenant_a.org.id, kind=RetrievalEvent.Kind.SEARCH, query="q", scope="",
+                    filters=SearchFilters(), request={}, outcome=outcome, tenant_active=True)
+    with tenant_context(tenant_a.org.id):
+        assert not RetrievalEvent.objects.filter(org_id=tenant_a.org.id, query="q").exists()
