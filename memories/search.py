@@ -252,8 +252,9 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
                                    "ivfflat.max_probes": knobs()["IVFFLAT_MAX_PROBES"]}
         if own or kind == "hnsw":
             # The tenant's own index holds its rows only: no share of the candidates is lost.
-            ef = max(knobs()["TENANT_INDEX_EF_SEARCH"], k) if own else hnsw_ef_search(org_id, k)
-            settings_for_search |= {"hnsw.ef_search": min(ef, HNSW_EF_SEARCH_MAX),
+            ef = (min(max(knobs()["TENANT_INDEX_EF_SEARCH"], k), HNSW_EF_SEARCH_MAX) if own
+                  else hnsw_ef_search(org_id, k))
+            settings_for_search |= {"hnsw.ef_search": ef,
                                     "hnsw.iterative_scan": "relaxed_order",
                                     "hnsw.max_scan_tuples": knobs()["HNSW_MAX_SCAN_TUPLES"]}
     # The distance is computed once a row and sorted on by its name: an expression in the

@@ -35,12 +35,16 @@ def configured_kind() -> str:
     return kind
 
 
-def create_sql(kind: str, *, concurrently: bool = False) -> str:
+def hnsw_options() -> str:
     knobs = settings.MEMORY_PLATFORM
+    return f"m = {int(knobs['HNSW_M'])}, ef_construction = {int(knobs['HNSW_EF_CONSTRUCTION'])}"
+
+
+def create_sql(kind: str, *, concurrently: bool = False) -> str:
     if kind == "hnsw":
-        options = f"m = {int(knobs['HNSW_M'])}, ef_construction = {int(knobs['HNSW_EF_CONSTRUCTION'])}"
+        options = hnsw_options()
     elif kind == "ivfflat":
-        options = f"lists = {int(knobs['IVFFLAT_LISTS'])}"
+        options = f"lists = {int(settings.MEMORY_PLATFORM['IVFFLAT_LISTS'])}"
     else:
         raise ValueError(f"unknown vector index kind {kind!r}; expected one of {', '.join(KINDS)}")
     return (
@@ -103,12 +107,9 @@ def tenant_index_sql(org_id, *, concurrently: bool = True) -> str:
     """CREATE INDEX for one tenant's live vectors (the org id is a parsed UUID, so inlining it
     is safe; the planner needs it as a literal to match the predicate)."""
     org = uuid.UUID(str(org_id))
-    knobs = settings.MEMORY_PLATFORM
     return (
         f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {tenant_index_name(org)} ON memories "
-        f"USING hnsw (embedding vector_cosine_ops) "
-        f"WITH (m = {int(knobs['HNSW_M'])}, ef_construction = {int(knobs['HNSW_EF_CONSTRUCTION'])}) "
-        f"WHERE org_id = '{org}' AND {LIVE_PREDICATE}"
+        f"USING hnsw (embedding vector_cosine_ops) WITH ({hnsw_options()}) WHERE org_id = '{org}' AND {LIVE_PREDICATE}"
     )
 
 

@@ -403,23 +403,29 @@ def main() -> None:
     from django.conf import settings
 
     search_knobs = settings.MEMORY_PLATFORM["SEARCH"]
+
+    def measure_variants(title: str, variants: dict) -> dict:
+        """The measurement again with each label's search settings, the defaults restored after."""
+        defaults, measured = dict(search_knobs), {}
+        for label, change in variants.items():
+            search_knobs.update(change)
+            print(title, label)
+            measured[label] = measure(tenants, queries, exact)
+            search_knobs.clear()
+            search_knobs.update(defaults)
+        return measured
+
     for kind in kinds:
         built = build_index(kind, args.rows)
         print(kind, built)
-        results["indexes"][kind] = {**built, "tenants": measure(tenants, queries, exact), "variants": {}}
         # The query knob's effect, for the guidance in docs/adr/0035.
         if kind == "hnsw":
             variants = {f"ef_search={v}": {"HNSW_EF_SEARCH": v} for v in (100, 200)}
         else:
             root = max(1, round((built["lists"]) ** 0.5))
             variants = {f"probes={v}": {"IVFFLAT_PROBES": v} for v in (2 * root, 4 * root)}
-        defaults = dict(search_knobs)
-        for label, change in variants.items():
-            search_knobs.update(change)
-            print(kind, label)
-            results["indexes"][kind]["variants"][label] = measure(tenants, queries, exact)
-            search_knobs.clear()
-            search_knobs.update(defaults)
+        results["indexes"][kind] = {**built, "tenants": measure(tenants, queries, exact),
+                                    "variants": measure_variants(kind, variants)}
     if "hnsw" in kinds:
         if kinds[-1] != "hnsw":
             build_index("hnsw", args.rows)
@@ -427,14 +433,8 @@ def main() -> None:
         own = {"build": build_tenant_indexes(tenants)}
         print("tenants' own indexes", own["build"])
         own["tenants"] = measure(tenants, queries, exact)
-        defaults = dict(search_knobs)
-        own["variants"] = {}
-        for ef in (50, 100):
-            search_knobs["TENANT_INDEX_EF_SEARCH"] = ef
-            print(f"tenants' own indexes, ef_search={ef}")
-            own["variants"][f"ef_search={ef}"] = measure(tenants, queries, exact)
-        search_knobs.clear()
-        search_knobs.update(defaults)
+        own["variants"] = measure_variants("tenants' own indexes", {
+            f"ef_search={v}": {"TENANT_INDEX_EF_SEARCH": v} for v in (50, 100)})
         results["indexes"]["hnsw"]["tenant_indexes"] = own
         results["api_search_hnsw"] = api_latency(tenants, query_texts[: args.api_queries])
     out.write_text(json.dumps(results, indent=2) + "\n")
