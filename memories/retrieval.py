@@ -103,8 +103,11 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
                 origin, relation = neighbours[hit.memory_id]
                 details.setdefault(hit.memory_id, {})["graph"] = {
                     "rank": hit.rank, "from": str(origin), "relation_type": relation}
-        # Rank every candidate on a few columns; load whole records for the winners only.
-        scoring = search.ranking_rows(org_id, fused)
+        # Rank every candidate on a few columns, which the signals' statements returned (the
+        # neighbours of an expansion are read now); load whole records for the winners only.
+        scoring = {hit.memory_id: hit.row for hits in signals.values() for hit in hits if hit.row}
+        if missing := [memory_id for memory_id in fused if memory_id not in scoring]:
+            scoring |= search.ranking_rows(org_id, missing)
         results = search.rank(scoring, fused, details, timezone.now())[:limit]
         full = _load(org_id, [result.memory.pk for result in results], usage=scoring)
         for result in results:

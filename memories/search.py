@@ -133,6 +133,40 @@ class Hit:
     memory_id: object
     score: float  # similarity in [0, 1] for vectors, ts_rank for text
     rank: int
+    row: RankingRow | None = None  # what the final ranking reads of it, if the statement returned it
+
+
+class RankingRow(NamedTuple):
+    """What the final ranking reads of a candidate: read as plain rows, since a search ranks
+    up to a hundred candidates and loads whole records only for the few it returns."""
+
+    pk: object
+    importance: float
+    confidence: float
+    created_at: datetime
+    retrieval_count: int
+    last_retrieved_at: datetime | None
+
+
+# The RankingRow columns of a signal's rows come with them, from the statement that finds
+# them: a separate read of ~90 candidates cost 3.0-3.2 ms p50 of a search at 1M memories, for
+# rows those statements had just read. An index scan or a full-text match reads each row's
+# heap tuple anyway, so its statement carries the three memory columns through; an exact scan
+# reads only the covering index, so its k rows are read again after the LIMIT. The usage
+# count is joined after the LIMIT in both cases.
+def ranking_columns(alias: str) -> str:
+    """A RankingRow's columns after the id: the memory's own from `alias`, the usage from
+    `usage_join`."""
+    return f"{alias}.importance, {alias}.confidence, {alias}.created_at, coalesce(u.retrieval_count, 0), u.last_retrieved_at"
+
+
+def usage_join(alias: str) -> str:
+    """The usage row of each memory `alias` names, if it has one; its parameter is the
+    organisation. Looked up row by row through the unique index (LIMIT 1 keeps the subquery
+    from being flattened into a join): as a plain LEFT JOIN the planner hashed the whole
+    organisation's usage rows for 50 memories (1 ms at 10,000 of them, and growing)."""
+    return (f"LEFT JOIN LATERAL (SELECT retrieval_count, last_retrieved_at FROM memory_usage "
+            f"WHERE org_id = %s AND memory_id = {alias}.id LIMIT 1) u ON true")
 
 
 _kind_cache: dict = {}
@@ -261,16 +295,24 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
     # select list beside another in ORDER BY is computed twice for every row an exact search
     # reads (a quarter of its time at 10,000 rows). The inner query may return rows slightly out
     # of order (relaxed iterative scan); the outer one puts them in exact order.
+    if method == "exact":  # the ranking's columns are not in the covering index: read the k rows again
+        carried, source, joins = "", "r", "JOIN memories r ON r.org_id = %s AND r.id = nearest.id " + usage_join("r")
+        join_params = [org_id, org_id]
+    else:
+        carried, source, joins = "m.importance, m.confidence, m.created_at, ", "nearest", usage_join("nearest")
+        join_params = [org_id]
     sql = f"""
-        SELECT id, 1 - distance AS similarity FROM (
-            SELECT m.id, {distance} AS distance
+        SELECT nearest.id, 1 - nearest.distance AS similarity, {ranking_columns(source)}
+        FROM (
+            SELECT m.id, {carried}{distance} AS distance
             FROM memories m
             WHERE {where} AND m.embedding IS NOT NULL
             ORDER BY distance
             LIMIT %s
-        ) nearest ORDER BY distance, id
+        ) nearest {joins}
+        ORDER BY nearest.distance, nearest.id
     """
-    return VectorQuery(sql, [literal, *params, k], method, settings_for_search)
+    return VectorQuery(sql, [literal, *params, k, *join_params], method, settings_for_search)
 
 
 def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int,
@@ -283,16 +325,19 @@ def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int,
         set_local(cursor, query.knobs)
         cursor.execute(query.sql, query.params)
         rows = cursor.fetchall()
-    return ranked_hits((memory_id, max(0.0, min(1.0, float(similarity)))) for memory_id, similarity in rows), query.method
+    return ranked_hits((memory_id, max(0.0, min(1.0, float(similarity))), *ranking)
+                       for memory_id, similarity, *ranking in rows), query.method
 
 
 def ranked_hits(rows) -> list[Hit]:
-    """Hits in the order given, equal scores sharing a rank ("1, 2, 2, 4"): a tie within one
-    signal says nothing, so fusion must not read an order into it (the others decide)."""
+    """Hits from rows of (id, score[, ranking_columns]) in the order given, equal scores
+    sharing a rank ("1, 2, 2, 4"): a tie within one signal says nothing, so fusion must not
+    read an order into it (the others decide)."""
     hits: list[Hit] = []
-    for position, (memory_id, score) in enumerate(rows, start=1):
+    for position, (memory_id, score, *ranking) in enumerate(rows, start=1):
         tied = hits and hits[-1].score == score
-        hits.append(Hit(memory_id, score, hits[-1].rank if tied else position))
+        hits.append(Hit(memory_id, score, hits[-1].rank if tied else position,
+                        RankingRow(memory_id, *ranking) if ranking else None))
     return hits
 
 
@@ -388,18 +433,21 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
         # out): the index covers the whole table, and a common word's bitmap over every
         # tenant's rows costs more. Each memory is ranked against the query it matched.
         return f"""
-            SELECT id, score FROM (
-                SELECT m.id, m.created_at, m.search_vector @@ all_words AS has_all,
-                       ts_rank_cd(m.search_vector,
-                                  CASE WHEN m.search_vector @@ all_words THEN all_words ELSE any_word END,
-                                  1 | 32) AS score
-                FROM memories m, plainto_tsquery('english', %s) all_words,
-                     websearch_to_tsquery('english', %s) any_word
-                WHERE {where} AND (m.search_vector || ''::tsvector) @@ any_word
-            ) matches
-            ORDER BY has_all DESC, score DESC, created_at DESC, id
-            LIMIT %s
-        """, [" ".join(words), " OR ".join(words), *params, k]
+            SELECT best.id, best.score, {ranking_columns("best")} FROM (
+                SELECT id, score, has_all, importance, confidence, created_at FROM (
+                    SELECT m.id, m.importance, m.confidence, m.created_at, m.search_vector @@ all_words AS has_all,
+                           ts_rank_cd(m.search_vector,
+                                      CASE WHEN m.search_vector @@ all_words THEN all_words ELSE any_word END,
+                                      1 | 32) AS score
+                    FROM memories m, plainto_tsquery('english', %s) all_words,
+                         websearch_to_tsquery('english', %s) any_word
+                    WHERE {where} AND (m.search_vector || ''::tsvector) @@ any_word
+                ) matches
+                ORDER BY has_all DESC, score DESC, created_at DESC, id
+                LIMIT %s
+            ) best {usage_join("best")}
+            ORDER BY best.has_all DESC, best.score DESC, best.created_at DESC, best.id
+        """, [" ".join(words), " OR ".join(words), *params, k, org_id]
     # Through the GIN index. Each later tier runs only if the earlier ones came up short: its
     # condition is a one-time filter, checked before it reads a row. The index finds the
     # memories holding all the rare words, and only those rows are checked for the rest (`||
@@ -411,8 +459,8 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
     ranked = knobs()["OR_MATCHES_RANKED"]
     return f"""
         WITH held_all AS (
-            SELECT id, created_at, score FROM (
-                SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q.all_words, 1 | 32) AS score
+            SELECT id, importance, confidence, created_at, score FROM (
+                SELECT m.id, m.importance, m.confidence, m.created_at, ts_rank_cd(m.search_vector, q.all_words, 1 | 32) AS score
                 FROM memories m, (SELECT plainto_tsquery('english', %s) AS all_words,
                                          plainto_tsquery('english', %s) AS rare_words) q
                 WHERE {where} AND m.search_vector @@ q.rare_words
@@ -422,32 +470,35 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
             ORDER BY score DESC, created_at DESC, id
             LIMIT %s
         ), held_two AS (
-            SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q.any_word, 1 | 32) AS score
+            SELECT m.id, m.importance, m.confidence, m.created_at, ts_rank_cd(m.search_vector, q.any_word, 1 | 32) AS score
             FROM memories m, (SELECT {two_of_them} AS two, websearch_to_tsquery('english', %s) AS any_word) q
             WHERE (SELECT count(*) FROM held_all) < %s
               AND {where} AND m.search_vector @@ q.two AND m.id NOT IN (SELECT id FROM held_all)
             LIMIT %s
         ), held_one AS (
-            SELECT m.id, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
+            SELECT m.id, m.importance, m.confidence, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
             FROM memories m, websearch_to_tsquery('english', %s) q
             WHERE (SELECT count(*) FROM held_all) + (SELECT count(*) FROM held_two) < %s
               AND {where} AND m.search_vector @@ q
               AND m.id NOT IN (SELECT id FROM held_all) AND m.id NOT IN (SELECT id FROM held_two)
             LIMIT %s
         )
-        SELECT id, score FROM (
-            SELECT id, score, created_at, 1 AS tier FROM held_all
-            UNION ALL
-            SELECT id, score, created_at, 2 FROM held_two
-            UNION ALL
-            SELECT id, score, created_at, 3 FROM held_one
-        ) matches
-        ORDER BY tier, score DESC, created_at DESC, id
-        LIMIT %s
+        SELECT best.id, best.score, {ranking_columns("best")} FROM (
+            SELECT * FROM (
+                SELECT *, 1 AS tier FROM held_all
+                UNION ALL
+                SELECT *, 2 FROM held_two
+                UNION ALL
+                SELECT *, 3 FROM held_one
+            ) matches
+            ORDER BY tier, score DESC, created_at DESC, id
+            LIMIT %s
+        ) best {usage_join("best")}
+        ORDER BY best.tier, best.score DESC, best.created_at DESC, best.id
     """, [" ".join(words), " ".join(rare), *params, knobs()["ALL_WORDS_RANKED"], k,
           *pairs, " OR ".join(rare), k, *params, ranked,
           " OR ".join(rare), k if enough is None else min(enough, k), *params, ranked,
-          k]
+          k, org_id]
 
 
 def fulltext_search(org_id, text: str, filters: SearchFilters, k: int, small: bool = False,
@@ -474,7 +525,7 @@ def fulltext_search_during(work, org_id, text: str, filters: SearchFilters, k: i
         else:
             cursor.execute(*statement)
             rows, done = cursor.fetchall(), work()
-    return ranked_hits((memory_id, float(score)) for memory_id, score in rows), done
+    return ranked_hits((memory_id, float(score), *ranking) for memory_id, score, *ranking in rows), done
 
 
 def related(org_id, memory_ids: list, filters: SearchFilters) -> dict:
@@ -520,18 +571,6 @@ def recency(created_at: datetime, now: datetime, half_life_days: float) -> float
 
 def usage(retrieval_count: int) -> float:
     return min(math.log1p(retrieval_count) / math.log1p(100), 1.0)
-
-
-class RankingRow(NamedTuple):
-    """What the final ranking reads of a candidate: read as plain rows, since a search ranks
-    up to a hundred candidates and loads whole records only for the few it returns."""
-
-    pk: object
-    importance: float
-    confidence: float
-    created_at: datetime
-    retrieval_count: int
-    last_retrieved_at: datetime | None
 
 
 # One statement, the usage count joined in: through the ORM (an IN list of ~100 parameters,

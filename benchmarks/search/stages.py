@@ -6,17 +6,20 @@ Runs on the rows and index `run.py` left in .data/bench-search. The request goes
 Django's test client (middleware, authentication, the view, serialization; no HTTP server),
 and each stage is timed by wrapping the function that does it. "other" is the rest of the
 request: authentication, parsing, serialization and the commit. Every query is new, so its
-embedding is computed. Prints a table; records nothing (run.py records the end-to-end figures).
+embedding is computed. Prints a table (with --profile N, also the N costliest functions, which
+cProfile slows down); records nothing (run.py records the end-to-end figures).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import functools
 import gc
 import io
 import json
+import pstats
 import re
 import sys
 import time
@@ -70,6 +73,9 @@ def main() -> None:
     parser.add_argument("--tenants", default="half,tenth,one_percent,tenth_percent")
     parser.add_argument("--sql", action="store_true",
                         help="also list each statement a search sends, with its count and p50 per request")
+    parser.add_argument("--profile", type=int, metavar="N", default=0,
+                        help="also profile the requests (cProfile) and list the N functions that took longest "
+                             "by their own time and by time including what they called")
     args = parser.parse_args()
 
     import importlib
@@ -127,10 +133,12 @@ def main() -> None:
         run.forget_query_embeddings()
         cache._embed_query_cached.cache_clear()
         statements.clear()
+        profiler = cProfile.Profile() if args.profile else None
         for text in query_texts[: args.queries]:
             spent.clear()
             started = time.perf_counter()
-            with connection.execute_wrapper(record_statement) if args.sql else contextlib.nullcontext():
+            with (connection.execute_wrapper(record_statement) if args.sql else contextlib.nullcontext(),
+                  profiler or contextlib.nullcontext()):
                 response = client.post("/api/v1/search", {"query": text, "limit": run.K},
                                        content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
             total = (time.perf_counter() - started) * 1000
@@ -146,6 +154,9 @@ def main() -> None:
             print(f"  statements per search: {sum(map(len, statements.values())) / args.queries:.1f}")
             for sql, values in sorted(statements.items(), key=lambda item: -sum(item[1])):
                 print(f"  {len(values) / args.queries:4.1f}x p50 {percentile(values, 50):6.2f} ms  {sql}")
+        if profiler:
+            for order in ("tottime", "cumulative"):
+                pstats.Stats(profiler).strip_dirs().sort_stats(order).print_stats(args.profile)
 
 
 if __name__ == "__main__":

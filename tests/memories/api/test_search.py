@@ -156,6 +156,39 @@ def test_expand_adds_related_memories(tenant_a, api_a, facts):
     assert graph == {"rank": 1, "from": facts["tea"], "relation_type": "co_occurs"}
 
 
+def test_the_blend_reads_each_memory_as_it_is_however_it_was_found(tenant_a, api_a, facts,
+                                                                   django_capture_on_commit_callbacks):
+    """The ranking's columns come with the rows of the vector and the full-text statements, and
+    are read for an expansion's neighbours: each result's blend shows that memory's own
+    importance, confidence and usage."""
+    from memories.retrieval import flush_retrievals
+
+    with tenant_context(tenant_a.org.id):
+        for i, memory_id in enumerate(facts.values()):
+            Memory.objects.filter(pk=memory_id).update(importance=0.05 + 0.2 * i, confidence=0.95 - 0.2 * i)
+    with django_capture_on_commit_callbacks(execute=True):
+        api_a.post("/api/v1/search", {"query": "green tea", "limit": 2})
+    flush_retrievals()
+    api_a.post(f"/api/v1/memories/{facts['tea']}/relationships",
+               {"target_id": facts["budget"], "relation_type": "co_occurs"})
+    assert api_a.get(f"/api/v1/memories/{facts['tea']}").json()["retrieval_count"] >= 1
+    sources = set()
+    for body in [{"query": "beverage preferences", "mode": "vector"},
+                 {"query": "green tea", "mode": "fulltext", "expand": True},
+                 {"query": "where does the user live?", "limit": 5}]:
+        response = api_a.post("/api/v1/search", body)
+        assert response.status_code == 200, response.content
+        for result in response.json()["results"]:
+            memory = api_a.get(f"/api/v1/memories/{result['memory']['id']}").json()  # read on its own
+            signals = result["signals"]
+            sources |= set(signals) & {"vector", "fulltext", "graph"}
+            assert (signals["blend"]["importance"], signals["blend"]["confidence"]) == (
+                memory["importance"], memory["confidence"]), body
+            assert signals["blend"]["usage"] == round(search.usage(memory["retrieval_count"]), 6), body
+            assert result["memory"]["retrieval_count"] == memory["retrieval_count"], body
+    assert sources == {"vector", "fulltext", "graph"}
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [({}, "query"), ({"query": ""}, "query"), ({"query": "x" * 4001}, "query"), ({"query": "x", "limit": 0}, "limit"),
