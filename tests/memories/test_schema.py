@@ -91,6 +91,30 @@ def test_the_full_text_index_takes_entries_at_once_with_no_pending_list():
         assert "fastupdate=off" in cursor.fetchone()[0]
 
 
+def test_a_memory_of_several_hundred_characters_keeps_its_text_in_its_row(tenant_a):
+    """Beside the 1.5 kB vector, such a memory passed PostgreSQL's default 2 kB threshold and
+    its text and tsvector went to the TOAST table, an extra lookup on every read of either
+    (migration 0011). Written now, they stay in the row."""
+    import random
+
+    words = ("user keeps vegetarian kitchen cycles work along river prefers green tea mornings visits "
+             "sister lisbon spring budget review quarterly deploys thursday standup allergic peanuts "
+             "shellfish reads novels evenings plays chess weekends plans trip japan autumn").split()
+
+    def out_of_line_bytes() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = 'memories'")
+            return cursor.fetchone()[0]
+
+    before = out_of_line_bytes()
+    rng = random.Random(5)
+    for i in range(20):  # text as varied as prose, which compresses little
+        content = " ".join(f"{rng.choice(words)}{rng.randrange(1000)}" for _ in range(80))
+        assert 600 < len(content) < 1200
+        factories.memory(org=tenant_a.org, agent=tenant_a.agent, content=content)
+    assert out_of_line_bytes() == before
+
+
 def test_updated_at_is_maintained_by_the_database_on_every_update(tenant_a):
     with tenant_context(tenant_a.org.id):
         before = Memory.objects.get(pk=tenant_a.memory.pk).updated_at
