@@ -389,15 +389,33 @@ def tenant_text(org_id) -> TenantText:
     return text
 
 
+_lexeme_cache: dict[str, list[str]] = {}
+LEXEME_CACHE_WORDS = 50_000
+
+
+def word_lexemes(words: list[str]) -> dict[str, list[str]]:
+    """Each word's lexemes in the 'english' configuration (none for a stop word). The database
+    is asked only for words this process has not seen: queries repeat their words, and the
+    statement cost a round trip before every large tenant's full-text search."""
+    known = {word: _lexeme_cache[word] for word in words if word in _lexeme_cache}
+    if unseen := [word for word in words if word not in known]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT word, tsvector_to_array(to_tsvector('english', word)) FROM unnest(%s::text[]) word",
+                           [unseen])
+            found = dict(cursor.fetchall())
+        if len(_lexeme_cache) + len(found) > LEXEME_CACHE_WORDS:  # a bound, not an LRU: start over
+            _lexeme_cache.clear()
+        _lexeme_cache.update(found)
+        known |= found
+    return known
+
+
 def rare_words(org_id, words: list[str]) -> list[str]:
     """The query's RARE_WORDS rarest words in this tenant (an IDF in miniature): on a large
     tenant, a common word of a long query matches a large part of it, while the rarest words
     carry nearly all of the ranking anyway. Full text's later tiers use only these."""
     shares = tenant_text(org_id).shares
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT word, tsvector_to_array(to_tsvector('english', word)) FROM unnest(%s::text[]) word",
-                       [words])
-        lexemes = {word: found for word, found in cursor.fetchall() if found}  # stop words have none
+    lexemes = {word: found for word, found in word_lexemes(words).items() if found}  # stop words have none
     share = {word: max(shares.get(lexeme, 0.0) for lexeme in found) for word, found in lexemes.items()}
     rarest = set(sorted(share, key=lambda word: (share[word], words.index(word)))[: knobs()["RARE_WORDS"]])
     return [word for word in words if word in rarest]

@@ -431,6 +431,17 @@ def test_rare_words_are_the_query_words_fewest_memories_hold(tenant_a, api_a):
             "weekly", "zeppelin", "team"]
 
 
+def test_the_lexemes_of_a_word_are_asked_of_the_database_once_per_process(django_assert_num_queries):
+    search._lexeme_cache.clear()
+    with django_assert_num_queries(1):
+        first = search.word_lexemes(["running", "the", "reports"])
+    assert first == {"running": ["run"], "the": [], "reports": ["report"]}
+    with django_assert_num_queries(0):
+        assert search.word_lexemes(["reports", "running"]) == {"reports": ["report"], "running": ["run"]}
+    with django_assert_num_queries(1):  # only the new word
+        assert search.word_lexemes(["the", "zeppelins"]) == {"the": [], "zeppelins": ["zeppelin"]}
+
+
 @committing
 def test_a_tenant_holding_most_of_the_table_is_known_as_dominant(tenant_a, tenant_b, api_a):
     from django.db import connections
