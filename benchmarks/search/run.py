@@ -36,7 +36,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import percentile, wait_until_healthy  # noqa: E402
+from benchmarks.common import machine, percentile, wait_until_healthy  # noqa: E402
 
 DATA_DIR = ROOT / ".data" / "bench-search"
 CORPUS = DATA_DIR / "corpus.npz"
@@ -393,12 +393,13 @@ def main() -> None:
         results = json.loads(out.read_text())
         results["api_search_hnsw"] = api_latency(tenants, query_texts[: args.api_queries])
         results["api_recorded_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        results["api_machine"] = machine()
         out.write_text(json.dumps(results, indent=2) + "\n")
         return
     queries = query_vectors[: args.queries]
     exact: dict = {}
     results = {"rows": args.rows, "queries": len(queries), "recorded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-               "machine": {"cores": os.cpu_count(), "cpu": "see benchmarks/ingest/results.json"}, "indexes": {}}
+               "machine": machine(), "indexes": {}}
     kinds = args.kinds.split(",")
     from django.conf import settings
 
@@ -437,6 +438,7 @@ def main() -> None:
             f"ef_search={v}": {"TENANT_INDEX_EF_SEARCH": v} for v in (50, 100)})
         results["indexes"]["hnsw"]["tenant_indexes"] = own
         results["api_search_hnsw"] = api_latency(tenants, query_texts[: args.api_queries])
+        results["api_machine"] = results["machine"]
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
