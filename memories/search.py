@@ -151,9 +151,8 @@ class RankingRow(NamedTuple):
 # The RankingRow columns of a signal's rows come with them, from the statement that finds
 # them: a separate read of ~90 candidates cost 3.0-3.2 ms p50 of a search at 1M memories, for
 # rows those statements had just read. An index scan or a full-text match reads each row's
-# heap tuple anyway, so its statement carries the three memory columns through; an exact scan
-# reads only the covering index, so its k rows are read again after the LIMIT. The usage
-# count is joined after the LIMIT in both cases.
+# heap tuple anyway, and an exact scan's covering index holds the three memory columns, so
+# each statement carries them through. The usage count is joined after the LIMIT.
 def ranking_columns(alias: str) -> str:
     """A RankingRow's columns after the id: the memory's own from `alias`, the usage from
     `usage_join`."""
@@ -295,24 +294,20 @@ def vector_query(cursor, org_id, vector: list[float], filters: SearchFilters, k:
     # select list beside another in ORDER BY is computed twice for every row an exact search
     # reads (a quarter of its time at 10,000 rows). The inner query may return rows slightly out
     # of order (relaxed iterative scan); the outer one puts them in exact order.
-    if method == "exact":  # the ranking's columns are not in the covering index: read the k rows again
-        carried, source, joins = "", "r", "JOIN memories r ON r.org_id = %s AND r.id = nearest.id " + usage_join("r")
-        join_params = [org_id, org_id]
-    else:
-        carried, source, joins = "m.importance, m.confidence, m.created_at, ", "nearest", usage_join("nearest")
-        join_params = [org_id]
+    # The ranking's columns come with the rows: from the heap tuple an index scan reads, or
+    # from the covering index an exact scan reads (memories migration 0012).
     sql = f"""
-        SELECT nearest.id, 1 - nearest.distance AS similarity, {ranking_columns(source)}
+        SELECT nearest.id, 1 - nearest.distance AS similarity, {ranking_columns("nearest")}
         FROM (
-            SELECT m.id, {carried}{distance} AS distance
+            SELECT m.id, m.importance, m.confidence, m.created_at, {distance} AS distance
             FROM memories m
             WHERE {where} AND m.embedding IS NOT NULL
             ORDER BY distance
             LIMIT %s
-        ) nearest {joins}
+        ) nearest {usage_join("nearest")}
         ORDER BY nearest.distance, nearest.id
     """
-    return VectorQuery(sql, [literal, *params, k, *join_params], method, settings_for_search)
+    return VectorQuery(sql, [literal, *params, k, org_id], method, settings_for_search)
 
 
 def vector_search(org_id, vector: list[float], filters: SearchFilters, k: int,
