@@ -1,6 +1,7 @@
 """The memory schema's own rules, enforced by PostgreSQL whatever the application does."""
 
 import hashlib
+import random
 from decimal import Decimal
 
 import pytest
@@ -95,8 +96,6 @@ def test_a_memory_of_several_hundred_characters_keeps_its_text_in_its_row(tenant
     """Beside the 1.5 kB vector, such a memory passed PostgreSQL's default 2 kB threshold and
     its text and tsvector went to the TOAST table, an extra lookup on every read of either
     (migration 0011). Written now, they stay in the row."""
-    import random
-
     words = ("user keeps vegetarian kitchen cycles work along river prefers green tea mornings visits "
              "sister lisbon spring budget review quarterly deploys thursday standup allergic peanuts "
              "shellfish reads novels evenings plays chess weekends plans trip japan autumn").split()
@@ -108,7 +107,7 @@ def test_a_memory_of_several_hundred_characters_keeps_its_text_in_its_row(tenant
 
     before = out_of_line_bytes()
     rng = random.Random(5)
-    for i in range(20):  # text as varied as prose, which compresses little
+    for _ in range(20):  # text as varied as prose, which compresses little
         content = " ".join(f"{rng.choice(words)}{rng.randrange(1000)}" for _ in range(80))
         assert 600 < len(content) < 1200
         factories.memory(org=tenant_a.org, agent=tenant_a.agent, content=content)
