@@ -586,22 +586,23 @@ def usage(retrieval_count: int) -> float:
     return min(math.log1p(retrieval_count) / math.log1p(100), 1.0)
 
 
-# One statement, the usage count joined in: through the ORM (an IN list of ~100 parameters,
-# a correlated lookup per row, the model's default ordering) this read took 3.8 ms p50 for 90
-# candidates at 1M memories, as SQL 2.2. The ids come as an array joined row by row: against
-# `id = ANY(array)` the planner weighs every element, which took it 1 ms of the 2.
-RANKING_SQL = """
-    SELECT m.id, m.importance, m.confidence, m.created_at, coalesce(u.retrieval_count, 0), u.last_retrieved_at
+# The RankingRows of memories no signal's statement returned (an expansion's neighbours), in
+# one statement: through the ORM (an IN list of ~100 parameters, a correlated lookup per row,
+# the model's default ordering) this read took 3.8 ms p50 for 90 candidates at 1M memories,
+# as SQL 2.2. The ids come as an array joined row by row: against `id = ANY(array)` the
+# planner weighs every element, which took it 1 ms of the 2.
+RANKING_SQL = f"""
+    SELECT m.id, {ranking_columns("m")}
     FROM unnest(%s::uuid[]) AS candidate(id)
     JOIN memories m ON m.org_id = %s AND m.id = candidate.id
-    LEFT JOIN memory_usage u ON u.org_id = m.org_id AND u.memory_id = m.id
+    {usage_join("m")}
 """
 
 
 def ranking_rows(org_id, memory_ids) -> dict:
     """Each memory's RankingRow, by id (memories of other organisations, or gone, have none)."""
     with connection.cursor() as cursor:
-        cursor.execute(RANKING_SQL, [[str(memory_id) for memory_id in memory_ids], org_id])
+        cursor.execute(RANKING_SQL, [[str(memory_id) for memory_id in memory_ids], org_id, org_id])
         return {row[0]: RankingRow(*row) for row in cursor.fetchall()}
 
 
