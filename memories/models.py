@@ -7,7 +7,7 @@ in the migrations as SQL; see memories/schema.py.
 
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.contrib.postgres.indexes import OpClass
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import F, Q
@@ -89,7 +89,9 @@ class Memory(TenantModel):
     # Content
     content = models.TextField()
     content_hash = models.CharField(max_length=64, help_text="SHA-256 hex of the normalised content.")
-    # Maintained by PostgreSQL from content; the GIN index makes full-text search cheap.
+    # Maintained by PostgreSQL from content; ts_rank_cd ranks by its positions. Full text finds
+    # its matches through tenant_lexemes, a column of the table the model leaves out: the same
+    # lexemes tagged with the organisation, with the GIN index (migration 0013).
     search_vector = models.GeneratedField(
         expression=SearchVector("content", config="english"),
         output_field=SearchVectorField(),
@@ -171,9 +173,6 @@ class Memory(TenantModel):
                 F("org"), OpClass("scope", name="varchar_pattern_ops"),
                 condition=Q(deleted_at__isnull=True), name="memories_scope_prefix",
             ),
-            # No pending list: every search would read it (migration 0008).
-            GinIndex(fields=["search_vector"], condition=Q(deleted_at__isnull=True), name="memories_fts",
-                     fastupdate=False),
             models.Index(
                 fields=["expires_at"], condition=Q(expires_at__isnull=False, deleted_at__isnull=True),
                 name="memories_expiring",

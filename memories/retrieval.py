@@ -62,7 +62,8 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     with as_tenant(org_id, tenant_active):
         rows = search.candidate_count(org_id, filters)
         exact = rows <= knobs["EXACT_SCAN_ROWS"]
-        small = rows <= knobs["TEXT_SCAN_ROWS"]  # full text: match row by row
+        # Full text: match row by row the few rows a filter leaves (docs/adr/0035).
+        small = filters.narrows() and rows <= knobs["TEXT_SCAN_ROWS"]
         if mode == "hybrid":  # the query is embedded while the database runs the full-text search
             text_hits, vector = search.fulltext_search_during(
                 lambda: cache.query_embedding(query), org_id, query, filters, candidates, small, enough=limit)

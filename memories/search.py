@@ -59,8 +59,8 @@ class SearchFilters:
 
     def where(self, org_id, alias: str = "m", tenant_index: bool = True) -> tuple[str, list]:
         """The SQL condition and its parameters. tenant_index=False spells the tenant test so no
-        index serves it: for a tenant holding a large share of the table, a bitmap of its rows
-        ANDed into a full-text match costs more than checking the rows the text index finds."""
+        index serves it: full text's index chooses the tenant's rows itself (tenant_lexemes), and
+        a bitmap of them ANDed into its matches only costs."""
         conditions = [f"{alias}.org_id = %s" if tenant_index else f"{alias}.org_id::text = %s"]
         params = [org_id if tenant_index else str(org_id)]
 
@@ -347,15 +347,6 @@ class TenantText:
     rows: int = 0  # its live (active, not deleted) memories
     share: float = 0.0  # rows as a share of the table's
 
-    @property
-    def dominant(self) -> bool:
-        """The tenant holds more than DOMINANT_SHARE of the table's rows."""
-        return self.share > DOMINANT_SHARE
-
-
-# At 1M memories, the bitmap of a 10% tenant's rows cost 12 ms of a 25 ms full-text search;
-# reading the text matches' rows and checking the tenant, 4. A 1% tenant needs the bitmap.
-DOMINANT_SHARE = 0.05
 
 
 def tenant_text(org_id) -> TenantText:
@@ -405,6 +396,24 @@ def word_lexemes(words: list[str]) -> dict[str, list[str]]:
     return known
 
 
+def tenant_tag(org_id) -> str:
+    """What a tenant's lexemes are tagged with in memories.tenant_lexemes (migration 0013):
+    the first 8 hex digits of its id."""
+    return str(uuid.UUID(str(org_id)))[:8]
+
+
+def tagged_query(org_id, groups: list[list[str]]) -> str:
+    """A tsquery, as text, for memories.tenant_lexemes: any of the groups, each holding all of
+    its lexemes, every lexeme tagged with the tenant (its GIN index then reads this tenant's
+    posting lists only). Lexemes are quoted, so none is read as an operator."""
+    tag = tenant_tag(org_id)
+
+    def quoted(lexeme: str) -> str:
+        return "'" + (tag + lexeme).replace("\\", "\\\\").replace("'", "''") + "'"
+
+    return " | ".join("(" + " & ".join(quoted(lexeme) for lexeme in group) + ")" for group in groups if group)
+
+
 def rare_words(org_id, words: list[str]) -> list[str]:
     """The query's RARE_WORDS rarest words in this tenant (an IDF in miniature): on a large
     tenant, a common word of a long query matches a large part of it, while the rarest words
@@ -419,8 +428,9 @@ def rare_words(org_id, words: list[str]) -> list[str]:
 def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small: bool = False,
                        enough: int | None = None) -> tuple[str, list] | None:
     """The one statement full-text search runs, and its parameters (None if the query has no
-    words). Memories matching the query's words, ranked by ts_rank_cd with length
-    normalisation (a long memory does not win by repeating words), best first in tiers:
+    words that are not stop words). Memories matching the query's words, ranked by ts_rank_cd
+    with length normalisation (a long memory does not win by repeating words), best first in
+    tiers:
 
       1. memories holding all the words;
       2. if those are fewer than k: memories holding at least two of the query's rarest words
@@ -436,15 +446,15 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
     small tenant's rows are all read in one pass, which ignores `enough`.
     """
     words = list(dict.fromkeys(re.findall(r"\w+", text.lower())))
-    if not words:
+    lexemes = word_lexemes(words)
+    if not any(lexemes.values()):  # nothing but stop words: plainto_tsquery would match nothing
         return None
     # "All the words" is plainto_tsquery: every word, none read as an operator ("tea or
     # coffee" must hold tea and coffee); "any of them" joins words with websearch's OR.
-    where, params = filters.where(org_id, tenant_index=small or not tenant_text(org_id).dominant)
     if small:
-        # A small tenant's rows are matched one by one, in one pass (`|| ''` keeps the GIN index
-        # out): the index covers the whole table, and a common word's bitmap over every
-        # tenant's rows costs more. Each memory is ranked against the query it matched.
+        where, params = filters.where(org_id)
+        # A small tenant's rows are matched one by one, in one pass, read through its b-tree
+        # indexes. Each memory is ranked against the query it matched.
         return f"""
             SELECT best.id, best.score, {ranking_columns("best")} FROM (
                 SELECT id, score, has_all, importance, confidence, created_at FROM (
@@ -454,30 +464,37 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
                                       1 | 32) AS score
                     FROM memories m, plainto_tsquery('english', %s) all_words,
                          websearch_to_tsquery('english', %s) any_word
-                    WHERE {where} AND (m.search_vector || ''::tsvector) @@ any_word
+                    WHERE {where} AND m.search_vector @@ any_word
                 ) matches
                 ORDER BY has_all DESC, score DESC, created_at DESC, id
                 LIMIT %s
             ) best {usage_join("best")}
             ORDER BY best.has_all DESC, best.score DESC, best.created_at DESC, best.id
         """, [" ".join(words), " OR ".join(words), *params, k, org_id]
-    # Through the GIN index. Each later tier runs only if the earlier ones came up short: its
-    # condition is a one-time filter, checked before it reads a row. The index finds the
-    # memories holding all the rare words, and only those rows are checked for the rest (`||
-    # ''` keeps the index out of that test): a common word's posting list covers a large part
-    # of the whole table, and reading it cost more than the rest of the statement.
+    # Through the GIN index of the tenant's tagged lexemes (tenant_lexemes, migration 0013),
+    # whose posting lists hold this tenant's rows only. Each tier's index condition asks for
+    # the lexemes its words must hold, and the row's search_vector is then tested against the
+    # tier's own query. Each later tier runs only if the earlier ones came up short: its
+    # condition is a one-time filter, checked before it reads a row. The first tier's index
+    # condition holds only the rare words: on a large tenant, a common word's posting list
+    # covers a large part of it, and reading it cost more than testing the rows for it.
+    # The tenant is tested row by row (tenant_index=False): the tags have chosen its rows
+    # already, and a bitmap of them would only cost.
+    where, params = filters.where(org_id, tenant_index=False)
     rare = rare_words(org_id, words) if len(words) > 1 else words
-    pairs = [" ".join(pair) for pair in itertools.combinations(rare, 2)]
+
+    def holding(*chosen: str) -> list[str]:
+        return [lexeme for word in chosen for lexeme in lexemes[word]]
+
+    pairs = list(itertools.combinations(rare, 2))
     two_of_them = " || ".join(["websearch_to_tsquery('english', %s)"] * len(pairs)) or "NULL::tsquery"
     ranked = knobs()["OR_MATCHES_RANKED"]
     return f"""
         WITH held_all AS (
             SELECT id, importance, confidence, created_at, score FROM (
                 SELECT m.id, m.importance, m.confidence, m.created_at, ts_rank_cd(m.search_vector, q.all_words, 1 | 32) AS score
-                FROM memories m, (SELECT plainto_tsquery('english', %s) AS all_words,
-                                         plainto_tsquery('english', %s) AS rare_words) q
-                WHERE {where} AND m.search_vector @@ q.rare_words
-                  AND (m.search_vector || ''::tsvector) @@ q.all_words
+                FROM memories m, plainto_tsquery('english', %s) AS q(all_words)
+                WHERE {where} AND m.tenant_lexemes @@ %s::tsquery AND m.search_vector @@ q.all_words
                 LIMIT %s
             ) matched
             ORDER BY score DESC, created_at DESC, id
@@ -486,13 +503,14 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
             SELECT m.id, m.importance, m.confidence, m.created_at, ts_rank_cd(m.search_vector, q.any_word, 1 | 32) AS score
             FROM memories m, (SELECT {two_of_them} AS two, websearch_to_tsquery('english', %s) AS any_word) q
             WHERE (SELECT count(*) FROM held_all) < %s
-              AND {where} AND m.search_vector @@ q.two AND m.id NOT IN (SELECT id FROM held_all)
+              AND {where} AND m.tenant_lexemes @@ %s::tsquery AND m.search_vector @@ q.two
+              AND m.id NOT IN (SELECT id FROM held_all)
             LIMIT %s
         ), held_one AS (
             SELECT m.id, m.importance, m.confidence, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
             FROM memories m, websearch_to_tsquery('english', %s) q
             WHERE (SELECT count(*) FROM held_all) + (SELECT count(*) FROM held_two) < %s
-              AND {where} AND m.search_vector @@ q
+              AND {where} AND m.tenant_lexemes @@ %s::tsquery AND m.search_vector @@ q
               AND m.id NOT IN (SELECT id FROM held_all) AND m.id NOT IN (SELECT id FROM held_two)
             LIMIT %s
         )
@@ -508,9 +526,11 @@ def fulltext_statement(org_id, text: str, filters: SearchFilters, k: int, small:
             LIMIT %s
         ) best {usage_join("best")}
         ORDER BY best.tier, best.score DESC, best.created_at DESC, best.id
-    """, [" ".join(words), " ".join(rare), *params, knobs()["ALL_WORDS_RANKED"], k,
-          *pairs, " OR ".join(rare), k, *params, ranked,
-          " OR ".join(rare), k if enough is None else min(enough, k), *params, ranked,
+    """, [" ".join(words), *params, tagged_query(org_id, [holding(*rare)]) or None, knobs()["ALL_WORDS_RANKED"], k,
+          *[" ".join(pair) for pair in pairs], " OR ".join(rare), k,
+          *params, tagged_query(org_id, [holding(*pair) for pair in pairs]) or None, ranked,
+          " OR ".join(rare), k if enough is None else min(enough, k),
+          *params, tagged_query(org_id, [holding(word) for word in rare]) or None, ranked,
           k, org_id]
 
 

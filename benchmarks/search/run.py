@@ -171,7 +171,7 @@ def load(rows: int, texts: list[str], vectors: np.ndarray) -> dict:
     with owner_connection(superuser=True) as conn:
         conn.execute("TRUNCATE organizations CASCADE")
         conn.execute("DROP INDEX IF EXISTS memories_embedding_ann")
-        conn.execute("DROP INDEX IF EXISTS memories_fts")
+        conn.execute("DROP INDEX IF EXISTS memories_tenant_fts")
         for name, (org_id, agent_id, _) in tenants.items():
             conn.execute("INSERT INTO organizations (id, name, slug, is_active, created_at, updated_at) "
                          "VALUES (%s, %s, %s, true, now(), now())", [org_id, f"bench {name}", f"bench-{name}"])
@@ -192,8 +192,8 @@ def load(rows: int, texts: list[str], vectors: np.ndarray) -> dict:
                                 0.8, 0.5, 0.0, "internal", "unverified", "", "{}", "{}", 0.1, False, 1, created,
                                 created))
         started = time.perf_counter()
-        conn.execute("CREATE INDEX memories_fts ON memories USING gin (search_vector) WITH (fastupdate = off) "
-                     "WHERE deleted_at IS NULL")  # as migration 0008 has it
+        conn.execute("CREATE INDEX memories_tenant_fts ON memories USING gin (tenant_lexemes) "
+                     "WITH (fastupdate = off) WHERE deleted_at IS NULL")  # as migration 0013 has it
         print(f"full-text index rebuilt in {time.perf_counter() - started:.0f} s")
         conn.execute("VACUUM ANALYZE memories")
     return {name: (str(org), str(agent), count) for name, (org, agent, count) in tenants.items()}

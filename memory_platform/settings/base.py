@@ -205,8 +205,10 @@ MEMORY_PLATFORM = {
     "SEARCH": {
         # A search whose tenant (after cheap filters) has at most this many rows is exact.
         "EXACT_SCAN_ROWS": env.int("MEMORY_PLATFORM_EXACT_SCAN_ROWS", default=12000),
-        # Full text on at most this many rows matches them one by one instead of through the
-        # GIN index (whose bitmap of a common word spans every tenant's rows).
+        # Full text on at most this many rows left by a search's filters matches them one by one
+        # instead of through the GIN index, which finds the tenant's matches first and applies
+        # the filters after. An unfiltered search always takes the index: its posting lists hold
+        # the tenant's rows only (memories migration 0013).
         "TEXT_SCAN_ROWS": env.int("MEMORY_PLATFORM_TEXT_SCAN_ROWS", default=2500),
         "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=500),
         # A tenant holding at least this many live memories gets an HNSW index of its own (the

@@ -192,29 +192,32 @@ def test_searches_leave_no_prepared_statement_whose_generic_plan_could_drop_the_
 
 
 @committing
-def test_full_text_search_uses_its_index_under_row_level_security(tenant_a):
-    """tsvector @@ tsquery is marked LEAKPROOF, or RLS would keep it out of index conditions
-    and a full-text search would read every row of the tenant."""
+def test_full_text_reads_only_its_own_tenants_posting_lists_under_row_level_security(tenant_a, tenant_b):
+    """The GIN index holds each tenant's lexemes apart (tenant_lexemes, migration 0013): a word
+    thousands of B's memories hold costs A's search nothing. And tsvector @@ tsquery is marked
+    LEAKPROOF, or RLS would keep the index out of the search altogether."""
     from memories import search
 
-    agent = tenant_a.agent
-    with tenant_context(tenant_a.org.id):
-        Memory.objects.bulk_create([
-            Memory(org=tenant_a.org, agent=agent, content=f"Routine note {i} about the weekly planning",
-                   content_hash=f"{i:064x}", category="factual") for i in range(3000)])
-        Memory.objects.create(org=tenant_a.org, agent=agent, content="The zeppelin hangar opens at dawn",
-                              content_hash="e" * 64, category="factual")
+    def notes(tenant, content, count, start=0):
+        with tenant_context(tenant.org.id):
+            Memory.objects.bulk_create([
+                Memory(org=tenant.org, agent=tenant.agent, content=content.format(i), content_hash=f"{start + i:064x}",
+                       category="factual") for i in range(count)])
+
+    notes(tenant_b, "Planning note {} for the quarterly planning", 3000)
+    notes(tenant_a, "Routine note {} about the weekly review", 3000, start=3000)
+    notes(tenant_a, "The zeppelin planning meeting moved to day {}", 3, start=6000)
     analyze()
     with tenant_context(tenant_a.org.id):
-        where, params = search.SearchFilters().where(tenant_a.org.id)
+        sql, params = search.fulltext_statement(tenant_a.org.id, "planning", search.SearchFilters(), 5)
         with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT m.id FROM memories m, websearch_to_tsquery('english', "
-                           f"'zeppelin') q WHERE {where} AND m.search_vector @@ q", params)
+            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
             plan = cursor.fetchone()[0]
-        hits = search.fulltext_search(tenant_a.org.id, "zeppelin", search.SearchFilters(), 5)
+        hits = search.fulltext_search(tenant_a.org.id, "planning", search.SearchFilters(), 5)
     plan = json.loads(plan) if isinstance(plan, str) else plan
-    assert "memories_fts" in [n.get("Index Name") for n in plan_nodes(plan[0]["Plan"])]
-    assert len(hits) == 1
+    scans = [node for node in plan_nodes(plan[0]["Plan"]) if node.get("Index Name") == "memories_tenant_fts"]
+    assert scans and all(node["Actual Rows"] == 3 for node in scans if node["Actual Loops"])
+    assert len(hits) == 3
 
 
 @pytest.mark.django_db

@@ -443,7 +443,9 @@ def test_the_lexemes_of_a_word_are_asked_of_the_database_once_per_process(django
 
 
 @committing
-def test_a_tenant_holding_most_of_the_table_is_known_as_dominant(tenant_a, tenant_b, api_a):
+def test_a_tenant_is_measured_on_its_own_memories(tenant_a, tenant_b, api_a):
+    """Its live rows, their share of the table (which sizes the shared HNSW index's candidate
+    list) and the share of its memories holding each common word (which picks rare words)."""
     from django.db import connections
 
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Bulk fact {i}"} for i in range(40)]})
@@ -454,8 +456,9 @@ def test_a_tenant_holding_most_of_the_table_is_known_as_dominant(tenant_a, tenan
         a = search.tenant_text(tenant_a.org.id)
     with tenant_context(tenant_b.org.id):
         b = search.tenant_text(tenant_b.org.id)
-    assert a.dominant is True and b.dominant is False
-    assert a.shares["bulk"] == pytest.approx(40 / 42)
+    assert a.rows == b.rows + 40
+    assert a.share == pytest.approx(a.rows / (a.rows + b.rows)) and b.share == pytest.approx(b.rows / (a.rows + b.rows))
+    assert a.shares["bulk"] == pytest.approx(40 / a.rows) and "bulk" not in b.shares
 
 
 def test_an_unfiltered_search_takes_the_tenant_size_from_the_hourly_estimate(tenant_a, api_a, settings):
@@ -474,6 +477,23 @@ def test_an_unfiltered_search_takes_the_tenant_size_from_the_hourly_estimate(ten
         assert search.is_small(tenant_a.org.id, search.SearchFilters(tags=["absent"])) is True
     assert len(capped(queries.captured_queries)) == 1  # only the filtered search counted
     search._common_cache.clear()
+
+
+def test_full_text_matches_row_by_row_only_the_few_rows_a_filter_leaves(tenant_a, api_a, facts):
+    """An unfiltered search takes the tenant's own posting lists however small it is (faster
+    than reading its rows at 1,000 of them); a filter that leaves few rows has them read one by
+    one, rather than the tenant's matches filtered after."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def fulltext_sql(filters: dict) -> str:
+        with CaptureQueriesContext(connection) as queries:
+            response = api_a.post("/api/v1/search", {"query": "green tea", "mode": "fulltext", "filters": filters})
+        assert response.status_code == 200 and response.json()["results"]
+        return next(q["sql"] for q in queries.captured_queries if "ts_rank_cd" in q["sql"])
+
+    assert "tenant_lexemes" in fulltext_sql({})
+    assert "tenant_lexemes" not in fulltext_sql({"category": ["preference"]})
 
 
 @pytest.mark.parametrize("query", ["green tea", "green or tea?"])
