@@ -21,9 +21,15 @@ EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank
                                               "recency": 0.98, "usage": 0.0}}
 
 
+# One per process: a serializer builds its fields (for MemorySerializer, from the model's
+# metadata) the first time it is used, which was ~40% of serialising a search's results, and
+# representing a result only reads them.
+SEARCH_RESULT = s.SearchResultSerializer()
+
+
 def search_response(outcome, event) -> dict:
     return {
-        "results": s.SearchResultSerializer(outcome.results, many=True).data,
+        "results": [SEARCH_RESULT.to_representation(result) for result in outcome.results],
         "retrieval_event_id": str(event.pk),
         "degraded": outcome.degraded,
         "vector_method": outcome.vector_method,
