@@ -291,8 +291,9 @@ class MemorySerializer(serializers.ModelSerializer):
         return scope_to_namespace(memory.scope)
 
     def get_tags(self, memory) -> list[str]:
-        # Uses the prefetched tags when the selector loaded them (lists cost constant queries).
-        return sorted(tag.tag for tag in memory.tags.all())
+        # A search loads the names with the memory (retrieval._load); lists prefetch the tags.
+        names = getattr(memory, "tag_names", None)
+        return sorted(tag.tag for tag in memory.tags.all()) if names is None else sorted(names)
 
     def get_embedding_status(self, memory) -> str:
         return "ready" if memory.embedding_dimensions else "pending"

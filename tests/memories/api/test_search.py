@@ -221,6 +221,28 @@ def test_every_search_writes_one_retrieval_event(tenant_a, api_a, facts):
     assert str(event.id) in [e["id"] for e in listed]
 
 
+def test_a_search_records_the_artifacts_its_results_refer_to_and_shows_their_tags(tenant_a, tenant_b, api_a):
+    """Each result's tags and artifacts come with its record (one statement): the response
+    lists the tags in order, and the event every artifact once, in order, none of B's."""
+    from memories.models import Artifact, MemoryArtifact, MemoryTag
+
+    with tenant_context(tenant_a.org.id):
+        second = Artifact.objects.create(org=tenant_a.org, scope="memories/user-1", sha256="b" * 64,
+                                         storage_uri="s3://bucket/other", artifact_type="document")
+        for memory in (tenant_a.memory, tenant_a.other_memory):
+            MemoryArtifact.objects.create(org=tenant_a.org, memory=memory, artifact=second, scope="memories/user-1")
+        MemoryTag.objects.create(org=tenant_a.org, memory=tenant_a.memory, tag="breakfast")
+    response = api_a.post("/api/v1/search", {"query": "where does the user live and what do they drink", "limit": 10})
+    results = {r["memory"]["id"]: r["memory"] for r in response.json()["results"]}
+    assert {str(tenant_a.memory.id), str(tenant_a.other_memory.id)} <= set(results)
+    assert results[str(tenant_a.memory.id)]["tags"] == ["breakfast", "drinks"]
+    assert results[str(tenant_a.other_memory.id)]["tags"] == []
+    with tenant_context(tenant_a.org.id):
+        event = RetrievalEvent.objects.get(pk=response.json()["retrieval_event_id"])
+    assert event.returned_artifact_ids == sorted([tenant_a.artifact.id, second.id], key=str)
+    assert tenant_b.artifact.id not in event.returned_artifact_ids
+
+
 def _counts(org_id, ids) -> dict:
     with tenant_context(org_id):
         return {str(pk): n for pk, n in Memory.objects.filter(pk__in=ids).values_list("id", "retrieval_count")}
