@@ -47,6 +47,17 @@ def test_a_disabled_agent_cannot_use_its_key(tenant_a, api_a):
     assert api_a.get("/api/v1/memories").status_code == 401
 
 
+def test_a_disabled_organisation_cannot_use_its_agents_keys(tenant_a, api_a):
+    from tenants.context import service_account
+
+    assert api_a.get("/api/v1/memories").status_code == 200
+    with service_account():
+        type(tenant_a.org).objects.filter(pk=tenant_a.org.pk).update(is_active=False)
+    response = api_a.get("/api/v1/memories")
+    assert response.status_code == 401
+    assert error(response)["message"] == "the organisation or agent of this API key is disabled"
+
+
 def test_a_key_resolves_to_its_own_organisation_and_agent(tenant_a, tenant_b, api_b):
     created = api_b.post("/api/v1/memories", {"content": "Beta's fact"}).json()["memory"]
     assert created["org_id"] == str(tenant_b.org.id) and created["agent_id"] == str(tenant_b.agent.id)
