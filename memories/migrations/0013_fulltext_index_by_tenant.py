@@ -20,7 +20,7 @@ every memory. The old index goes: no statement uses search_vector's index any mo
 
 At 1M memories the column adds 189 bytes to a row of ~2.3 kB (still three rows to a page),
 and the new index is 130 MB where the old one was 90. A search of a 50%, 10% or 1% tenant
-took 6-10 ms less at p50 and 10-15 at p95 end to end (docs/adr/0035).
+took 2-10 ms less at p50 and 5-20 at p95 end to end (docs/adr/0035).
 
 Adding a stored column rewrites the table, and with it every index of the table, under an
 exclusive lock: plan it as maintenance on a large table (at 1M memories on a 2-core machine,
