@@ -51,8 +51,7 @@ def _load(org_id, ids, usage: dict | None = None) -> dict:
     without looking their usage up again: 1 ms of a 3.5 ms load at 1M memories)."""
     ids = [str(memory_id) for memory_id in ids]
     if usage is None:
-        sql = RECORDS_SQL.format(usage_columns=", coalesce(u.retrieval_count, 0) AS retrieval_count, u.last_retrieved_at",
-                                 usage_join=search.usage_join("m"))
+        sql = RECORDS_SQL.format(usage_columns=", " + search.USAGE_COLUMNS, usage_join=search.usage_join("m"))
         return {memory.pk: memory for memory in Memory.objects.raw(sql, [ids, org_id, org_id])}
     loaded = {memory.pk: memory for memory in Memory.objects.raw(RECORDS_SQL.format(usage_columns="", usage_join=""),
                                                                  [ids, org_id])}

@@ -153,10 +153,14 @@ class RankingRow(NamedTuple):
 # rows those statements had just read. An index scan or a full-text match reads each row's
 # heap tuple anyway, and an exact scan's covering index holds the three memory columns, so
 # each statement carries them through. The usage count is joined after the LIMIT.
+# A memory's usage, from `usage_join`, named as Memory's manager names it.
+USAGE_COLUMNS = "coalesce(u.retrieval_count, 0) AS retrieval_count, u.last_retrieved_at"
+
+
 def ranking_columns(alias: str) -> str:
     """A RankingRow's columns after the id: the memory's own from `alias`, the usage from
     `usage_join`."""
-    return f"{alias}.importance, {alias}.confidence, {alias}.created_at, coalesce(u.retrieval_count, 0), u.last_retrieved_at"
+    return f"{alias}.importance, {alias}.confidence, {alias}.created_at, {USAGE_COLUMNS}"
 
 
 def usage_join(alias: str) -> str:
@@ -346,7 +350,6 @@ class TenantText:
     shares: dict  # lexeme -> share of the tenant's memories holding it (>= 2%)
     rows: int = 0  # its live (active, not deleted) memories
     share: float = 0.0  # rows as a share of the table's
-
 
 
 def tenant_text(org_id) -> TenantText:

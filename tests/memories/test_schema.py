@@ -96,11 +96,8 @@ def test_a_memory_of_several_hundred_characters_keeps_its_text_in_its_row(tenant
     """Beside the 1.5 kB vector, such a memory passed PostgreSQL's default 2 kB threshold and
     its text and tsvector went to the TOAST table, an extra lookup on every read of either
     (migration 0011). Written now, they stay in the row; only its tenant-tagged lexemes, which
-    no search reads back, may go out (migration 0013)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('server_version_num')::int")
-        if cursor.fetchone()[0] < 160000:
-            pytest.skip("pg_column_toast_chunk_id needs PostgreSQL 16 or later")
+    no search reads back, may go out (migration 0013). pg_column_toast_chunk_id needs
+    PostgreSQL 16, the oldest the project supports."""
     words = ("user keeps vegetarian kitchen cycles work along river prefers green tea mornings visits "
              "sister lisbon spring budget review quarterly deploys thursday standup allergic peanuts "
              "shellfish reads novels evenings plays chess weekends plans trip japan autumn").split()
