@@ -16,7 +16,7 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from memories.embeddings import MODEL_NAME, EmbeddingError, get_embedder
+from memories.embeddings import MODEL_NAME, EmbeddingError, get_query_embedder, query_precision
 from memory_platform.after_response import after_response
 
 logger = logging.getLogger(__name__)
@@ -100,7 +100,9 @@ def hot_memories_fill(org_id, agent_id, scored: list[tuple[str, float]]) -> None
 
 
 def _query_key(text: str) -> str:
-    return QUERY_KEY.format(model=MODEL_NAME, digest=hashlib.sha256(text.encode()).hexdigest())
+    precision = query_precision()
+    model = MODEL_NAME if precision == "float32" else f"{MODEL_NAME}-{precision}"
+    return QUERY_KEY.format(model=model, digest=hashlib.sha256(text.encode()).hexdigest())
 
 
 @lru_cache(maxsize=1024)
@@ -112,7 +114,7 @@ def _embed_query_cached(text: str) -> tuple[float, ...]:
         stored = None
     if stored is not None:
         return tuple(np.frombuffer(stored, dtype=np.float32).tolist())
-    vector = get_embedder().embed([text])[0]
+    vector = get_query_embedder().embed([text])[0]
     packed = np.asarray(vector, dtype=np.float32).tobytes()
 
     def store():

@@ -88,3 +88,17 @@ def api_a(tenant_a, api_client_for):
 @pytest.fixture
 def api_b(tenant_b, api_client_for):
     return api_client_for(tenant_b.agent)
+
+
+@pytest.fixture
+def int8_queries(settings):
+    """QUERY_EMBEDDING_PRECISION "int8" for one test, the process's query embedder loaded anew."""
+    from memories import cache, embeddings
+
+    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
+                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "QUERY_EMBEDDING_PRECISION": "int8"}}
+    embeddings._quantized_embedder = None
+    cache._embed_query_cached.cache_clear()
+    yield
+    embeddings._quantized_embedder = None
+    cache._embed_query_cached.cache_clear()

@@ -242,6 +242,11 @@ MEMORY_PLATFORM = {
         # Seed 003's store search returns items at or above this cosine similarity.
         "STORE_SIMILARITY_THRESHOLD": env.float("MEMORY_PLATFORM_STORE_SIMILARITY_THRESHOLD", default=0.7),
         "QUERY_EMBEDDING_CACHE_SECONDS": 86400,
+        # The model that embeds search queries: "float32", the model memories are embedded
+        # with, or "int8", the same model quantized (memories.embeddings.quantized_graph): a
+        # query embeds in less than half the time, and its top 10 holds about 9 of
+        # float32's 10 (benchmarks/search/results-query-precision.json; docs/adr/0035).
+        "QUERY_EMBEDDING_PRECISION": env.str("MEMORY_PLATFORM_QUERY_EMBEDDING_PRECISION", default="float32"),
     },
     # Seed 001's hot cache: the top memories of each agent in a Redis sorted set.
     # How often retrievals counted in Redis are written to memories.retrieval_count.

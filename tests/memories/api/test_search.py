@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories import search
+from memories import embeddings, search
 from memories.embeddings import use_embedder
 from memories.models import Memory, RetrievalEvent
 from tenants.context import tenant_context
@@ -48,6 +48,13 @@ def test_search_ranks_the_matching_memory_first_and_explains_each_signal(api_a, 
     assert set(top["signals"]["blend"]) == {"relevance", "importance", "confidence", "recency", "usage"}
     assert [r["score"] for r in body["results"]] == sorted((r["score"] for r in body["results"]), reverse=True)
     assert body["degraded"] is None and body["vector_method"] == "exact"
+
+
+def test_a_query_embedded_in_int8_finds_the_same_memory(api_a, facts, int8_queries):
+    response = api_a.post("/api/v1/search", {"query": "What does the user drink in the morning?", "limit": 3,
+                                             "mode": "vector"})
+    assert found(response)[0] == facts["tea"] and response.json()["degraded"] is None
+    assert embeddings.get_query_embedder().graph == embeddings.quantized_graph()  # the model that served it
 
 
 def test_the_same_search_returns_the_same_order(api_a, facts):
