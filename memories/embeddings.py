@@ -11,6 +11,7 @@ QUERY_EMBEDDING_PRECISION): faster, and a little less faithful.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -133,6 +134,18 @@ class OnnxEmbedder:
 EXPORT_FORMAT = 1  # raise when onnx_graph() exports differently: old graphs are then not reused
 
 
+@contextlib.contextmanager
+def _written_whole(graph: Path):
+    """A partial file to write the graph into, put in its place only once the block completes:
+    several processes may make it at once, and none ever loads a graph cut short."""
+    partial = graph.with_suffix(f".{os.getpid()}.partial")
+    try:
+        yield partial
+        os.replace(partial, graph)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def onnx_graph(*, again: bool = False) -> Path:
     """The model's ONNX graph, exported from the package's weights on first use (~2 s) into
     the data folder, named after what made it: the package, torch and transformers versions
@@ -158,18 +171,13 @@ def onnx_graph(*, again: bool = False) -> Path:
         example = torch.ones((1, 8), dtype=torch.int64)
         names = ["input_ids", "attention_mask", "token_type_ids"]
         graph.parent.mkdir(parents=True, exist_ok=True)
-        partial = graph.with_suffix(f".{os.getpid()}.partial")  # several processes may export at once
-        try:
-            with warnings.catch_warnings():  # the tracer's notes on branches an encoder never takes
-                warnings.simplefilter("ignore")
-                torch.onnx.export(LastHiddenState(model), (example, example, torch.zeros_like(example)), str(partial),
-                                  input_names=names, output_names=["last_hidden_state"],
-                                  dynamic_axes={name: {0: "batch", 1: "tokens"}
-                                                for name in [*names, "last_hidden_state"]},
-                                  opset_version=17, dynamo=False)
-            os.replace(partial, graph)
-        finally:
-            partial.unlink(missing_ok=True)
+        with _written_whole(graph) as partial, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on branches an encoder never takes
+            torch.onnx.export(LastHiddenState(model), (example, example, torch.zeros_like(example)), str(partial),
+                              input_names=names, output_names=["last_hidden_state"],
+                              dynamic_axes={name: {0: "batch", 1: "tokens"}
+                                            for name in [*names, "last_hidden_state"]},
+                              opset_version=17, dynamo=False)
         for stale in graph.parent.glob(f"{MODEL_NAME}-*.onnx"):  # graphs made by other versions, and theirs
             if not stale.name.startswith(graph.stem):
                 stale.unlink(missing_ok=True)
@@ -189,12 +197,8 @@ def quantized_graph(*, again: bool = False) -> Path:
     if again or not graph.exists():
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        partial = graph.with_suffix(f".{os.getpid()}.partial")
-        try:
+        with _written_whole(graph) as partial:
             quantize_dynamic(source, partial, per_channel=True, weight_type=QuantType.QInt8)
-            os.replace(partial, graph)
-        finally:
-            partial.unlink(missing_ok=True)
     return graph
 
 
