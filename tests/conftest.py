@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import connections
 
 from tests import factories
+from tests.knobs import with_search_knobs
 
 
 @pytest.fixture(scope="session")
@@ -95,8 +96,7 @@ def int8_queries(settings):
     """QUERY_EMBEDDING_PRECISION "int8" for one test, the process's query embedder loaded anew."""
     from memories import cache, embeddings
 
-    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
-                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "QUERY_EMBEDDING_PRECISION": "int8"}}
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, QUERY_EMBEDDING_PRECISION="int8")
     embeddings._quantized_embedder = None
     cache._embed_query_cached.cache_clear()
     yield

@@ -8,6 +8,7 @@ from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
 from memories import cache, embeddings
+from tests.knobs import with_search_knobs
 
 TEXTS = [
     "The user drinks green tea every morning",
@@ -109,14 +110,13 @@ def test_a_quantized_graph_that_cannot_be_loaded_is_made_again():
 def test_queries_are_embedded_in_float32_unless_int8_is_asked_for(int8_queries, settings):
     assert embeddings.get_query_embedder().graph == embeddings.quantized_graph()
     assert embeddings.get_embedder().graph == embeddings.onnx_graph()  # memories: float32 still
-    with override_settings(MEMORY_PLATFORM={**settings.MEMORY_PLATFORM, "SEARCH": {
-            **settings.MEMORY_PLATFORM["SEARCH"], "QUERY_EMBEDDING_PRECISION": "float32"}}):
+    with override_settings(MEMORY_PLATFORM=with_search_knobs(settings.MEMORY_PLATFORM,
+                                                             QUERY_EMBEDDING_PRECISION="float32")):
         assert embeddings.get_query_embedder() is embeddings.get_embedder()
 
 
 def test_an_unknown_precision_stops_the_product_before_it_serves(settings):
-    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
-                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "QUERY_EMBEDDING_PRECISION": "int4"}}
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, QUERY_EMBEDDING_PRECISION="int4")
     # `manage.py run` runs the system checks before it migrates or starts a server
     with pytest.raises(SystemCheckError, match="MEMORY_PLATFORM_QUERY_EMBEDDING_PRECISION must be one of "
                                                "float32, int8, not 'int4'"):
@@ -129,8 +129,8 @@ def test_the_query_cache_never_serves_one_precision_for_the_other(int8_queries, 
     cache.client().delete(int8_key)
     int8_vector = np.array(cache.query_embedding(text))
     assert cache.client().exists(int8_key)
-    with override_settings(MEMORY_PLATFORM={**settings.MEMORY_PLATFORM, "SEARCH": {
-            **settings.MEMORY_PLATFORM["SEARCH"], "QUERY_EMBEDDING_PRECISION": "float32"}}):
+    with override_settings(MEMORY_PLATFORM=with_search_knobs(settings.MEMORY_PLATFORM,
+                                                             QUERY_EMBEDDING_PRECISION="float32")):
         float32_key = cache._query_key(text)
         cache.client().delete(float32_key)
         cache._embed_query_cached.cache_clear()

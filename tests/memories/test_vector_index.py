@@ -11,6 +11,7 @@ from memories import vector_index
 from memories.models import EMBEDDING_DIMENSIONS, Memory
 from tenants.context import tenant_context
 from tests import factories
+from tests.knobs import with_search_knobs
 from tests.markers import committing
 
 ROWS_PER_TENANT = 3000
@@ -228,8 +229,7 @@ def test_the_hnsw_candidate_list_grows_for_a_tenant_holding_a_small_share_of_the
 
     from memories import search
 
-    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
-                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "HNSW_EF_SEARCH": 500}}
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, HNSW_EF_SEARCH=500)
     org = str(tenant_a.org.id)
     try:
         for share, k, expected in [(0.5, 50, 500), (0.1, 50, 600), (0.1, 10, 500), (0.02, 50, 1000), (1.0, 800, 960)]:

@@ -9,6 +9,7 @@ from memories import embeddings, search
 from memories.embeddings import use_embedder
 from memories.models import Memory, RetrievalEvent
 from tenants.context import tenant_context
+from tests.knobs import with_search_knobs
 from tests.markers import committing
 from tests.memories.test_jobs import BrokenModel
 
@@ -494,9 +495,7 @@ def test_an_unfiltered_search_takes_the_tenant_size_from_the_hourly_estimate(ten
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM,
-                                "SEARCH": {**settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": 2,
-                                           "TEXT_SCAN_ROWS": 2}}
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, EXACT_SCAN_ROWS=2, TEXT_SCAN_ROWS=2)
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Bulk fact {i}"} for i in range(10)]})
     search._common_cache.clear()
     capped = lambda queries: [q for q in queries if "capped" in q["sql"]]  # noqa: E731
