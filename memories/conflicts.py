@@ -144,6 +144,10 @@ def conflict_resolve(*, org_id, kind: str, conflict_id, resolution: str, user, k
         if any(m.deleted_at or m.status not in OPEN_STATUSES for m in (first, second)):
             raise Conflict("this conflict was resolved meanwhile", code="resolved")
         note = f" ({reason.strip()})" if reason.strip() else ""
+        if resolution != BOTH_VALID and first.scope != second.scope:
+            # Keeping one or merging both would put one end user's memory in place of another's.
+            raise Conflict("these memories belong to different namespaces: mark both valid, or correct each "
+                           "in its own namespace", code="other_namespace", field="resolution")
 
         if resolution == KEEP:
             if str(keep_id) not in (str(first.pk), str(second.pk)):

@@ -190,10 +190,12 @@ class Memory(TenantModel):
             ),
         ]
         constraints = [
-            # Exact dedup (seed 000) for free-form memories; keyed store items (seed 003) are
-            # identified, and upserted, by their key instead (docs/adr/0032).
+            # Exact dedup (seed 000) for free-form memories, within one agent's namespace: a
+            # namespace is an end user's boundary, and the same sentence kept for two users is
+            # two memories (DESIGN.md 4.8). Keyed store items (seed 003) are identified, and
+            # upserted, by their key instead (docs/adr/0032).
             models.UniqueConstraint(
-                fields=["org", "agent", "content_hash"], condition=LIVE & Q(key__isnull=True),
+                fields=["org", "agent", "scope", "content_hash"], condition=LIVE & Q(key__isnull=True),
                 name="memories_content_hash_live_unique",
             ),
             models.UniqueConstraint(
@@ -493,7 +495,7 @@ class Provenance(TenantModel):
 
 class DuplicateCandidate(TenantModel):
     """A live memory found close to a newly written one (cosine similarity at or above
-    MEMORY_PLATFORM["NEAR_DUPLICATE_SIMILARITY"], same agent), waiting for review."""
+    MEMORY_PLATFORM["NEAR_DUPLICATE_SIMILARITY"], same agent and namespace), waiting for review."""
 
     memory = tenant_fk(Memory, related_name="duplicate_candidates")
     candidate = tenant_fk(Memory, related_name="+")

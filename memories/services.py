@@ -122,7 +122,7 @@ NEAR_DUPLICATES_SQL = """
     FROM memories written
     CROSS JOIN LATERAL (
         SELECT other.id, other.embedding FROM memories other
-        WHERE other.org_id = written.org_id AND other.agent_id = written.agent_id
+        WHERE other.org_id = written.org_id AND other.agent_id = written.agent_id AND other.scope = written.scope
           AND other.status = 'active' AND other.deleted_at IS NULL AND other.id <> written.id
         ORDER BY other.embedding <=> written.embedding
         LIMIT %(limit)s
@@ -134,8 +134,8 @@ NEAR_DUPLICATES_SQL = """
 
 
 def near_duplicates(org_id, memory_ids: list, *, limit: int = 5) -> dict[uuid.UUID, list[tuple[Memory, float]]]:
-    """For each written memory, the live memories of the same agent at or above the
-    near-duplicate similarity, closest first: one statement for the whole batch."""
+    """For each written memory, the live memories of the same agent and namespace at or above
+    the near-duplicate similarity, closest first: one statement for the whole batch."""
     with connection.cursor() as cursor:
         cursor.execute(NEAR_DUPLICATES_SQL, {"limit": limit, "org_id": org_id, "ids": [str(i) for i in memory_ids],
                                              "threshold": knob("NEAR_DUPLICATE_SIMILARITY")})
@@ -253,9 +253,11 @@ class WriteResult:
         return "ready" if self.memory.embedding is not None else "pending"
 
 
-def _find_live_duplicate(org_id, agent_id, digest) -> Memory | None:
-    return Memory.objects.filter(org_id=org_id, agent_id=agent_id, content_hash=digest, status="active",
-                                 deleted_at__isnull=True, key__isnull=True).first()
+def _find_live_duplicate(org_id, agent_id, scope: str, digest: str) -> Memory | None:
+    """The live unkeyed memory this agent keeps with this content in this namespace: a
+    namespace is an end user's boundary, so another namespace's equal memory is not one."""
+    return Memory.objects.filter(org_id=org_id, agent_id=agent_id, scope=scope, content_hash=digest,
+                                 status="active", deleted_at__isnull=True, key__isnull=True).first()
 
 
 def _insert(org_id, agent_id, content: str, fields: dict, tags: list[str], actor: Actor,
@@ -265,8 +267,8 @@ def _insert(org_id, agent_id, content: str, fields: dict, tags: list[str], actor
     redacted = _redact(content, fields.pop("metadata", None) or {}, fields.pop("provenance", None) or {})
     _check_content(redacted.content)
     digest = content_hash(redacted.content)
-    key = fields.get("key")
-    if key is None and (existing := _find_live_duplicate(org_id, agent_id, digest)):
+    key, scope = fields.get("key"), fields.get("scope") or ""
+    if key is None and (existing := _find_live_duplicate(org_id, agent_id, scope, digest)):
         return WriteResult(existing, created=False, deduplicated=True)
     if vector is None and embed:
         vector = _embed_one(redacted.content)
@@ -278,7 +280,7 @@ def _insert(org_id, agent_id, content: str, fields: dict, tags: list[str], actor
             memory.save(force_insert=True)
     except IntegrityError as exc:
         if "memories_content_hash_live_unique" in str(exc):  # a concurrent equal write won
-            return WriteResult(_find_live_duplicate(org_id, agent_id, digest), created=False, deduplicated=True)
+            return WriteResult(_find_live_duplicate(org_id, agent_id, scope, digest), created=False, deduplicated=True)
         if "memories_scope_key_live_unique" in str(exc):
             raise Conflict(f"key {key!r} already exists in this namespace", code="key_exists", field="key") from None
         if "memories_session_id_fkey" in str(exc):
@@ -336,18 +338,21 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
                             provenance=redacted.provenance, **item, **_embedding_fields(None))
             prepared.append((memory, tags))
 
-        unkeyed = {memory.content_hash for memory, _ in prepared if memory.key is None}
-        existing = {m.content_hash: m for m in Memory.objects.filter(
-            org_id=org_id, agent_id=agent_id, content_hash__in=unkeyed, status="active", deleted_at__isnull=True,
-            key__isnull=True)}
+        # Equal means equal content in the same namespace (see _find_live_duplicate).
+        unkeyed = {(memory.scope, memory.content_hash) for memory, _ in prepared if memory.key is None}
+        existing = {(m.scope, m.content_hash): m for m in Memory.objects.filter(
+            org_id=org_id, agent_id=agent_id, scope__in={scope for scope, _ in unkeyed},
+            content_hash__in={digest for _, digest in unkeyed}, status="active",
+            deleted_at__isnull=True, key__isnull=True)}
         results, new, first_of = [], [], {}
         for memory, tags in prepared:
-            twin = existing.get(memory.content_hash) or first_of.get(memory.content_hash) if memory.key is None else None
+            identity = (memory.scope, memory.content_hash)
+            twin = existing.get(identity) or first_of.get(identity) if memory.key is None else None
             if twin is not None:
                 results.append(WriteResult(twin, created=False, deduplicated=True))
                 continue
             if memory.key is None:
-                first_of[memory.content_hash] = memory
+                first_of[identity] = memory
             results.append(WriteResult(memory, created=True))
             new.append((memory, tags))
         try:
@@ -392,19 +397,20 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
             if redacted.count:
                 memory.provenance = {**memory.provenance, "redaction": redacted.as_provenance()}
             if new_content != memory.content:
-                digest = content_hash(new_content)
-                duplicate = (_find_live_duplicate(org_id, memory.agent_id, digest)
-                             if memory.key is None and memory.status == "active" else None)
-                if duplicate and duplicate.pk != memory.pk:
-                    raise Conflict(f"an identical live memory exists: {duplicate.pk}", code="duplicate",
-                                   field="content", existing_id=duplicate.pk)
-                changes["content"] = new_content
-                changes["content_hash"] = digest
-                changes.update(_embedding_fields(_embed_one(new_content)))
+                changes["content"], changes["content_hash"] = new_content, content_hash(new_content)
             else:
                 changes.pop("content")
+        identity_changed = bool({"content_hash", "scope", "key"} & set(changes))
         for name, value in changes.items():
             setattr(memory, name, value)
+        if identity_changed and memory.key is None and memory.status == Memory.Status.ACTIVE:
+            duplicate = _find_live_duplicate(org_id, memory.agent_id, memory.scope, memory.content_hash)
+            if duplicate and duplicate.pk != memory.pk:
+                raise Conflict(f"an identical live memory exists in this namespace: {duplicate.pk}",
+                               code="duplicate", field="content", existing_id=duplicate.pk)
+        if "content" in changes:
+            for name, value in _embedding_fields(_embed_one(memory.content)).items():
+                setattr(memory, name, value)
         memory.version += 1
         try:
             with transaction.atomic():
@@ -412,6 +418,9 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
         except IntegrityError as exc:
             if "memories_scope_key_live_unique" in str(exc):
                 raise Conflict("that key already exists in this namespace", code="key_exists", field="key") from None
+            if "memories_content_hash_live_unique" in str(exc):  # a concurrent equal write won
+                raise Conflict("an identical live memory exists in this namespace", code="duplicate",
+                               field="content") from None
             raise
         _record_version(memory, MemoryVersion.Operation.UPDATE, actor)
         _refresh_hot_set(memory)

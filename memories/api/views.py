@@ -110,8 +110,9 @@ class MemoryCollectionView(AgentAPIView):
         status=201, parameters=[IDEMPOTENCY_KEY],
         description="One memory (embedded inline), or `{\"memories\": [...]}` for a batch (embedded by a worker "
                     "after commit; each result then carries only id, created, deduplicated, embedding_status, "
-                    "content_hash and version). An equal live memory of the same agent is returned with "
-                    "`deduplicated: true` and status 200 instead of a second row.",
+                    "content_hash and version). An equal live memory of the same agent in the same namespace is "
+                    "returned with `deduplicated: true` and status 200 instead of a second row; the same "
+                    "content in another namespace (another end user's) is a memory of its own.",
         request_example={"content": "The user prefers green tea in the morning", "category": "preference",
                          "namespace": ["memories", "user-42"], "tags": ["drinks"], "metadata": {"turn": 4}},
         response_example={"memory": EXAMPLE_MEMORY, "created": True, "deduplicated": False, "embedding_status": "ready", "near_duplicates": []},

@@ -193,8 +193,8 @@ MEMORY_PLATFORM = {
     "HNSW_M": env.int("MEMORY_PLATFORM_HNSW_M", default=16),
     "HNSW_EF_CONSTRUCTION": env.int("MEMORY_PLATFORM_HNSW_EF_CONSTRUCTION", default=64),
     "IVFFLAT_LISTS": env.int("MEMORY_PLATFORM_IVFFLAT_LISTS", default=100),
-    # A new memory whose cosine similarity to a live memory of the same agent reaches this
-    # is recorded as a near-duplicate candidate for review.
+    # A new memory whose cosine similarity to a live memory of the same agent and namespace
+    # reaches this is recorded as a near-duplicate candidate for review.
     "NEAR_DUPLICATE_SIMILARITY": env.float("MEMORY_PLATFORM_NEAR_DUPLICATE_SIMILARITY", default=0.92),
     # Weight of one usefulness signal in the moving average of usefulness_score.
     "FEEDBACK_WEIGHT": env.float("MEMORY_PLATFORM_FEEDBACK_WEIGHT", default=0.2),

@@ -7,7 +7,7 @@ import uuid
 import psycopg
 import pytest
 from django.core.management import call_command
-from django.db import connections
+from django.db import IntegrityError, connections, transaction
 
 from memory_platform.local_services import PostgresEndpoint
 
@@ -79,3 +79,39 @@ def test_migrate_twice_changes_nothing_and_migrations_reverse_to_zero(scratch):
 
     call_command("migrate", database=scratch, verbosity=0)
     assert catalog_snapshot(scratch) == applied
+
+
+def test_dedup_moves_within_namespaces_without_changing_a_row(scratch):
+    """Memories 0014-0015 on a database that has data: near-duplicate pairs found across two
+    namespaces are closed (not deleted), pairs within one stay open, and afterwards the same
+    sentence may live once in each namespace, never twice in one."""
+    from memories.models import DuplicateCandidate, Memory
+    from memories.services import content_hash
+    from tenants.context import service_account
+    from tenants.models import Agent, Organization
+
+    call_command("migrate", "memories", "0013", database=scratch, verbosity=0)
+    with service_account(using=scratch):
+        org = Organization.objects.using(scratch).create(name="Migrated", slug="migrated")
+        agent = Agent.objects.using(scratch).create(org=org, name="agent")
+
+        def memory(scope: str, content: str) -> Memory:
+            return Memory.objects.using(scratch).create(org=org, agent=agent, scope=scope, content=content,
+                                                        content_hash=content_hash(content), category="factual")
+
+        alice, bob = memory("users/alice", "Lives in Lisbon"), memory("users/bob", "Lives in Lisbon, Portugal")
+        alice_again = memory("users/alice", "Lives in Lisbon (Portugal)")
+        across = DuplicateCandidate.objects.using(scratch).create(org=org, memory=bob, candidate=alice, similarity=0.95)
+        within = DuplicateCandidate.objects.using(scratch).create(org=org, memory=alice_again, candidate=alice,
+                                                                  similarity=0.95)
+    call_command("migrate", "memories", database=scratch, verbosity=0)
+
+    with service_account(using=scratch):
+        pairs = DuplicateCandidate.objects.using(scratch)
+        assert pairs.get(pk=across.pk).resolution == "other_namespace" and pairs.get(pk=across.pk).resolved_at
+        assert pairs.get(pk=within.pk).resolved_at is None
+        assert Memory.objects.using(scratch).count() == 3
+        memory("users/carol", "Lives in Lisbon")
+        with pytest.raises(IntegrityError, match="memories_content_hash_live_unique"), \
+                transaction.atomic(using=scratch):
+            memory("users/bob", "lives in LISBON, portugal")
