@@ -19,6 +19,7 @@ from django.utils import timezone
 from memories import services
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
+from memories.redaction import redactor_for
 from tenants.context import tenant_context
 
 CONTRADICTION = "contradiction"
@@ -143,7 +144,8 @@ def conflict_resolve(*, org_id, kind: str, conflict_id, resolution: str, user, k
         first, second = pair[conflict.first.pk], pair[conflict.second.pk]
         if any(m.deleted_at or m.status not in OPEN_STATUSES for m in (first, second)):
             raise Conflict("this conflict was resolved meanwhile", code="resolved")
-        note = f" ({reason.strip()})" if reason.strip() else ""
+        reason = redactor_for(org_id).plain(reason.strip())  # kept in version rows: free text
+        note = f" ({reason})" if reason else ""
         if resolution != BOTH_VALID and first.scope != second.scope:
             # Keeping one or merging both would put one end user's memory in place of another's.
             raise Conflict("these memories belong to different namespaces: mark both valid, or correct each "

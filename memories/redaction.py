@@ -8,6 +8,12 @@ passwords in URLs of any scheme, and long high-entropy tokens.
 
 Each span becomes `[REDACTED:<kind>]`. What was found is reported by kind and count, never
 by value.
+
+An organisation may also opt into redacting personal data (Organization.redact_personal_data):
+e-mail addresses, payment card numbers (those passing the Luhn check) and phone numbers.
+`redactor_for(org_id)` is what writes use: it knows the organisation's policy and applies it
+to free text, to JSON, and to identifiers (namespaces, keys, tags), which are refused rather
+than redacted, since two redacted identifiers would become one.
 """
 
 from __future__ import annotations
@@ -71,6 +77,35 @@ OWN_RULES: list[tuple[str, re.Pattern, bool]] = [
     ("jwt", re.compile(r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"), False),
 ]
 
+# Personal data, redacted only for organisations that ask for it. Phone numbers are matched
+# conservatively (an international "+" prefix, or the (555) 123-4567 shape) so that dates,
+# amounts and identifiers stay as they are.
+EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w-])")
+CARD_CANDIDATE = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]?\d{2,4}){1,4}"
+                   r"|\(\d{3}\)[ .-]?\d{3}[ .-]\d{4})(?![\w-])")
+
+
+def passes_luhn(digits: str) -> bool:
+    total = 0
+    for position, digit in enumerate(int(d) for d in reversed(digits)):
+        if position % 2:
+            digit = digit * 2 - 9 if digit > 4 else digit * 2
+        total += digit
+    return total % 10 == 0
+
+
+def _personal_spans(text: str) -> list[tuple[int, int, str]]:
+    spans = [(*match.span(), "email") for match in EMAIL.finditer(text)]
+    for match in CARD_CANDIDATE.finditer(text):
+        if passes_luhn(re.sub(r"\D", "", match.group())):
+            spans.append((*match.span(), "card_number"))
+    for match in PHONE.finditer(text):
+        if 7 <= len(re.sub(r"\D", "", match.group())) <= 15:
+            spans.append((*match.span(), "phone_number"))
+    return spans
+
+
 HIGH_ENTROPY_CANDIDATE = re.compile(r"(?<![A-Za-z0-9_+=-])[A-Za-z0-9_+=-]{32,}(?![A-Za-z0-9_+=-])")
 HIGH_ENTROPY_BITS = 4.3
 ALREADY_REDACTED = re.compile(r"\[REDACTED:[a-z_0-9]+\]")
@@ -114,9 +149,10 @@ def _looks_random(token: str) -> bool:
     return has_classes and _entropy(token) >= HIGH_ENTROPY_BITS
 
 
-def redact_text(text: str) -> RedactionResult:
-    """Replace every secret-like span in text."""
-    spans: list[tuple[int, int, str]] = []
+def redact_text(text: str, *, personal: bool = False) -> RedactionResult:
+    """Replace every secret-like span in text, and with personal=True every e-mail address,
+    card number and phone number too."""
+    spans: list[tuple[int, int, str]] = _personal_spans(text) if personal else []
     for kind, pattern, in_group in (*OWN_RULES, *_detect_secrets_rules()):
         for match in pattern.finditer(text):
             start, end = match.span(1) if in_group and match.group(1) else match.span()
@@ -150,16 +186,58 @@ def redact_text(text: str) -> RedactionResult:
     return result
 
 
-def redact_json(value, kinds: Counter | None = None):
+def redact_json(value, kinds: Counter | None = None, *, personal: bool = False):
     """Redact every string (values, and keys too) inside a JSON-like value. Returns
     (redacted value, Counter of kinds)."""
     kinds = Counter() if kinds is None else kinds
     if isinstance(value, str):
-        result = redact_text(value)
+        result = redact_text(value, personal=personal)
         kinds.update(result.kinds)
         return result.text, kinds
     if isinstance(value, list):
-        return [redact_json(item, kinds)[0] for item in value], kinds
+        return [redact_json(item, kinds, personal=personal)[0] for item in value], kinds
     if isinstance(value, dict):
-        return {redact_json(key, kinds)[0]: redact_json(item, kinds)[0] for key, item in value.items()}, kinds
+        return {redact_json(key, kinds, personal=personal)[0]: redact_json(item, kinds, personal=personal)[0]
+                for key, item in value.items()}, kinds
     return value, kinds
+
+
+class IdentifierHoldsSecret(ValueError):
+    """An identifier (namespace, key, tag) that holds what redaction would take out."""
+
+    def __init__(self, field: str, kinds: Counter):
+        self.field = field
+        super().__init__(f"{field} looks like it holds a secret or personal data ({', '.join(sorted(kinds))}); "
+                         "use an identifier that is neither")
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """One organisation's redaction policy, applied to everything a write stores."""
+
+    personal: bool = False
+
+    def text(self, text: str) -> RedactionResult:
+        return redact_text(text, personal=self.personal)
+
+    def plain(self, text: str) -> str:
+        """Free text whose redaction need not be reported (reasons, predicates, queries)."""
+        return self.text(text).text if text else text
+
+    def json(self, value, kinds: Counter | None = None):
+        return redact_json(value, kinds, personal=self.personal)
+
+    def check_identifier(self, value: str | None, *, field: str) -> None:
+        """Namespaces, keys and tags identify what they hold: redacting two different ones to
+        the same placeholder would merge them, so one holding a secret is refused instead."""
+        if value and (found := self.text(value)).count:
+            raise IdentifierHoldsSecret(field, found.kinds)
+
+
+def redactor_for(org_id) -> Redactor:
+    """The organisation's policy, read from the database on each write (a one-row lookup), so a
+    change applies to the very next write."""
+    from tenants.models import Organization
+
+    personal = Organization.objects.filter(pk=org_id).values_list("redact_personal_data", flat=True).first()
+    return Redactor(personal=bool(personal))

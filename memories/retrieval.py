@@ -21,6 +21,7 @@ from django.utils import timezone
 from memories import cache, search
 from memories.errors import NotFound
 from memories.models import Memory, RetrievalEvent
+from memories.redaction import redactor_for
 from memories.search import Hit, SearchFilters, SearchOutcome
 from memory_platform.after_response import after_response
 from tenants.context import tenant_context
@@ -163,9 +164,12 @@ def retrieval_event_record(*, org_id, kind: str, query: str, scope: str, filters
     tenant_active: see as_tenant."""
     ids = [result.memory.pk for result in outcome.results]
     with as_tenant(org_id, tenant_active):
+        # What the caller asked is free text kept for audit: redacted like a memory's content.
+        redactor = redactor_for(org_id)
+        recorded_filters, _ = redactor.json({"filters": filters_as_json(filters), "request": request})
         event = RetrievalEvent.objects.create(
-            org_id=org_id, kind=kind, agent_id=agent_id, user=user, query=query, scope=scope,
-            filters={"filters": filters_as_json(filters), "request": request},
+            org_id=org_id, kind=kind, agent_id=agent_id, user=user, query=redactor.plain(query),
+            scope=redactor.plain(scope), filters=recorded_filters,
             returned_memory_ids=ids, returned_scores=[result.score for result in outcome.results],
             returned_artifact_ids=sorted({artifact for result in outcome.results for artifact in result.memory.artifact_ids},
                                          key=str) if artifact_ids is None else artifact_ids,

@@ -12,7 +12,7 @@ import logging
 import re
 import unicodedata
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -32,7 +32,7 @@ from memories.models import (
     MemoryTag,
     MemoryVersion,
 )
-from memories.redaction import redact_json, redact_text
+from memories.redaction import IdentifierHoldsSecret, Redactor, redactor_for
 from tenants.context import tenant_context
 
 logger = logging.getLogger(__name__)
@@ -84,14 +84,31 @@ class Redacted:
     provenance: dict
 
 
-def _redact(content: str, metadata: dict, provenance: dict) -> Redacted:
-    result = redact_text(content)
-    metadata, kinds = redact_json(metadata, result.kinds)
-    provenance, kinds = redact_json(provenance, kinds)
+def _redact(redactor: Redactor, content: str, metadata: dict, provenance: dict) -> Redacted:
+    result = redactor.text(content)
+    metadata, kinds = redactor.json(metadata, result.kinds)
+    provenance, kinds = redactor.json(provenance, kinds)
     if kinds:
         provenance = {**provenance, "redaction": {"applied": True, "count": sum(kinds.values()),
                                                   "kinds": dict(sorted(kinds.items()))}}
     return Redacted(result.text.strip(), metadata, provenance)
+
+
+def _check_identifiers(redactor: Redactor, *, scope: str | None = None, key: str | None = None,
+                       tags: list[str] = ()) -> None:
+    """Refuse a namespace, key or tag that holds a secret (or, by policy, personal data)."""
+    try:
+        redactor.check_identifier(scope, field="namespace")
+        redactor.check_identifier(key, field="key")
+        for tag in tags:
+            redactor.check_identifier(tag, field="tags")
+    except IdentifierHoldsSecret as exc:
+        raise InvalidInput(str(exc), field=exc.field) from None
+
+
+def _recorded(actor: Actor, redactor: Redactor) -> Actor:
+    """The actor as its version rows keep it: the reason is free text, redacted like content."""
+    return replace(actor, reason=redactor.plain(actor.reason)) if actor.reason else actor
 
 
 def _check_content(content: str) -> None:
@@ -261,10 +278,13 @@ def _find_live_duplicate(org_id, agent_id, scope: str, digest: str) -> Memory | 
 
 
 def _insert(org_id, agent_id, content: str, fields: dict, tags: list[str], actor: Actor,
-            vector: list[float] | None) -> WriteResult:
+            vector: list[float] | None, redactor: Redactor | None = None) -> WriteResult:
     """Insert one memory and its first version; an equal live memory is returned instead."""
     embed = fields.pop("_embed", True)
-    redacted = _redact(content, fields.pop("metadata", None) or {}, fields.pop("provenance", None) or {})
+    redactor = redactor or redactor_for(org_id)
+    _check_identifiers(redactor, scope=fields.get("scope"), key=fields.get("key"), tags=tags)
+    actor = _recorded(actor, redactor)
+    redacted = _redact(redactor, content, fields.pop("metadata", None) or {}, fields.pop("provenance", None) or {})
     _check_content(redacted.content)
     digest = content_hash(redacted.content)
     key, scope = fields.get("key"), fields.get("scope") or ""
@@ -310,11 +330,12 @@ def memory_create(*, org_id, agent_id, content: str, tags: list[str] = (), actor
         return result
 
 
-def _create_one_by_one(org_id, agent_id, items: list[dict], actor: Actor) -> list[WriteResult]:
+def _create_one_by_one(org_id, agent_id, items: list[dict], actor: Actor, redactor: Redactor) -> list[WriteResult]:
     results = []
     for item in map(dict, items):
         content, tags = item.pop("content"), item.pop("tags", [])
-        results.append(_insert(org_id, agent_id, content, {**item, "_embed": False}, list(tags), actor, vector=None))
+        results.append(_insert(org_id, agent_id, content, {**item, "_embed": False}, list(tags), actor, vector=None,
+                               redactor=redactor))
     pending = [result.memory.pk for result in results if result.created]
     if pending:
         _enqueue_embedding(org_id, pending)
@@ -327,11 +348,17 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
     commit (which also finds their near-duplicates)."""
     actor = actor or Actor(agent_id=agent_id)
     with tenant_context(org_id), transaction.atomic():
+        redactor = redactor_for(org_id)
+        actor = _recorded(actor, redactor)
         prepared = []
-        for item in items:
+        for index, item in enumerate(items):
             item = dict(item)
             content, tags = item.pop("content"), sorted(set(item.pop("tags", [])))
-            redacted = _redact(content, item.pop("metadata", None) or {}, item.pop("provenance", None) or {})
+            try:
+                _check_identifiers(redactor, scope=item.get("scope"), key=item.get("key"), tags=tags)
+            except InvalidInput as exc:
+                raise InvalidInput(exc.message, field=f"memories[{index}].{exc.field}") from None
+            redacted = _redact(redactor, content, item.pop("metadata", None) or {}, item.pop("provenance", None) or {})
             _check_content(redacted.content)
             memory = Memory(org_id=org_id, agent_id=agent_id, content=redacted.content,
                             content_hash=content_hash(redacted.content), metadata=redacted.metadata,
@@ -361,7 +388,7 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
         except IntegrityError:
             # A concurrent equal write, a taken key or an unknown session: one at a time sorts
             # each of these out (and names the item that is wrong).
-            return _create_one_by_one(org_id, agent_id, items, actor)
+            return _create_one_by_one(org_id, agent_id, items, actor, redactor)
         MemoryTag.objects.bulk_create([MemoryTag(org_id=org_id, memory=memory, tag=tag)
                                        for memory, tags in new for tag in tags])
         MemoryVersion.objects.bulk_create([_version(memory, MemoryVersion.Operation.CREATE, actor, tags)
@@ -388,10 +415,13 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
         if memory.deleted_at is not None:
             raise Conflict(f"memory {memory.pk} is deleted; restore it first", code="deleted")
         changes = dict(changes)
+        redactor = redactor_for(org_id)
+        _check_identifiers(redactor, scope=changes.get("scope"), key=changes.get("key"))
+        actor = _recorded(actor, redactor)
         if "metadata" in changes:
-            changes["metadata"], _ = redact_json(changes["metadata"] or {})
+            changes["metadata"], _ = redactor.json(changes["metadata"] or {})
         if "content" in changes:
-            redacted = redact_text(changes["content"])
+            redacted = redactor.text(changes["content"])
             new_content = redacted.text.strip()
             _check_content(new_content)
             if redacted.count:
@@ -431,6 +461,7 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
 
 def _transition(org_id, memory_id, operation: str, actor: Actor, expected_version: int | None, apply) -> Memory:
     with tenant_context(org_id), transaction.atomic():
+        actor = _recorded(actor, redactor_for(org_id))
         memory = _locked(org_id, memory_id)
         _bump(memory, expected_version, require=False)
         apply(memory)
@@ -547,6 +578,8 @@ def memory_supersede(*, org_id, memory_id, agent_id, content: str, actor: Actor,
     """Correct a memory: a new memory replaces it, linked by a `supersedes` edge; the old one
     becomes `superseded` and names its successor."""
     with tenant_context(org_id), transaction.atomic():
+        redactor = redactor_for(org_id)
+        actor, reason = _recorded(actor, redactor), redactor.plain(reason)
         old = _locked(org_id, memory_id)
         _bump(old, expected_version, require=False)
         if old.deleted_at is not None or old.status != "active":
@@ -554,7 +587,8 @@ def memory_supersede(*, org_id, memory_id, agent_id, content: str, actor: Actor,
             raise Conflict(f"memory {old.pk} is {state}; only an active memory can be superseded", code=state)
         inherited = {"category": old.category, "memory_type": old.memory_type, "scope": old.scope,
                      "sensitivity": old.sensitivity, "importance": old.importance}
-        result = _insert(org_id, agent_id, content, {**inherited, **fields}, [], actor, vector=None)
+        result = _insert(org_id, agent_id, content, {**inherited, **fields}, [], actor, vector=None,
+                         redactor=redactor)
         new = result.memory
         if new.pk == old.pk:
             raise Conflict("the correction is identical to the memory it corrects", code="duplicate", field="content")
@@ -592,6 +626,7 @@ def memory_feedback(*, org_id, memory_id, useful: bool | None = None, score: flo
 
 def memory_tags_add(*, org_id, memory_id, tags: list[str], actor: Actor) -> list[str]:
     with tenant_context(org_id), transaction.atomic():
+        _check_identifiers(redactor_for(org_id), tags=tags)
         memory = _locked(org_id, memory_id)
         new = sorted(set(tags) - set(_tags_of(memory)))
         if new:
@@ -625,7 +660,9 @@ def relationship_create(*, org_id, source_id, target_id, relation_type: str, con
         for name, value in (("source_id", source_id), ("target_id", target_id)):
             if uuid.UUID(str(value)) not in found:
                 raise NotFound(f"memory {value} not found", field=name)
-        metadata, _ = redact_json(metadata or {})
+        redactor = redactor_for(org_id)
+        metadata, _ = redactor.json(metadata or {})
+        predicate = redactor.plain(predicate)
         try:
             with transaction.atomic():
                 return MemoryRelationship.objects.create(

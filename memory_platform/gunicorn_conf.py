@@ -1,6 +1,11 @@
 """gunicorn settings for `manage.py run`: each web worker loads the embedding model once,
 before its first request, instead of making that request wait for it."""
 
+# The access log names the path without its query string: the store's and the list's query
+# strings carry namespaces, keys and tags, which are the agents' users' data. No referer or
+# user agent either, for the same reason.
+access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms'
+
 
 def post_worker_init(worker):
     from memories.embeddings import get_embedder, get_query_embedder

@@ -14,7 +14,9 @@ pgvector is not a trusted extension, so the superuser creates it, in the product
 and in template1 (databases created later, such as the test database, inherit it). The
 superuser also marks tsvector @@ tsquery LEAKPROOF: under row-level security PostgreSQL may
 only use an index for conditions whose functions are leakproof, and without it a full-text
-search reads every row of the tenant (docs/adr/0035).
+search reads every row of the tenant (docs/adr/0035). Its log keeps no values: no failing
+statement (log_min_error_statement) and no DETAIL, where a unique violation names the key it
+found (log_error_verbosity terse); a memory's content, embedding and namespace stay out of it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ APP_ROLE = "memory_app"
 # Matching a tsvector against a tsquery raises no error that depends on the row's data, so it
 # can be evaluated before the row-level security check without leaking anything.
 LEAKPROOF_FULL_TEXT_MATCH = "ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF"
+
+
+LOG_NO_VALUES = (
+    "ALTER SYSTEM SET log_min_error_statement = 'panic'",
+    "ALTER SYSTEM SET log_error_verbosity = 'terse'",
+)
 
 
 class LocalServiceError(RuntimeError):
@@ -117,7 +125,7 @@ def _provision_postgres(endpoint: PostgresEndpoint) -> None:
     import psycopg
     from psycopg import sql
 
-    marker = _pgdata() / ".memory_platform_provisioned-2"
+    marker = _pgdata() / ".memory_platform_provisioned-3"
     if marker.exists():
         return
     superuser = endpoint.url(user="postgres", database="postgres")
@@ -136,6 +144,9 @@ def _provision_postgres(endpoint: PostgresEndpoint) -> None:
                     sql.Identifier(DATABASE_NAME), sql.Identifier(OWNER_ROLE)
                 )
             )
+        for statement in LOG_NO_VALUES:
+            conn.execute(statement)
+        conn.execute("SELECT pg_reload_conf()")
     for database in ("template1", DATABASE_NAME):
         with psycopg.connect(endpoint.url(user="postgres", database=database), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")

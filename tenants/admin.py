@@ -7,8 +7,8 @@ from tenants.models import Agent, ApiKey, Membership, Organization
 
 @admin.register(Organization)
 class OrganizationAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "is_active", "created_at"]
-    list_filter = ["is_active"]
+    list_display = ["name", "slug", "is_active", "redact_personal_data", "created_at"]
+    list_filter = ["is_active", "redact_personal_data"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
 

@@ -22,6 +22,10 @@ class Organization(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=64, unique=True)
     is_active = models.BooleanField(default=True)
+    # Policy: also redact e-mail addresses, card numbers and phone numbers from everything
+    # stored (secrets are always redacted; memories.redaction).
+    redact_personal_data = models.BooleanField(
+        default=False, help_text="Also redact e-mail addresses, card numbers and phone numbers before storing.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

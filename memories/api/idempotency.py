@@ -3,6 +3,9 @@
 The record is inserted before the work, in the request's transaction: a concurrent retry
 blocks on the unique (org, agent, key) index until the first request commits (then it
 replays the stored response) or rolls back (then it does the work itself).
+
+The key is stored as its SHA-256: clients send whatever they like there (a request id, a
+user's name and a time...), and it is needed only to be matched again.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ def _fingerprint(request) -> str:
     return hashlib.sha256(f"{request.method} {request.path}\n{body}".encode()).hexdigest()
 
 
+def key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
 def idempotent(view_method):
     @functools.wraps(view_method)
     def wrapper(self, request, *args, **kwargs):
@@ -41,6 +48,7 @@ def idempotent(view_method):
             raise exceptions.ValidationError({HEADER: ["must be 1 to 255 printable characters"]})
         principal = request.user
         fingerprint = _fingerprint(request)
+        key = key_digest(key)
         try:
             with transaction.atomic():
                 record = IdempotencyRecord.objects.create(

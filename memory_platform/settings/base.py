@@ -260,7 +260,9 @@ MEMORY_PLATFORM = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    # Exceptions are logged by type and frames, never by message (memory_platform/log_format.py).
+    "formatters": {"plain": {"()": "memory_platform.log_format.NoValuesFormatter",
+                             "format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {

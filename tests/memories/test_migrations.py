@@ -90,6 +90,7 @@ def test_dedup_moves_within_namespaces_without_changing_a_row(scratch):
     from tenants.context import service_account
     from tenants.models import Agent, Organization
 
+    call_command("migrate", "tenants", database=scratch, verbosity=0)  # the models as they are now
     call_command("migrate", "memories", "0013", database=scratch, verbosity=0)
     with service_account(using=scratch):
         org = Organization.objects.using(scratch).create(name="Migrated", slug="migrated")
@@ -115,3 +116,21 @@ def test_dedup_moves_within_namespaces_without_changing_a_row(scratch):
         with pytest.raises(IntegrityError, match="memories_content_hash_live_unique"), \
                 transaction.atomic(using=scratch):
             memory("users/bob", "lives in LISBON, portugal")
+
+
+def test_idempotency_keys_stored_before_are_hashed_so_a_retry_still_finds_its_response(scratch):
+    from memories.api.idempotency import key_digest
+    from memories.models import IdempotencyRecord
+    from tenants.context import service_account
+    from tenants.models import Agent, Organization
+
+    call_command("migrate", "tenants", database=scratch, verbosity=0)
+    call_command("migrate", "memories", "0015", database=scratch, verbosity=0)
+    with service_account(using=scratch):
+        org = Organization.objects.using(scratch).create(name="Retried", slug="retried")
+        agent = Agent.objects.using(scratch).create(org=org, name="agent")
+        record = IdempotencyRecord.objects.using(scratch).create(
+            org=org, agent=agent, key="order-42 for jane", request_fingerprint="f" * 64, response_status=201)
+    call_command("migrate", "memories", database=scratch, verbosity=0)
+    with service_account(using=scratch):
+        assert IdempotencyRecord.objects.using(scratch).get(pk=record.pk).key == key_digest("order-42 for jane")
