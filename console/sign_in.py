@@ -6,6 +6,9 @@ SIGN_IN_FAILURES_PER_ADDRESS from an address, within SIGN_IN_WINDOW_SECONDS, eve
 for it is refused for SIGN_IN_LOCKOUT_SECONDS, the right password too, and without checking
 the password at all: a locked username that exists and one that does not look the same.
 With Redis unreachable nobody is locked out.
+
+Not django-axes: its cache handler counts with a read then a write (concurrent failures are
+lost) and lets a Redis error through, so sign-in would fail with Redis down.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ against a scope of their own (a view says which through `rate_limit_scope_for`).
 without a valid key are limited per client address, at authentication: DRF checks throttles
 only after authentication and permissions, which would answer every bad key with a 401.
 Over a limit: 429 with Retry-After and the error code `rate_limited`.
+
+DRF's throttle machinery, not its SimpleRateThrottle: that keeps every request's time in one
+cache value read and rewritten per request, so concurrent requests lose counts, and a Redis
+error would answer 500.
 """
 
 from __future__ import annotations
