@@ -1,6 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from console.sign_in import SignInView
 from console.views import agents, conflicts, dashboard, events, memories, review
 
 app_name = "console"
@@ -8,8 +9,7 @@ app_name = "console"
 org = "<slug:org_slug>/"
 urlpatterns = [
     path("", dashboard.home, name="home"),
-    path("sign-in/", auth_views.LoginView.as_view(template_name="console/sign_in.html",
-                                                  redirect_authenticated_user=True), name="sign-in"),
+    path("sign-in/", SignInView.as_view(), name="sign-in"),
     path("sign-out/", auth_views.LogoutView.as_view(), name="sign-out"),
     path(org, dashboard.dashboard_view, name="dashboard"),
     path(org + "memories/", memories.memory_list, name="memories"),

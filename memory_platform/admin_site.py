@@ -9,12 +9,15 @@ from functools import wraps
 
 from django.contrib import admin
 
+from console.sign_in import AdminSignInForm
 from tenants.context import service_account
 
 
 class MemoryPlatformAdminSite(admin.AdminSite):
     site_header = "Memory Platform administration"
     site_title = "Memory Platform admin"
+    # The console's lockout: wrong passwords here count against the same username and address.
+    login_form = AdminSignInForm
 
     def admin_view(self, view, cacheable=False):
         checked = super().admin_view(view, cacheable)

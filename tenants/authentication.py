@@ -14,7 +14,7 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from tenants import context
+from tenants import context, throttles
 from tenants.models import Agent, ApiKey, Organization
 from tenants.services import api_key_hash
 
@@ -67,6 +67,16 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         return f'{self.keyword} realm="api"'  # makes DRF answer 401, not 403
 
     def authenticate(self, request):
+        try:
+            principal = self._authenticate_key(request)
+        except exceptions.AuthenticationFailed:
+            throttles.unauthenticated_request_counted(request)  # 429 instead, past the address's limit
+            raise
+        if principal is None:
+            throttles.unauthenticated_request_counted(request)
+        return principal
+
+    def _authenticate_key(self, request):
         header = authentication.get_authorization_header(request)
         if not header:
             return None

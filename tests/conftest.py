@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connections
 
 from tests import factories
-from tests.knobs import with_search_knobs
+from tests.knobs import with_rate_limits, with_search_knobs
 
 
 @pytest.fixture(scope="session")
@@ -102,3 +102,22 @@ def int8_queries(settings):
     yield
     embeddings._quantized_embedder = None
     cache._embed_query_cached.cache_clear()
+
+
+@pytest.fixture
+def rate_limits(settings):
+    """Set low rate limits for one test: `rate_limits(API_KEY="3/min", ...)`. Every counter in
+    Redis is cleared before and after, and a Redis failure an earlier test left behind is
+    forgotten, so no test sees another's counts."""
+    from memory_platform import rate_limits as limits
+
+    def configure(**knobs):
+        settings.MEMORY_PLATFORM = with_rate_limits(settings.MEMORY_PLATFORM, **knobs)
+
+    redis_url = settings.REDIS_URL
+    limits.redis_retry_now()
+    limits.forget_all()
+    yield configure
+    settings.REDIS_URL = redis_url  # a test may have pointed it at a dead port
+    limits.redis_retry_now()
+    limits.forget_all()

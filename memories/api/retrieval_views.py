@@ -38,6 +38,8 @@ def search_response(outcome, event) -> dict:
 
 
 class SearchView(AgentAPIView):
+    rate_limit_scope = "search"
+
     @documented(
         summary="Search memories (hybrid: vector + full text, fused by reciprocal rank)",
         request=s.SearchRequestSerializer,
@@ -67,6 +69,8 @@ class SearchView(AgentAPIView):
 
 
 class RetrieveView(AgentAPIView):
+    rate_limit_scope = "search"
+
     @documented(
         summary="Retrieve context candidates (seed 002): identifiers and evidence, never a prompt",
         request=s.RetrieveRequestSerializer,
@@ -101,6 +105,8 @@ class RetrieveView(AgentAPIView):
 
 
 class StoreSearchView(AgentAPIView):
+    rate_limit_scope = "search"
+
     @documented(
         summary="Search a namespace of the store by meaning (seed 003; similarity >= 0.7 by default)",
         request=s.StoreSearchRequestSerializer,
@@ -184,6 +190,8 @@ class RetrievalEventDetailView(AgentAPIView):
 
 
 class RetrievalEventReplayView(AgentAPIView):
+    rate_limit_scope = "search"
+
     @documented(
         summary="Run a recorded retrieval again and report what changed since",
         response=inline_serializer("ReplayResponse", {

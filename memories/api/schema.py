@@ -59,8 +59,10 @@ class ErrorSerializer(serializers.Serializer):
     error = ErrorDetailSerializer()
 
 
-def _error(status: int, code: str, message: str, fields: dict | None = None) -> tuple[int, OpenApiResponse]:
-    return status, OpenApiResponse(ErrorSerializer, description=message, examples=[OpenApiExample(
+def _error(status: int, code: str, message: str, fields: dict | None = None,
+           note: str = "") -> tuple[int, OpenApiResponse]:
+    description = f"{message} {note}".strip()
+    return status, OpenApiResponse(ErrorSerializer, description=description, examples=[OpenApiExample(
         code, value={"error": {"code": code, "message": message, "fields": fields or {}}}, response_only=True,
         status_codes=[str(status)])])
 
@@ -69,6 +71,9 @@ COMMON_ERRORS = dict([
     _error(400, "invalid", "content: This field may not be blank.", {"content": ["This field may not be blank."]}),
     _error(401, "not_authenticated", "Authentication credentials were not provided."),
     _error(404, "not_found", "memory 3f1c9a52-... not found"),
+    # Every endpoint counts against its API key's rates (and searches against their own).
+    _error(429, "rate_limited", "Too many requests for this API key. Retry after 12 seconds.",
+           note="The `Retry-After` header says how many seconds to wait (README, \"Rate limits\")."),
 ])
 PRECONDITION_ERRORS = dict([
     _error(412, "version_mismatch", "memory 3f1c9a52-... is at version 3, not 2"),

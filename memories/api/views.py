@@ -30,6 +30,7 @@ from memories.api.schema import (
 from memories.errors import InvalidInput
 from memories.services import Actor
 from tenants.authentication import ApiKeyAuthentication
+from tenants.throttles import RateLimited
 
 ETAG = re.compile(r'^\s*(?:W/)?"?(\d+)"?\s*$')
 
@@ -47,6 +48,14 @@ class AgentAPIView(APIView):
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [LimitedJSONParser]
+    # Heavier requests also count against a rate of their own (RATE_LIMITS["SEARCH"], ...).
+    rate_limit_scope: str | None = None
+
+    def rate_limit_scope_for(self, request) -> str | None:
+        return self.rate_limit_scope
+
+    def throttled(self, request, wait):
+        raise RateLimited(wait=wait or 1, detail="Too many requests for this API key.")
 
     @property
     def org_id(self):
@@ -94,6 +103,11 @@ def write_result(result: services.WriteResult) -> dict:
 
 class MemoryCollectionView(AgentAPIView):
     """GET: list memories (cursor pagination, filters). POST: create one, or a batch."""
+
+    def rate_limit_scope_for(self, request) -> str | None:
+        if request.method == "POST" and isinstance(request.data, dict) and "memories" in request.data:
+            return "batch"
+        return None
 
     @documented(summary="List memories", response=s.MemorySerializer(many=True), parameters=[
         s.MemoryListQuerySerializer], response_example={"next": None, "previous": None, "results": [EXAMPLE_MEMORY]},

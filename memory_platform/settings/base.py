@@ -168,6 +168,12 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "EXCEPTION_HANDLER": "memories.api.errors.api_exception_handler",
+    # Per API key, counted in Redis; rates in MEMORY_PLATFORM["RATE_LIMITS"] (tenants/throttles.py).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "tenants.throttles.ApiKeyBurstThrottle",
+        "tenants.throttles.ApiKeyThrottle",
+        "tenants.throttles.ApiKeyScopeThrottle",
+    ],
     "UNAUTHENTICATED_USER": None,
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
@@ -255,6 +261,31 @@ MEMORY_PLATFORM = {
     "HOT_CACHE_TTL_SECONDS": 300,
     # Largest request body the API reads, in bytes (413 beyond).
     "MAX_REQUEST_BYTES": env.int("MEMORY_PLATFORM_MAX_REQUEST_BYTES", default=2 * 1024 * 1024),
+    # Rate limits and sign-in lockouts, counted in Redis (memory_platform/rate_limits.py). A rate
+    # is "requests/window" (600/min, 50/s, 20/10s); "off" removes it. With Redis unreachable
+    # they are not enforced: requests are served.
+    "RATE_LIMITS": {
+        # Every request of one API key; the burst rate caps how fast the sustained one is spent.
+        "API_KEY": env.str("MEMORY_PLATFORM_RATE_LIMIT_API_KEY", default="600/min"),
+        "API_KEY_BURST": env.str("MEMORY_PLATFORM_RATE_LIMIT_API_KEY_BURST", default="50/s"),
+        # Also counted, per key, for the heavier requests: search, retrieve, store search and
+        # replay (each embeds a query), and batch creates (up to BATCH_LIMIT memories each).
+        "SEARCH": env.str("MEMORY_PLATFORM_RATE_LIMIT_SEARCH", default="300/min"),
+        "BATCH": env.str("MEMORY_PLATFORM_RATE_LIMIT_BATCH", default="60/min"),
+        # API requests without a valid key (missing, unknown, revoked), per client address.
+        "UNAUTHENTICATED": env.str("MEMORY_PLATFORM_RATE_LIMIT_UNAUTHENTICATED", default="30/min"),
+        # Console (and admin) sign-in: after this many wrong passwords for one username, or from
+        # one address, within the window, sign-in is refused for LOCKOUT_SECONDS.
+        "SIGN_IN_FAILURES_PER_USERNAME": env.int("MEMORY_PLATFORM_SIGN_IN_FAILURES_PER_USERNAME", default=5),
+        "SIGN_IN_FAILURES_PER_ADDRESS": env.int("MEMORY_PLATFORM_SIGN_IN_FAILURES_PER_ADDRESS", default=20),
+        "SIGN_IN_WINDOW_SECONDS": env.int("MEMORY_PLATFORM_SIGN_IN_WINDOW_SECONDS", default=900),
+        "SIGN_IN_LOCKOUT_SECONDS": env.int("MEMORY_PLATFORM_SIGN_IN_LOCKOUT_SECONDS", default=900),
+        # Behind this many reverse proxies the client's address is read from X-Forwarded-For;
+        # with 0 it is REMOTE_ADDR (a proxy's own address, when there is one).
+        "TRUSTED_PROXIES": env.int("MEMORY_PLATFORM_TRUSTED_PROXIES", default=0),
+        # After Redis fails, how long this process serves requests without asking it again.
+        "REDIS_RETRY_SECONDS": env.int("MEMORY_PLATFORM_RATE_LIMIT_REDIS_RETRY_SECONDS", default=30),
+    },
 }
 
 LOGGING = {

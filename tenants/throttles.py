@@ -1,0 +1,82 @@
+"""Rate limits of the agent API (DRF throttles), counted in Redis (memory_platform.rate_limits).
+
+Each API key has a sustained rate and a burst rate; search-like and batch requests also count
+against a scope of their own (a view says which through `rate_limit_scope_for`). Requests
+without a valid key are limited per client address, at authentication: DRF checks throttles
+only after authentication and permissions, which would answer every bad key with a 401.
+Over a limit: 429 with Retry-After and the error code `rate_limited`.
+
+DRF's throttle machinery, not its SimpleRateThrottle: that keeps every request's time in one
+cache value read and rewritten per request, so concurrent requests lose counts, and a Redis
+error would answer 500.
+"""
+
+from __future__ import annotations
+
+from rest_framework import exceptions, throttling
+
+from memory_platform import rate_limits
+
+
+class RateLimited(exceptions.Throttled):
+    default_detail = "Too many requests."
+    default_code = "rate_limited"
+    extra_detail_singular = "Retry after {wait} second."
+    extra_detail_plural = "Retry after {wait} seconds."
+
+
+class ApiKeyThrottle(throttling.BaseThrottle):
+    """One rate per API key, RATE_LIMITS[rate_name], read at each request (tests change it)."""
+
+    rate_name = "API_KEY"
+
+    def rate_name_for(self, request, view) -> str | None:
+        """Which rate this request counts against; None when this throttle does not apply."""
+        return self.rate_name
+
+    def allow_request(self, request, view) -> bool:
+        self.retry_after = None
+        api_key = getattr(request.user, "api_key", None)
+        if api_key is None:  # not an agent's request: the address limit applies at authentication
+            return True
+        name = self.rate_name_for(request, view)
+        rate = rate_limits.configured_rate(name) if name else None
+        if rate is None:
+            return True
+        count = rate_limits.hit(rate_limits.key("api_key", str(api_key.pk), name.lower()),
+                                 window_seconds=rate.seconds)
+        if count is None or count.hits <= rate.requests:  # None: Redis is down, serve the request
+            return True
+        self.retry_after = count.retry_after
+        return False
+
+    def wait(self) -> float | None:
+        return self.retry_after
+
+
+class ApiKeyBurstThrottle(ApiKeyThrottle):
+    rate_name = "API_KEY_BURST"
+
+
+class ApiKeyScopeThrottle(ApiKeyThrottle):
+    """The heavier requests' own rate (RATE_LIMITS["SEARCH"], ["BATCH"]), named by the view."""
+
+    def rate_name_for(self, request, view) -> str | None:
+        scope_for = getattr(view, "rate_limit_scope_for", None)
+        scope = scope_for(request) if scope_for else None
+        return scope.upper() if scope else None
+
+
+def unauthenticated_request_counted(request) -> None:
+    """Count a request that carried no valid API key against its client address; raise
+    RateLimited (429) once the address is over RATE_LIMITS["UNAUTHENTICATED"]. Valid keys from
+    the same address are not refused: agents behind one NAT keep working beside a broken one."""
+    rate = rate_limits.configured_rate("UNAUTHENTICATED")
+    if rate is None:
+        return
+    address = rate_limits.client_address(request)
+    count = rate_limits.hit(rate_limits.key("address", address, "unauthenticated"),
+                             window_seconds=rate.seconds)
+    if count is not None and count.hits > rate.requests:
+        raise RateLimited(wait=count.retry_after,
+                          detail=f"Too many requests without a valid API key from {address}.")
