@@ -186,3 +186,15 @@ class AgentForm(forms.Form):
 
 class ApiKeyForm(forms.Form):
     name = forms.CharField(required=False, max_length=128, label="Key name")
+    namespaces = forms.CharField(
+        required=False, max_length=2000, label="Only namespaces",
+        help_text="Comma-separated prefixes such as users/alice; empty: the whole organisation.")
+    read_only = forms.BooleanField(required=False, label="Read-only")
+
+    def clean_namespaces(self) -> list[str]:
+        from tenants.services import api_key_namespaces
+
+        try:
+            return api_key_namespaces(p for p in self.cleaned_data["namespaces"].split(",") if p.strip())
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None

@@ -42,3 +42,10 @@ class StaleVersion(MemoryServiceError):
 
 class VersionRequired(MemoryServiceError):
     code = "version_required"
+
+
+class OutOfReach(MemoryServiceError):
+    """A write the caller's API key may not make: it is read-only, or limited to other
+    namespaces (memories.access). A read out of reach is a NotFound instead."""
+
+    code = "out_of_reach"

@@ -149,6 +149,7 @@ def filters_from_json(data: dict) -> SearchFilters:
     from django.utils.dateparse import parse_datetime
 
     values = dict(data)
+    values["within"] = tuple(values.get("within") or ())
     for name in ("created_after", "created_before", "valid_at"):
         if values.get(name):
             values[name] = parse_datetime(values[name])

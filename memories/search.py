@@ -35,6 +35,14 @@ def knobs() -> dict:
     return settings.MEMORY_PLATFORM["SEARCH"]
 
 
+def namespace_prefix(prefix: str) -> tuple:
+    """Everything under prefix/: between "prefix/" and "prefix0" ('0' follows '/'), in byte
+    order. Pattern comparisons are leakproof, so the index serves them under row-level
+    security (LIKE is not)."""
+    prefix = prefix.strip("/")
+    return "({m}.scope = %s OR ({m}.scope ~>=~ %s AND {m}.scope ~<~ %s))", prefix, prefix + "/", prefix + "0"
+
+
 @dataclass
 class SearchFilters:
     """What a search may return. Defaults exclude everything not live: expired, deleted,
@@ -43,6 +51,8 @@ class SearchFilters:
     agent_ids: list = field(default_factory=list)
     session_id: object = None
     namespace: str | None = None  # prefix: "memories" also matches "memories/user-1"
+    # The prefixes the caller's API key is limited to (memories.access): under any of them.
+    within: tuple = ()
     categories: list = field(default_factory=list)
     memory_types: list = field(default_factory=list)
     statuses: list = field(default_factory=lambda: list(LIVE_STATUSES))
@@ -81,11 +91,11 @@ class SearchFilters:
         if self.session_id:
             add("{m}.session_id = %s", self.session_id)
         if self.namespace:
-            # Everything under prefix/: between "prefix/" and "prefix0" ('0' follows '/'), in
-            # byte order. Pattern comparisons are leakproof, so the index serves them under
-            # row-level security (LIKE is not).
-            prefix = self.namespace.strip("/")
-            add("({m}.scope = %s OR ({m}.scope ~>=~ %s AND {m}.scope ~<~ %s))", prefix, prefix + "/", prefix + "0")
+            add(*namespace_prefix(self.namespace))
+        if self.within:
+            conditions_and_params = [namespace_prefix(prefix) for prefix in self.within]
+            add("(" + " OR ".join(sql for sql, *_ in conditions_and_params) + ")",
+                *(value for _, *values in conditions_and_params for value in values))
         if self.categories:
             add("{m}.category = ANY(%s)", list(self.categories))
         if self.memory_types:

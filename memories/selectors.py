@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, Q, QuerySet
 
+from memories.access import EVERYWHERE, KeyReach
 from memories.errors import NotFound
 from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryVersion
 
@@ -23,10 +24,11 @@ def memory_get(*, org_id, memory_id, include_deleted: bool = True) -> Memory:
         raise NotFound(f"memory {memory_id} not found") from None
 
 
-def scope_prefix_filter(prefix: str) -> Q:
-    """`memories` matches the scope memories and everything under memories/."""
+def scope_prefix_filter(prefix: str, path: str = "") -> Q:
+    """`memories` matches the scope memories and everything under memories/. path: the
+    memory's, from the model filtered (e.g. "source__" on relationships)."""
     prefix = prefix.strip("/")
-    return Q(scope=prefix) | Q(scope__startswith=prefix + "/")
+    return Q(**{f"{path}scope": prefix}) | Q(**{f"{path}scope__startswith": prefix + "/"})
 
 
 def memory_list(*, org_id, category=None, status=None, memory_type=None, agent=None, session=None,
@@ -78,8 +80,8 @@ def store_keys(*, org_id, scope: str) -> list[str]:
                 .order_by("key").values_list("key", flat=True))
 
 
-def store_namespaces(*, org_id, prefix: str = "", limit: int = 1000) -> list[str]:
-    queryset = Memory.objects.filter(org_id=org_id, deleted_at__isnull=True).exclude(scope="")
+def store_namespaces(*, org_id, prefix: str = "", limit: int = 1000, reach: KeyReach = EVERYWHERE) -> list[str]:
+    queryset = Memory.objects.filter(reach.memories(), org_id=org_id, deleted_at__isnull=True).exclude(scope="")
     if prefix:
         queryset = queryset.filter(scope_prefix_filter(prefix))
     return list(queryset.order_by("scope").values_list("scope", flat=True).distinct()[:limit])

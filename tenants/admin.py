@@ -33,17 +33,20 @@ class ApiKeyAdmin(admin.ModelAdmin):
     readonly_fields = ["org", "prefix", "key_hash", "created_by", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke"]
 
+    # A key's reach is chosen when it is issued and never widened afterwards: issue another.
     def get_fields(self, request, obj=None):
-        return ["agent", "name"] if obj is None else ["agent", "name", *self.readonly_fields]
+        reach = ["namespaces", "read_only"]
+        return ["agent", "name", *reach] if obj is None else ["agent", "name", *reach, *self.readonly_fields]
 
     def get_readonly_fields(self, request, obj=None):
-        return self.readonly_fields if obj is None else ["agent", *self.readonly_fields]
+        return self.readonly_fields if obj is None else ["agent", "namespaces", "read_only", *self.readonly_fields]
 
     def save_model(self, request, obj, form, change):
         if change:
             return super().save_model(request, obj, form, change)
-        issued, key = services.api_key_new(agent=obj.agent, name=obj.name, created_by=request.user)
-        for field in ("org_id", "prefix", "key_hash", "created_by"):
+        issued, key = services.api_key_new(agent=obj.agent, name=obj.name, created_by=request.user,
+                                           namespaces=obj.namespaces, read_only=obj.read_only)
+        for field in ("org_id", "prefix", "key_hash", "created_by", "namespaces"):
             setattr(obj, field, getattr(issued, field))
         super().save_model(request, obj, form, change)
         messages.warning(request, f"New API key for {obj.agent.name} (shown only now): {key}")

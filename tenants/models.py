@@ -8,6 +8,7 @@ organisation, and the tables can be distributed by org_id (docs/adr/0032).
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Length
@@ -140,6 +141,12 @@ class ApiKey(TenantModel):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # What the key may reach (memories.access.KeyReach). By default an agent's key reaches its
+    # whole organisation: agents of one organisation share what they remember.
+    namespaces = ArrayField(
+        models.CharField(max_length=256), default=list, blank=True,
+        help_text="Namespace prefixes (joined with '/') the key is limited to; empty: the whole organisation.")
+    read_only = models.BooleanField(default=False, help_text="The key may read and search, never write.")
 
     class Meta:
         db_table = "api_keys"

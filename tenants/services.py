@@ -41,17 +41,33 @@ def agent_get_or_create(*, org: Organization, name: str) -> tuple[Agent, bool]:
         return Agent.objects.get_or_create(org=org, name=name)
 
 
-def api_key_new(*, agent: Agent, name: str = "", created_by=None) -> tuple[ApiKey, str]:
-    """An unsaved key row for an agent, and the key itself (which is never stored)."""
+def api_key_namespaces(namespaces) -> list[str]:
+    """Namespace prefixes a key is limited to, as stored: joined with '/', no empty segment."""
+    cleaned = []
+    for namespace in namespaces:
+        segments = namespace.strip().strip("/").split("/")
+        if not all(segment.strip() for segment in segments) or len(namespace) > 256:
+            raise ValueError(f"{namespace!r} is not a namespace: segments joined with '/', none empty")
+        cleaned.append("/".join(segments))
+    return sorted(set(cleaned))
+
+
+def api_key_new(*, agent: Agent, name: str = "", created_by=None, namespaces=(),
+                read_only: bool = False) -> tuple[ApiKey, str]:
+    """An unsaved key row for an agent, and the key itself (which is never stored).
+    namespaces: prefixes the key is limited to (none: the whole organisation); read_only: no writes."""
     key = API_KEY_PREFIX + secrets.token_urlsafe(32)
     api_key = ApiKey(org_id=agent.org_id, agent=agent, name=name, prefix=key[:DISPLAY_PREFIX_LENGTH],
-                     key_hash=api_key_hash(key), created_by=created_by)
+                     key_hash=api_key_hash(key), created_by=created_by,
+                     namespaces=api_key_namespaces(namespaces), read_only=read_only)
     return api_key, key
 
 
-def api_key_issue(*, agent: Agent, name: str = "", created_by=None) -> tuple[ApiKey, str]:
+def api_key_issue(*, agent: Agent, name: str = "", created_by=None, namespaces=(),
+                  read_only: bool = False) -> tuple[ApiKey, str]:
     """Issue a key for an agent. Returns the row and the key itself: show it once."""
-    api_key, key = api_key_new(agent=agent, name=name, created_by=created_by)
+    api_key, key = api_key_new(agent=agent, name=name, created_by=created_by, namespaces=namespaces,
+                               read_only=read_only)
     with tenant_context(agent.org_id):
         api_key.save(force_insert=True)
     return api_key, key

@@ -69,7 +69,9 @@ def api_key_issue(request, agent_id):
     if not form.is_valid():
         return page(request, "console/agent_detail.html", {"agent": agent, "keys": _keys(request, agent),
                                                            "form": form}, partial="keys", status=INVALID)
-    api_key, key = services.api_key_issue(agent=agent, name=form.cleaned_data["name"], created_by=request.user)
+    api_key, key = services.api_key_issue(agent=agent, name=form.cleaned_data["name"], created_by=request.user,
+                                          namespaces=form.cleaned_data["namespaces"],
+                                          read_only=form.cleaned_data["read_only"])
     # The key is in this answer only: it is never stored, so a redirect could not show it.
     return page(request, "console/agent_detail.html", {
         "agent": agent, "keys": _keys(request, agent), "form": ApiKeyForm(), "new_key": key, "new_api_key": api_key},

@@ -19,6 +19,7 @@ SERVICE_STATUS = {
     errors.Conflict: status.HTTP_409_CONFLICT,
     errors.StaleVersion: status.HTTP_412_PRECONDITION_FAILED,
     errors.VersionRequired: status.HTTP_428_PRECONDITION_REQUIRED,
+    errors.OutOfReach: status.HTTP_403_FORBIDDEN,
 }
 
 

@@ -13,6 +13,7 @@ from memories import retrieval
 from memories.api import serializers as s
 from memories.api.schema import EXAMPLE_MEMORY, documented
 from memories.api.views import AgentAPIView
+from memories.errors import OutOfReach
 from memories.models import MemoryArtifact, RetrievalEvent
 from memories.search import SearchFilters
 
@@ -39,6 +40,7 @@ def search_response(outcome, event) -> dict:
 
 class SearchView(AgentAPIView):
     rate_limit_scope = "search"
+    reads_only = True
 
     @documented(
         summary="Search memories (hybrid: vector + full text, fused by reciprocal rank)",
@@ -56,6 +58,7 @@ class SearchView(AgentAPIView):
     def post(self, request):
         body = self.validated(s.SearchRequestSerializer, request.data)
         filters = s.SearchFiltersSerializer.to_filters(body.get("filters", {}))
+        filters.within = self.reach.namespaces
         outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters, limit=body["limit"],
                                           mode=body["mode"], expand=body["expand"], threshold=body.get("threshold"),
                                           tenant_active=True)
@@ -70,6 +73,7 @@ class SearchView(AgentAPIView):
 
 class RetrieveView(AgentAPIView):
     rate_limit_scope = "search"
+    reads_only = True
 
     @documented(
         summary="Retrieve context candidates (seed 002): identifiers and evidence, never a prompt",
@@ -86,7 +90,7 @@ class RetrieveView(AgentAPIView):
     def post(self, request):
         body = self.validated(s.RetrieveRequestSerializer, request.data)
         filters = SearchFilters(namespace=body["scope"], sensitivity=body["allowed_sensitivity"],
-                                require_verified=body["require_verified"])
+                                require_verified=body["require_verified"], within=self.reach.namespaces)
         outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
                                           limit=body["limit"], tenant_active=True)
         links: dict = {}
@@ -106,6 +110,7 @@ class RetrieveView(AgentAPIView):
 
 class StoreSearchView(AgentAPIView):
     rate_limit_scope = "search"
+    reads_only = True
 
     @documented(
         summary="Search a namespace of the store by meaning (seed 003; similarity >= 0.7 by default)",
@@ -122,7 +127,7 @@ class StoreSearchView(AgentAPIView):
     def post(self, request):
         body = self.validated(s.StoreSearchRequestSerializer, request.data)
         threshold = body.get("threshold", settings.MEMORY_PLATFORM["SEARCH"]["STORE_SIMILARITY_THRESHOLD"])
-        filters = SearchFilters(namespace=body["namespace"])
+        filters = SearchFilters(namespace=body["namespace"], within=self.reach.namespaces)
         outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
                                           limit=body["limit"], mode="vector", threshold=threshold, tenant_active=True)
         event = retrieval.retrieval_event_record(
@@ -143,7 +148,9 @@ class HotView(AgentAPIView):
                 response_example={"results": [EXAMPLE_MEMORY]}, operation_id="hot")
     def get(self, request):
         query = self.validated(s.HotQuerySerializer, s.query_data(request.query_params, ()))
-        memories = retrieval.hot_memories(org_id=self.org_id, agent_id=self.agent_id, limit=query["limit"])
+        memories = [memory for memory in retrieval.hot_memories(org_id=self.org_id, agent_id=self.agent_id,
+                                                                limit=query["limit"])
+                    if self.reach.covers(memory.scope)]
         return Response({"results": s.MemorySerializer(memories, many=True).data})
 
 
@@ -164,7 +171,17 @@ EXAMPLE_EVENT = {"id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "kind": "search",
                  "created_at": "2026-11-21T17:00:00Z"}
 
 
-class RetrievalEventListView(AgentAPIView):
+class RetrievalEventsView(AgentAPIView):
+    """Retrieval events show what any caller of the organisation searched for and was shown:
+    a key limited to namespaces does not read them."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if self.reach.limited:
+            raise OutOfReach("a key limited to namespaces cannot read the organisation's retrieval events")
+
+
+class RetrievalEventListView(RetrievalEventsView):
     @documented(summary="Retrieval events of the organisation, newest first",
                 response=s.RetrievalEventSerializer(many=True), parameters=[s.RetrievalEventQuerySerializer],
                 response_example={"next": None, "previous": None, "results": [EXAMPLE_EVENT]},
@@ -181,7 +198,7 @@ class RetrievalEventListView(AgentAPIView):
         return paginator.get_paginated_response(s.RetrievalEventSerializer(page, many=True).data)
 
 
-class RetrievalEventDetailView(AgentAPIView):
+class RetrievalEventDetailView(RetrievalEventsView):
     @documented(summary="One retrieval event: what the caller was shown, in order, with scores",
                 response=s.RetrievalEventSerializer, response_example=EXAMPLE_EVENT, operation_id="retrieval_event")
     def get(self, request, event_id):
@@ -189,8 +206,9 @@ class RetrievalEventDetailView(AgentAPIView):
             retrieval.retrieval_event_get(org_id=self.org_id, event_id=event_id)).data)
 
 
-class RetrievalEventReplayView(AgentAPIView):
+class RetrievalEventReplayView(RetrievalEventsView):
     rate_limit_scope = "search"
+    reads_only = True
 
     @documented(
         summary="Run a recorded retrieval again and report what changed since",

@@ -27,7 +27,9 @@ from memories.api.schema import (
     _error,
     documented,
 )
-from memories.errors import InvalidInput
+from memories.access import KeyReach
+from memories.errors import InvalidInput, NotFound, OutOfReach
+from memories.models import MemoryRelationship
 from memories.services import Actor
 from tenants.authentication import ApiKeyAuthentication
 from tenants.throttles import RateLimited
@@ -43,11 +45,31 @@ class MemoryCursorPagination(CursorPagination):
 
 
 class AgentAPIView(APIView):
-    """Authenticated by an agent's API key; everything happens in its organisation."""
+    """Authenticated by an agent's API key; everything happens in its organisation, within
+    what the key reaches (memories.access): a memory the URL names out of its reach is a 404
+    before the view runs, and a read-only key's writes are refused."""
 
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [LimitedJSONParser]
+    reads_only = False  # a POST that only reads (a search): a read-only key may send it
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)  # authentication, permissions, rate limits
+        if self.reach.read_only and request.method not in permissions.SAFE_METHODS and not self.reads_only:
+            raise OutOfReach("this API key is read-only")
+        if "memory_id" in kwargs:
+            self.in_reach(kwargs["memory_id"])
+
+    @property
+    def reach(self) -> KeyReach:
+        return KeyReach.of(self.request.user.api_key)
+
+    def in_reach(self, memory_id, *, field: str | None = None) -> None:
+        """A memory out of the key's reach is missing to it, as another organisation's is."""
+        if self.reach.limited and not self.reach.covers(selectors.memory_get(org_id=self.org_id,
+                                                                            memory_id=memory_id).scope):
+            raise NotFound(f"memory {memory_id} not found", field=field)
     # Heavier requests also count against a rate of their own (RATE_LIMITS["SEARCH"], ...).
     rate_limit_scope: str | None = None
 
@@ -114,7 +136,7 @@ class MemoryCollectionView(AgentAPIView):
         operation_id="memories_list")
     def get(self, request):
         filters = self.validated(s.MemoryListQuerySerializer, s.query_data(request.query_params))
-        queryset = selectors.memory_list(org_id=self.org_id, **filters)
+        queryset = selectors.memory_list(org_id=self.org_id, **filters).filter(self.reach.memories())
         paginator = MemoryCursorPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(s.MemorySerializer(page, many=True).data)
@@ -139,12 +161,15 @@ class MemoryCollectionView(AgentAPIView):
     def post(self, request):
         if isinstance(request.data, dict) and "memories" in request.data:
             items = self.validated(s.MemoryBatchCreateSerializer, request.data)["memories"]
+            for index, item in enumerate(items):
+                self.reach.check_write(item.get("scope", ""), field=f"memories[{index}].namespace")
             results = services.memory_create_batch(org_id=self.org_id, agent_id=self.agent_id,
                                                    items=[self._create_fields(dict(i)) for i in items])
             created = any(r.created for r in results)
             return Response({"results": s.BatchItemResultSerializer(results, many=True).data},
                             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
         fields = self._create_fields(self.validated(s.MemoryCreateSerializer, request.data))
+        self.reach.check_write(fields.get("scope", ""))
         result = services.memory_create(org_id=self.org_id, agent_id=self.agent_id, **fields)
         return Response(write_result(result), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
                         headers={"ETag": f'"{result.memory.version}"'})
@@ -171,6 +196,8 @@ class MemoryDetailView(AgentAPIView):
     def patch(self, request, memory_id):
         changes = self.validated(s.MemoryUpdateSerializer, request.data)
         expected = self.expected_version(changes.pop("version", None))
+        if "scope" in changes:
+            self.reach.check_write(changes["scope"])
         services.memory_update(org_id=self.org_id, memory_id=memory_id, changes=changes,
                                expected_version=expected, actor=self.actor())
         return self.memory_response(self.fresh(memory_id))
@@ -284,7 +311,8 @@ class MemoryRelationshipsView(AgentAPIView):
     @documented(summary="A memory's relationships, both directions", response=s.RelationshipSerializer(many=True),
                 response_example={"results": [EXAMPLE_RELATIONSHIP]}, operation_id="relationships_list")
     def get(self, request, memory_id):
-        relationships = selectors.memory_relationships(org_id=self.org_id, memory_id=memory_id)
+        relationships = selectors.memory_relationships(org_id=self.org_id, memory_id=memory_id).filter(
+            self.reach.memories("source__"), self.reach.memories("target__"))
         return Response({"results": s.RelationshipSerializer(relationships, many=True).data})
 
     @documented(summary="Relate this memory to another", request=s.RelationshipCreateSerializer,
@@ -295,6 +323,7 @@ class MemoryRelationshipsView(AgentAPIView):
                 operation_id="relationships_create")
     def post(self, request, memory_id):
         body = self.validated(s.RelationshipCreateSerializer, request.data)
+        self.in_reach(body["target_id"], field="target_id")
         relationship = services.relationship_create(org_id=self.org_id, source_id=memory_id, **body)
         return Response(s.RelationshipSerializer(relationship).data, status=status.HTTP_201_CREATED)
 
@@ -303,6 +332,10 @@ class RelationshipDetailView(AgentAPIView):
     @documented(summary="Delete a relationship", response=OpenApiResponse(description="deleted"), status=204,
                 operation_id="relationships_delete")
     def delete(self, request, relationship_id):
+        if self.reach.limited and not MemoryRelationship.objects.filter(
+                self.reach.memories("source__"), self.reach.memories("target__"),
+                org_id=self.org_id, pk=relationship_id).exists():
+            raise NotFound(f"relationship {relationship_id} not found")
         services.relationship_delete(org_id=self.org_id, relationship_id=relationship_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -313,12 +346,19 @@ class RelationshipDetailView(AgentAPIView):
 class StoreItemView(AgentAPIView):
     """PUT upserts by namespace + key; GET and DELETE take ?namespace=a/b&key=k."""
 
+    def store_locator(self, request) -> dict:
+        where = self.validated(s.StoreLocatorSerializer, s.query_data(request.query_params, ()))
+        if not self.reach.covers(where["namespace"]):  # missing to this key, like any absent item
+            raise NotFound(f"no item {where['key']!r} in namespace {where['namespace']!r}", field="key")
+        return where
+
     @documented(summary="Upsert an item by namespace and key (last write wins, every write versioned)",
                 request=s.StorePutSerializer, response=s.StoreItemSerializer,
                 request_example={"namespace": ["memories", "user-42"], "key": "diet", "content": "vegetarian"},
                 response_example=EXAMPLE_STORE_ITEM, operation_id="store_put")
     def put(self, request):
         body = self.validated(s.StorePutSerializer, request.data)
+        self.reach.check_write(body["namespace"])
         result = services.store_put(org_id=self.org_id, agent_id=self.agent_id, scope=body["namespace"],
                                     key=body["key"], content=body["content"], metadata=body.get("metadata"),
                                     category=body.get("category", "factual"))
@@ -331,7 +371,7 @@ class StoreItemView(AgentAPIView):
                 parameters=[OpenApiParameter("namespace", str, description="namespace joined with '/', e.g. memories/user-42"),
                             OpenApiParameter("key", str)], response_example=EXAMPLE_STORE_ITEM, operation_id="store_get")
     def get(self, request):
-        where = self.validated(s.StoreLocatorSerializer, s.query_data(request.query_params, ()))
+        where = self.store_locator(request)
         memory = selectors.store_get(org_id=self.org_id, scope=where["namespace"], key=where["key"])
         return Response(s.StoreItemSerializer(memory).data, headers={"ETag": f'"{memory.version}"'})
 
@@ -339,7 +379,7 @@ class StoreItemView(AgentAPIView):
                 status=204, parameters=[OpenApiParameter("namespace", str, description="namespace joined with '/', e.g. memories/user-42"),
                             OpenApiParameter("key", str)], operation_id="store_delete")
     def delete(self, request):
-        where = self.validated(s.StoreLocatorSerializer, s.query_data(request.query_params, ()))
+        where = self.store_locator(request)
         memory = selectors.store_get(org_id=self.org_id, scope=where["namespace"], key=where["key"])
         services.memory_delete(org_id=self.org_id, memory_id=memory.pk, actor=self.actor())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -354,8 +394,9 @@ class StoreKeysView(AgentAPIView):
                 operation_id="store_keys")
     def get(self, request):
         where = self.validated(s.StoreNamespaceQuerySerializer, s.query_data(request.query_params, ()))
-        return Response({"namespace": s.scope_to_namespace(where["namespace"]),
-                         "keys": selectors.store_keys(org_id=self.org_id, scope=where["namespace"])})
+        keys = selectors.store_keys(org_id=self.org_id, scope=where["namespace"]) if self.reach.covers(
+            where["namespace"]) else []
+        return Response({"namespace": s.scope_to_namespace(where["namespace"]), "keys": keys})
 
 
 class StoreNamespacesView(AgentAPIView):
@@ -366,5 +407,5 @@ class StoreNamespacesView(AgentAPIView):
                 response_example={"namespaces": [["memories", "user-42"]]}, operation_id="store_namespaces")
     def get(self, request):
         where = self.validated(s.StoreNamespacesQuerySerializer, s.query_data(request.query_params, ()))
-        scopes = selectors.store_namespaces(org_id=self.org_id, prefix=where.get("prefix", ""))
+        scopes = selectors.store_namespaces(org_id=self.org_id, prefix=where.get("prefix", ""), reach=self.reach)
         return Response({"namespaces": [s.scope_to_namespace(scope) for scope in scopes]})

@@ -179,7 +179,13 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory Platform API",
-    "DESCRIPTION": "Long-term memory for AI agents.",
+    "DESCRIPTION": (
+        "Long-term memory for AI agents. Authenticate with `Authorization: Bearer <API key>`; a key "
+        "belongs to one organisation and one agent. By default a key reaches its whole organisation: "
+        "agents of one organisation share their memories and may read, change and delete each other's. "
+        "A key may be issued limited to namespace prefixes (other memories are 404 to it, writes "
+        "elsewhere 403 `out_of_reach`, retrieval events 403) or read-only (every write 403; searches "
+        "still answer). Another organisation's data is always 404."),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],

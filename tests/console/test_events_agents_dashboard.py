@@ -77,6 +77,23 @@ def test_admins_create_agents_and_issue_and_revoke_keys(console_as, tenant_a, ht
     assert api.get("/api/v1/memories").status_code == 401
 
 
+def test_admins_issue_a_key_limited_to_namespaces_and_reads(console_as, tenant_a, htmx):
+    client = console_as(tenant_a.org, "admin")
+    agent = tenant_a.agent
+    refused = client.post(client.base + f"agents/{agent.pk}/keys", {"name": "bad", "namespaces": "users//x"},
+                          **htmx("keys"))
+    assert refused.status_code == 422 and "is not a namespace" in refused.content.decode()
+    issued = client.post(client.base + f"agents/{agent.pk}/keys",
+                         {"name": "alice only", "namespaces": "users/alice, /users/carol/", "read_only": "on"},
+                         **htmx("keys"))
+    key = re.search(r'value="(mp_[A-Za-z0-9_\-]+)"', issued.content.decode()).group(1)
+    assert "users/alice, users/carol; read-only" in issued.content.decode()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert api.post("/api/v1/memories", {"content": "x", "namespace": ["users", "alice"]}).status_code == 403
+    assert api.get("/api/v1/memories").json()["results"] == []  # the tenant's memories are elsewhere
+
+
 def test_the_dashboard_counts_and_charts(console_as, tenant_a):
     remember(tenant_a, "waiting one", status="pending_review", category="preference")
     client = console_as(tenant_a.org, "viewer")

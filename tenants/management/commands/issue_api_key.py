@@ -1,4 +1,4 @@
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from tenants import services
 from tenants.management import lookups
@@ -11,8 +11,16 @@ class Command(BaseCommand):
         parser.add_argument("organization", help="organisation slug or id")
         parser.add_argument("agent", help="agent name or id")
         parser.add_argument("--name", default="", help="a label for the key")
+        parser.add_argument("--namespace", action="append", default=[], dest="namespaces",
+                            help="limit the key to this namespace prefix, e.g. users/alice (repeatable)")
+        parser.add_argument("--read-only", action="store_true", help="the key may read and search, never write")
 
-    def handle(self, *args, organization, agent, name, **options):
+    def handle(self, *args, organization, agent, name, namespaces, read_only, **options):
         agent = lookups.agent_find(lookups.organization_find(organization), agent)
-        api_key, key = services.api_key_issue(agent=agent, name=name)
-        self.stdout.write(f"API key {api_key.prefix}… for {agent.name} (id {api_key.id}), shown once:\n{key}")
+        try:
+            api_key, key = services.api_key_issue(agent=agent, name=name, namespaces=namespaces, read_only=read_only)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        reach = ", ".join(api_key.namespaces) or "the whole organisation"
+        self.stdout.write(f"API key {api_key.prefix}… for {agent.name} (id {api_key.id}; reaches {reach}"
+                          f"{'; read-only' if read_only else ''}), shown once:\n{key}")

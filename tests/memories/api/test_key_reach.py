@@ -1,0 +1,246 @@
+"""An API key limited to namespace prefixes, or to reads, tries every door of the API.
+
+By default a key reaches its whole organisation (agents of one organisation share what they
+remember); these keys were issued narrower (memories.access)."""
+
+from types import SimpleNamespace
+
+import pytest
+from django.core.management import call_command
+from django.urls import get_resolver
+
+from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryVersion
+from tenants import services as tenant_services
+from tenants.context import tenant_context
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+ALICE, BOB = "users/alice", "users/bob"
+
+
+@pytest.fixture
+def users(tenant_a):
+    """Alice's and Bob's memories in one organisation, kept by one agent."""
+    org, agent = tenant_a.org, tenant_a.agent
+
+    def memory(scope, content, key=None):
+        return factories.memory(org=org, agent=agent, scope=scope, content=content, key=key)
+
+    alice, bob = memory(ALICE, "Alice is allergic to peanuts"), memory(BOB, "Bob is allergic to peanuts")
+    bob_other, alice_twin = memory(BOB, "Bob lives in Porto"), memory("users/alice2", "Alice2 likes peanuts")
+    bob_item = memory(BOB, "Bob's diet is vegan", key="diet")
+    with tenant_context(org.id):
+        MemoryTag.objects.create(org=org, memory=bob, tag="health")
+        relationship = MemoryRelationship.objects.create(org=org, source=bob, target=bob_other,
+                                                         relation_type="supports")
+    return SimpleNamespace(alice=alice, bob=bob, bob_other=bob_other, alice_twin=alice_twin, bob_item=bob_item,
+                           relationship=relationship, event=tenant_a.retrieval_event)
+
+
+@pytest.fixture
+def key_for(tenant_a):
+    from rest_framework.test import APIClient
+
+    def make(**reach):
+        _, key = tenant_services.api_key_issue(agent=tenant_a.agent, name="limited", **reach)
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def alice_key(key_for):
+    return key_for(namespaces=[ALICE])
+
+
+def state(org, *memories):
+    with tenant_context(org.id):
+        return [(m.content, m.scope, m.version, m.status, m.deleted_at, m.usefulness_score, m.is_protected,
+                 sorted(MemoryTag.objects.filter(memory_id=m.pk).values_list("tag", flat=True)),
+                 MemoryVersion.objects.filter(memory_id=m.pk).count())
+                for m in Memory.objects.filter(pk__in=[m.pk for m in memories]).order_by("pk")]
+
+
+def fill(value, ids):
+    if isinstance(value, str):
+        return value.format(**ids)
+    if isinstance(value, dict):
+        return {k: fill(v, ids) for k, v in value.items()}
+    return value
+
+
+# Every door naming a memory (or what hangs from one) by id.
+BY_ID = [
+    ("get", "/api/v1/memories/{memory}", None),
+    ("patch", "/api/v1/memories/{memory}", {"content": "taken over", "version": 1}),
+    ("delete", "/api/v1/memories/{memory}", None),
+    ("post", "/api/v1/memories/{memory}/restore", {}),
+    ("post", "/api/v1/memories/{memory}/confirm", {}),
+    ("post", "/api/v1/memories/{memory}/supersede", {"content": "taken over"}),
+    ("post", "/api/v1/memories/{memory}/correct", {"content": "taken over"}),
+    ("post", "/api/v1/memories/{memory}/feedback", {"useful": False}),
+    ("get", "/api/v1/memories/{memory}/history", None),
+    ("get", "/api/v1/memories/{memory}/tags", None),
+    ("post", "/api/v1/memories/{memory}/tags", {"tags": ["mine"]}),
+    ("delete", "/api/v1/memories/{memory}/tags/health", None),
+    ("get", "/api/v1/memories/{memory}/relationships", None),
+    ("post", "/api/v1/memories/{memory}/relationships", {"target_id": "{other}", "relation_type": "supports"}),
+    ("delete", "/api/v1/relationships/{relationship}", None),
+]
+EVENTS = [
+    ("get", "/api/v1/retrieval-events", None),
+    ("get", "/api/v1/retrieval-events/{event}", None),
+    ("post", "/api/v1/retrieval-events/{event}/replay", None),
+]
+COLLECTIONS = [
+    ("get", "/api/v1/memories", None),
+    ("post", "/api/v1/memories", {"content": "x"}),
+    ("put", "/api/v1/store/items", None),
+    ("get", "/api/v1/store/items", None),
+    ("delete", "/api/v1/store/items", None),
+    ("get", "/api/v1/store/keys", None),
+    ("get", "/api/v1/store/namespaces", None),
+    ("post", "/api/v1/store/search", None),
+    ("post", "/api/v1/search", None),
+    ("post", "/api/v1/retrieve", None),
+    ("get", "/api/v1/hot", None),
+]
+
+
+def test_every_api_route_is_tried_here():
+    """A new endpoint must be added to these lists (and so be tried with limited keys)."""
+    api = next(p for p in get_resolver().url_patterns if str(p.pattern) == "api/v1/")
+    routes = {"/api/v1/" + str(p.pattern).replace("<uuid:", "{").replace("<str:", "{").replace(">", "}")
+              for p in api.url_patterns}
+    tried = {path.replace("{memory}", "{memory_id}").replace("{relationship}", "{relationship_id}")
+             .replace("{event}", "{event_id}").replace("/health", "/{tag}")
+             for _, path, _ in BY_ID + EVENTS + COLLECTIONS}
+    assert routes <= tried, routes - tried
+
+
+@pytest.mark.parametrize(("method", "path", "body"), BY_ID, ids=[f"{m} {p}" for m, p, _ in BY_ID])
+def test_a_key_limited_to_alice_finds_none_of_bobs_memories_by_id_and_changes_nothing(
+        tenant_a, users, alice_key, method, path, body):
+    before = state(tenant_a.org, users.bob, users.bob_other, users.alice)
+    ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id}
+    response = getattr(alice_key, method)(fill(path, ids), fill(body, ids))
+    assert response.status_code == 404, response.content
+    assert response.json()["error"]["code"] == "not_found"
+    assert state(tenant_a.org, users.bob, users.bob_other, users.alice) == before
+    with tenant_context(tenant_a.org.id):
+        assert MemoryRelationship.objects.filter(pk=users.relationship.id).exists()
+
+
+def test_from_alices_memory_no_door_leads_to_bobs(tenant_a, users, alice_key):
+    linked = alice_key.post(f"/api/v1/memories/{users.alice.id}/relationships",
+                            {"target_id": str(users.bob.id), "relation_type": "contradicts"})
+    assert linked.status_code == 404 and linked.json()["error"]["fields"] == {"target_id": [linked.json()["error"]["message"]]}
+    with tenant_context(tenant_a.org.id):
+        MemoryRelationship.objects.create(org=tenant_a.org, source=users.alice, target=users.bob,
+                                          relation_type="contradicts")
+    listed = alice_key.get(f"/api/v1/memories/{users.alice.id}/relationships")
+    assert listed.status_code == 200 and listed.json()["results"] == []
+    moved = alice_key.patch(f"/api/v1/memories/{users.alice.id}", {"namespace": ["users", "bob"], "version": 1})
+    assert moved.status_code == 403 and moved.json()["error"]["code"] == "out_of_reach"
+    assert state(tenant_a.org, users.alice)[0][1:4] == (ALICE, 1, "active")
+    assert alice_key.get(f"/api/v1/memories/{users.alice.id}").status_code == 200
+
+
+@pytest.mark.parametrize(("method", "path", "body"), EVENTS, ids=[f"{m} {p}" for m, p, _ in EVENTS])
+def test_a_key_limited_to_namespaces_reads_no_retrieval_events(users, alice_key, method, path, body):
+    response = getattr(alice_key, method)(fill(path, {"event": users.event.id}), body)
+    assert response.status_code == 403 and response.json()["error"]["code"] == "out_of_reach"
+
+
+def test_a_key_limited_to_alice_lists_and_finds_only_alices_memories(users, alice_key, key_for):
+    def ids(response):
+        assert response.status_code == 200, response.content
+        body = response.json()
+        rows = body.get("results", body.get("candidates", []))
+        return {str(row["memory"]["id"] if "memory" in row else row["id"]) for row in rows}
+
+    alice, everyone = str(users.alice.id), key_for()
+    assert ids(alice_key.get("/api/v1/memories")) == {alice}
+    assert ids(alice_key.get("/api/v1/memories", {"namespace": BOB})) == set()
+    assert str(users.bob.id) in ids(everyone.get("/api/v1/memories"))  # the default key reaches all
+    for path, body in (("/api/v1/search", {"query": "allergic to peanuts"}),
+                       ("/api/v1/search", {"query": "allergic to peanuts", "filters": {"namespace": "users"}}),
+                       ("/api/v1/search", {"query": "Bob", "mode": "fulltext"}),
+                       ("/api/v1/retrieve", {"query": "allergic to peanuts", "scope": "users"}),
+                       ("/api/v1/store/search", {"namespace": ["users", "bob"], "query": "vegan diet",
+                                                 "threshold": 0.0})):
+        assert ids(alice_key.post(path, body)) <= {alice}, (path, body)
+    assert ids(alice_key.post("/api/v1/search", {"query": "allergic to peanuts"})) == {alice}
+    assert ids(alice_key.get("/api/v1/hot")) <= {alice}
+
+    assert alice_key.get("/api/v1/store/namespaces").json()["namespaces"] == [["users", "alice"]]
+    assert alice_key.get("/api/v1/store/keys", {"namespace": BOB}).json()["keys"] == []
+    missing = alice_key.get("/api/v1/store/items", {"namespace": BOB, "key": "diet"})
+    assert missing.status_code == 404
+    assert alice_key.delete(f"/api/v1/store/items?namespace={BOB}&key=diet").status_code == 404
+    assert everyone.get("/api/v1/store/items", {"namespace": BOB, "key": "diet"}).status_code == 200
+
+
+def test_a_key_limited_to_alice_writes_only_under_alice(tenant_a, users, alice_key):
+    def count():
+        with tenant_context(tenant_a.org.id):
+            return Memory.objects.count()
+
+    before = count()
+    for body in ({"content": "No namespace"}, {"content": "Bob's", "namespace": ["users", "bob"]},
+                 {"content": "Alice2's", "namespace": ["users", "alice2"]},
+                 {"memories": [{"content": "Alice's", "namespace": ["users", "alice"]},
+                               {"content": "Bob's", "namespace": ["users", "bob"]}]}):
+        refused = alice_key.post("/api/v1/memories", body)
+        assert refused.status_code == 403, (body, refused.content)
+        assert refused.json()["error"]["code"] == "out_of_reach"
+    assert alice_key.put("/api/v1/store/items", {"namespace": ["users", "bob"], "key": "diet",
+                                                 "content": "omnivore"}).status_code == 403
+    assert count() == before
+
+    written = alice_key.post("/api/v1/memories", {"content": "Alice moved to Lisbon", "namespace": ["users", "alice",
+                                                                                                   "home"]})
+    assert written.status_code == 201 and written.json()["memory"]["namespace"] == ["users", "alice", "home"]
+    put = alice_key.put("/api/v1/store/items", {"namespace": ["users", "alice"], "key": "diet", "content": "keto"})
+    assert put.status_code == 201
+
+
+def test_a_read_only_key_reads_and_searches_but_writes_nothing(tenant_a, users, key_for):
+    reader = key_for(read_only=True)
+    before = state(tenant_a.org, users.bob, users.alice)
+    with tenant_context(tenant_a.org.id):
+        count = Memory.objects.count()
+    ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id}
+    writes = [(m, p, b) for m, p, b in BY_ID + COLLECTIONS if m != "get" and "search" not in p
+              and "retrieve" not in p]
+    for method, path, body in writes:
+        response = getattr(reader, method)(fill(path, ids), fill(body, ids) or {"namespace": ["users", "x"], "key": "k",
+                                                                                "content": "c"})
+        assert response.status_code == 403, (method, path, response.content)
+        assert response.json()["error"]["message"] == "this API key is read-only"
+    assert state(tenant_a.org, users.bob, users.alice) == before
+    with tenant_context(tenant_a.org.id):
+        assert Memory.objects.count() == count
+        assert MemoryRelationship.objects.filter(pk=users.relationship.id).exists()
+
+    assert reader.get(f"/api/v1/memories/{users.bob.id}").status_code == 200
+    assert reader.post("/api/v1/search", {"query": "peanuts"}).status_code == 200
+    assert reader.post("/api/v1/retrieve", {"query": "peanuts", "scope": "users"}).status_code == 200
+    assert reader.get("/api/v1/retrieval-events").status_code == 200
+
+
+def test_issue_api_key_command_limits_a_key(tenant_a, capsys):
+    call_command("issue_api_key", tenant_a.org.slug, tenant_a.agent.name, "--namespace", "/users/alice/",
+                 "--namespace", "users/carol", "--read-only")
+    printed = capsys.readouterr().out
+    assert "reaches users/alice, users/carol; read-only" in printed
+    with tenant_context(tenant_a.org.id):
+        from tenants.models import ApiKey
+
+        key = ApiKey.objects.filter(agent=tenant_a.agent).order_by("-created_at").first()
+    assert key.namespaces == ["users/alice", "users/carol"] and key.read_only
+    with pytest.raises(Exception, match="not a namespace"):
+        call_command("issue_api_key", tenant_a.org.slug, tenant_a.agent.name, "--namespace", "users//x")
