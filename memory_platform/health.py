@@ -1,4 +1,9 @@
-"""GET /health: is every part of the product up? JSON, 200 when all are, 503 when one is not."""
+"""GET /health: is every part of the product up? JSON.
+
+200 "ok": everything is up. 200 "degraded": Redis or the worker is down; the app still serves
+(writes are stored with their embedding pending, searches skip the cache), so a load balancer
+keeps sending it traffic. 503 "down": the database is unreachable, nothing can be served.
+"""
 
 from __future__ import annotations
 
@@ -72,5 +77,7 @@ def check_worker() -> dict:
 def health_view(request):
     checks = {"database": _timed(check_database), "redis": _timed(check_redis)}
     checks["worker"] = _timed(check_worker) if checks["redis"]["ok"] else {"ok": False, "error": "redis is down"}
+    if not checks["database"]["ok"]:
+        return JsonResponse({"status": "down", **checks}, status=503)
     healthy = all(check["ok"] for check in checks.values())
-    return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=200 if healthy else 503)
+    return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=200)
