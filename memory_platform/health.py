@@ -15,6 +15,7 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from memory_platform import database
+from memory_platform.security import hide_url_passwords
 
 
 def _timed(check):
@@ -22,7 +23,8 @@ def _timed(check):
     try:
         report = check()
     except Exception as exc:  # any failure of a dependency is a report, not a crash
-        report = {"ok": False, "error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        report = {"ok": False, "error": f"{type(exc).__name__}: {hide_url_passwords(first_line)}"}
     report["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
     return report
 

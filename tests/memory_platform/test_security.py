@@ -91,3 +91,44 @@ def test_log_lines_never_carry_a_url_password():
     message = record.getMessage()
     assert "hunter2" not in message and "s3cret" not in message
     assert "postgres://memory_app:***@db:5432/memory_platform" in message and "redis://:***@cache" in message
+
+
+def _served_settings(**env) -> dict:
+    """Import memory_platform.settings.production in a fresh interpreter (pointed at the test
+    servers, so it starts nothing) and report what it decided."""
+    import json
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    script = ("import json; from memory_platform.settings import production as p; print(json.dumps("
+              "{'DEBUG': p.DEBUG, 'SECRET_KEY': p.SECRET_KEY, 'ALLOWED_HOSTS': p.ALLOWED_HOSTS, "
+              "'SESSION_COOKIE_SECURE': p.SESSION_COOKIE_SECURE, 'HSTS': p.SECURE_HSTS_SECONDS}))")
+    base = {key: value for key, value in os.environ.items() if not key.startswith("DJANGO_")
+            and key != "MEMORY_PLATFORM_BIND"}
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=60,
+        env={**base, "DATABASE_URL": settings.DATABASE_URL, "REDIS_URL": settings.REDIS_URL, **env},
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_served_settings_are_safe_without_any_configuration(tmp_path):
+    served = _served_settings(MEMORY_PLATFORM_DATA_DIR=str(tmp_path), MEMORY_PLATFORM_BIND="10.0.0.7:8000")
+    assert served["DEBUG"] is False
+    assert served["SECRET_KEY"] == (tmp_path / "secret_key").read_text().strip()
+    assert "insecure" not in served["SECRET_KEY"]
+    assert served["ALLOWED_HOSTS"] == ["localhost", "127.0.0.1", "[::1]", "10.0.0.7"]
+    assert served["SESSION_COOKIE_SECURE"] is False  # Secure per request, on https (the middleware)
+    assert served["HSTS"] >= 31536000
+
+
+def test_served_settings_follow_the_environment(tmp_path):
+    served = _served_settings(MEMORY_PLATFORM_DATA_DIR=str(tmp_path), DJANGO_DEBUG="true",
+                              DJANGO_SECRET_KEY="k" * 60, DJANGO_ALLOWED_HOSTS="memory.example.com",
+                              DJANGO_SECURE_COOKIES="true")
+    assert served["DEBUG"] is True and served["SECRET_KEY"] == "k" * 60
+    assert served["ALLOWED_HOSTS"] == ["memory.example.com"] and served["SESSION_COOKIE_SECURE"] is True
+    assert not (tmp_path / "secret_key").exists()

@@ -93,7 +93,10 @@ class Command(BaseCommand):
                     supervisord.wait(timeout=90)
                 except subprocess.TimeoutExpired:
                     supervisord.kill()
-            if not keep_services:
+            if keep_services:
+                if settings.EMBEDDED_REDIS:
+                    local_services.ensure_redis()  # supervisord stopped its foreground one: daemonized again
+            else:
                 if settings.EMBEDDED_REDIS:
                     local_services.stop_redis()
                 if settings.EMBEDDED_POSTGRES:
