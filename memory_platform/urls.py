@@ -13,8 +13,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI's start-up script comes from a URL, not inline; its page carries a <style>
     # element of drf-spectacular's template, so this page alone allows inline styles.
-    path("api/docs/", csp_update({"style-src": [UNSAFE_INLINE]})(SpectacularSwaggerSplitView.as_view(url_name="schema")),
-         name="api-docs"),
+    path("api/docs/", csp_update({"style-src": [UNSAFE_INLINE]})(
+        SpectacularSwaggerSplitView.as_view(url_name="schema")), name="api-docs"),
     path("admin/", admin.site.urls),
     path("console/", include("console.urls")),
     path("", RedirectView.as_view(pattern_name="console:home", permanent=False)),

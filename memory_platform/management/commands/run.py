@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_platform import local_services, supervision
+from memory_platform.secret_key import secret_key
 from memory_platform.security import DEFAULT_BIND, base_url
 
 QUEUES = ("default", "embeddings", "maintenance")
@@ -53,8 +54,6 @@ class Command(BaseCommand):
         }
         # Made here, once, before several processes would race to make it.
         if not env.get("DJANGO_SECRET_KEY"):
-            from memory_platform.secret_key import secret_key
-
             secret_key(local_services.data_dir())
         config = supervision.write_config(
             data_dir=local_services.data_dir(), programs=self.programs(bind, web_workers),
