@@ -7,6 +7,7 @@ is retried with supervisord's growing delay (1 s, 2 s, 3 s...) instead of stoppi
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -61,6 +62,8 @@ def write_config(*, data_dir: Path, programs: list[Program], working_directory: 
         "logfile_backups=2",
         f"pidfile={_value(str(directory / 'supervisord.pid'))}",
         f"directory={_value(str(working_directory))}",
+        # As root, say so (supervisord warns otherwise); the programs run as the caller either way.
+        *(["user=root"] if os.geteuid() == 0 else []),
         "",
         "[unix_http_server]",
         f"file={_value(str(directory / 'supervisor.sock'))}",
