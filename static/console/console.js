@@ -11,6 +11,15 @@
     });
   });
 
+  // Inline handlers would break the Content-Security-Policy: these two are attributes instead.
+  document.addEventListener("click", function (event) {
+    if (event.target.hasAttribute && event.target.hasAttribute("data-select-on-click")) event.target.select();
+  });
+  document.addEventListener("submit", function (event) {
+    var question = event.target.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
+
   // Filter forms leave their empty fields out of the URL, so a shared link says only what is set.
   document.addEventListener("htmx:configRequest", function (event) {
     if (event.detail.verb !== "get" || !event.detail.elt.hasAttribute("data-drop-empty")) return;

@@ -46,12 +46,13 @@ def test_health_reports_database_pgvector_redis_and_worker(client):
     finally:
         worker.terminate()
         worker.wait(timeout=20)
-    # A worker that shut down unregisters itself: the product is then degraded, and says so.
+    # A worker that shut down unregisters itself: the product is then degraded, and says so,
+    # and still answers 200 (it serves without a worker: a load balancer keeps it).
     response = wait_for(client, lambda body: f"health-test-{os.getpid()}" not in
                         [w["name"] for w in body["worker"].get("workers", [])])
     body = response.json()
     if not body["worker"]["ok"]:  # another worker may share this Redis; only then is it still ok
-        assert response.status_code == 503
+        assert response.status_code == 200
         assert body["status"] == "degraded" and "no RQ worker" in body["worker"]["error"]
 
 
@@ -64,3 +65,32 @@ def test_health_answers_json_and_only_to_get(client):
 @pytest.mark.django_db
 def test_health_says_full_text_search_can_use_its_index(client):
     assert client.get("/health").json()["database"]["fulltext_index_usable"] is True
+
+
+@pytest.mark.django_db
+def test_without_redis_the_app_is_degraded_but_serving(client, monkeypatch):
+    """A load balancer keeps a node that can serve: 200, and the body says what is missing."""
+    from memory_platform import health
+
+    def refused():
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(health, "check_redis", refused)
+    response = client.get("/health")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "degraded" and not body["redis"]["ok"] and body["worker"]["error"] == "redis is down"
+    assert body["database"]["ok"]
+
+
+@pytest.mark.django_db
+def test_without_the_database_the_app_is_down(client, monkeypatch):
+    from memory_platform import health
+
+    def refused():
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(health, "check_database", refused)
+    response = client.get("/health")
+    assert response.status_code == 503
+    assert response.json()["status"] == "down"

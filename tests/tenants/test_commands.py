@@ -64,3 +64,11 @@ def test_bootstrap_demo_prints_a_console_password_that_signs_in(client):
     password = output.split("user demo, password ")[1].split()[0]
     assert client.login(username="demo", password=password)
     assert client.get("/console/demo/agents/").status_code == 200
+
+
+def test_bootstrap_demo_prints_the_console_where_it_is_served(monkeypatch):
+    """`manage.py run --bind` passes its URL; alone, the command reads MEMORY_PLATFORM_BIND."""
+    assert "  console       http://127.0.0.1:9123/console/\n" in run("bootstrap_demo", "--url", "http://127.0.0.1:9123")
+    monkeypatch.setenv("MEMORY_PLATFORM_BIND", "0.0.0.0:8765")
+    output = run("bootstrap_demo")
+    assert "  console       http://127.0.0.1:8765/console/\n" in output and ":8000" not in output

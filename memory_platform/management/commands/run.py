@@ -1,99 +1,135 @@
-"""manage.py run: the whole product in one process tree, until Ctrl-C."""
+"""manage.py run: the whole product under supervisord (docs/adr/0036), until Ctrl-C."""
 
 import os
 import signal
 import subprocess
 import sys
-import time
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_platform import local_services
+from memory_platform import local_services, supervision
+from memory_platform.secret_key import secret_key
+from memory_platform.security import DEFAULT_BIND, base_url
 
 QUEUES = ("default", "embeddings", "maintenance")
+# What the served processes run with (DEBUG off, a kept secret, Secure cookies on https...):
+# this command's own settings may be the development ones manage.py defaults to.
+SERVED_SETTINGS = "memory_platform.settings.production"
 
 
 class Command(BaseCommand):
     help = (
-        "Run the product: migrate, create the demo tenant, then serve the web app (gunicorn) "
-        "and run an RQ worker until interrupted. Embedded services are stopped on exit."
+        "Run the product: migrate, create the demo tenant, then serve the web app (gunicorn), an RQ "
+        "worker and the cron scheduler under supervisord, which restarts any of them that exits. "
+        "Embedded services are supervised too, and stopped on exit."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--bind", default=os.environ.get("MEMORY_PLATFORM_BIND", "127.0.0.1:8000"))
+        parser.add_argument("--bind", default=os.environ.get("MEMORY_PLATFORM_BIND", DEFAULT_BIND))
         parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
         parser.add_argument(
             "--keep-services", action="store_true", help="Leave the embedded PostgreSQL and Redis running on exit."
         )
 
     def handle(self, *args, bind, web_workers, keep_services, **options):
+        url = base_url(bind)
         call_command("migrate", interactive=False, verbosity=1)
-        if not settings.DEBUG:
-            call_command("collectstatic", interactive=False, verbosity=0)
-        call_command("bootstrap_demo")
+        call_command("collectstatic", interactive=False, verbosity=0)  # whitenoise serves them
+        call_command("bootstrap_demo", url=url)
 
-        # Children get explicit URLs: they reuse these servers instead of looking for them.
+        # Children get explicit URLs: they reuse these servers instead of starting their own.
         env = {
             **os.environ,
+            "DJANGO_SETTINGS_MODULE": SERVED_SETTINGS,
+            "MEMORY_PLATFORM_DATA_DIR": str(local_services.data_dir()),
+            "MEMORY_PLATFORM_BIND": bind,
             "DATABASE_URL": settings.DATABASE_URL,
             "DATABASE_OWNER_URL": settings.DATABASE_OWNER_URL,
             "REDIS_URL": settings.REDIS_URL,
             "MEMORY_PLATFORM_EMBEDDED_POSTGRES": str(settings.EMBEDDED_POSTGRES),
             "MEMORY_PLATFORM_EMBEDDED_REDIS": str(settings.EMBEDDED_REDIS),
+            "PYTHONUNBUFFERED": "1",
         }
-        children = {
-            "web": subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "memory_platform.wsgi", "--bind", bind,
-                 "--config", "python:memory_platform.gunicorn_conf",
-                 "--workers", str(web_workers), "--access-logfile", "-", "--graceful-timeout", "10"],
-                env=env,
-            ),
-            "worker": subprocess.Popen(
-                # One process, model loaded once at start (memories/worker.py).
-                [sys.executable, "manage.py", "rqworker", *QUEUES, "--with-scheduler",
-                 "--worker-class", "memories.worker.EmbeddingWorker"], env=env, cwd=settings.BASE_DIR
-            ),
-            # Periodic jobs: the embedding sweep, purging old idempotency keys (memories/cron.py).
-            "cron": subprocess.Popen(
-                [sys.executable, "manage.py", "rqcron", "memories.cron"], env=env, cwd=settings.BASE_DIR
-            ),
-        }
+        # Made here, once, before several processes would race to make it.
+        if not env.get("DJANGO_SECRET_KEY"):
+            secret_key(local_services.data_dir())
+        config = supervision.write_config(
+            data_dir=local_services.data_dir(), programs=self.programs(bind, web_workers),
+            working_directory=settings.BASE_DIR,
+        )
+        if settings.EMBEDDED_REDIS:
+            local_services.stop_redis()  # started daemonized by the settings; supervisord runs it from here on
+
+        supervisord = subprocess.Popen(
+            supervision.supervisord_command(config), env=env, cwd=settings.BASE_DIR,
+            # Its own session: Ctrl-C reaches this process only, which stops supervisord,
+            # which stops the programs in order.
+            start_new_session=True,
+        )
         self.stdout.write(
-            self.style.SUCCESS(f"\nMemory Platform is up at http://{bind}/\n")
-            + f"  health      http://{bind}/health\n  admin       http://{bind}/admin/\n"
+            self.style.SUCCESS(f"\nMemory Platform is up at {url}/\n")
+            + f"  console     {url}/console/\n  API docs    {url}/api/docs/\n"
+            + f"  health      {url}/health\n  admin       {url}/admin/\n"
+            + f"  processes   {sys.executable} -m supervisor.supervisorctl -c {config} status\n"
             + "Ctrl-C stops it.\n"
         )
-        stopping = False
+        self.stdout.flush()
 
         def stop(signum, frame):
-            nonlocal stopping
-            stopping = True
+            if supervisord.poll() is None:
+                supervisord.send_signal(signal.SIGTERM)
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        failed = None
         try:
-            while not stopping:
-                for name, child in children.items():
-                    if child.poll() is not None:
-                        failed = f"the {name} process exited with status {child.returncode}"
-                        stopping = True
-                time.sleep(0.5)
+            status = supervisord.wait()
         finally:
-            for child in children.values():
-                if child.poll() is None:
-                    child.terminate()
-            for child in children.values():
+            if supervisord.poll() is None:
+                supervisord.terminate()
                 try:
-                    child.wait(timeout=15)
+                    supervisord.wait(timeout=90)
                 except subprocess.TimeoutExpired:
-                    child.kill()
-            if not keep_services:
+                    supervisord.kill()
+            if keep_services:
+                if settings.EMBEDDED_REDIS:
+                    local_services.ensure_redis()  # supervisord stopped its foreground one: daemonized again
+            else:
                 if settings.EMBEDDED_REDIS:
                     local_services.stop_redis()
                 if settings.EMBEDDED_POSTGRES:
                     local_services.stop_postgres()
-        if failed:
-            raise CommandError(failed)
+        if status != 0:
+            raise CommandError(f"supervisord exited with status {status}")
+
+    def programs(self, bind: str, web_workers: int) -> list[supervision.Program]:
+        python = sys.executable
+        programs = [
+            supervision.Program(
+                "web",
+                [python, "-m", "gunicorn", "memory_platform.wsgi", "--bind", bind,
+                 "--config", "python:memory_platform.gunicorn_conf",
+                 "--workers", str(web_workers), "--access-logfile", "-", "--graceful-timeout", "10"],
+                priority=30,
+            ),
+            supervision.Program(
+                # One process, model loaded once at start (memories/worker.py).
+                "worker",
+                [python, "manage.py", "rqworker", *QUEUES, "--with-scheduler",
+                 "--worker-class", "memories.worker.EmbeddingWorker"],
+                priority=40, stop_seconds=30,
+            ),
+            # Periodic jobs: the embedding sweep, purging old idempotency keys (memories/cron.py).
+            supervision.Program("cron", [python, "manage.py", "rqcron", "memories.cron"], priority=50),
+        ]
+        if settings.EMBEDDED_POSTGRES:
+            programs.append(supervision.Program(
+                "postgres", [python, "-m", "memory_platform.local_services", "supervise-postgres"],
+                priority=10, start_seconds=3,
+            ))
+        if settings.EMBEDDED_REDIS:
+            programs.append(supervision.Program(
+                "redis", local_services.redis_foreground_command(), priority=20, start_seconds=2,
+            ))
+        return programs

@@ -1,7 +1,9 @@
+import os
 import secrets
 
 from django.core.management.base import BaseCommand
 
+from memory_platform.security import DEFAULT_BIND, base_url
 from tenants import services
 from tenants.models import Membership
 
@@ -10,7 +12,11 @@ class Command(BaseCommand):
     help = ("Create (or reuse) the demo organisation, agent and console user; issue a fresh API key and "
             "console password, and print them.")
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument("--url", help="Where the console is served (default: from MEMORY_PLATFORM_BIND).")
+
+    def handle(self, *args, url=None, **options):
+        url = (url or base_url(os.environ.get("MEMORY_PLATFORM_BIND") or DEFAULT_BIND)).rstrip("/")
         org, _ = services.organization_get_or_create(name="Demo organisation", slug="demo")
         agent, _ = services.agent_get_or_create(org=org, name="demo-agent")
         api_key, key = services.api_key_issue(agent=agent, name="demo key")
@@ -28,7 +34,7 @@ class Command(BaseCommand):
                     f"  agent         {agent.name} ({agent.id})",
                     f"  API key       {key}",
                     "                (shown once; earlier demo keys stay valid until revoked)",
-                    "  console       http://127.0.0.1:8000/console/ (the address scripts/run serves)",
+                    f"  console       {url}/console/",
                     f"                user demo, password {password} (new on every run), admin of {org.slug}",
                 ]
             )

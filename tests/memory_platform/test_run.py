@@ -1,0 +1,318 @@
+"""`manage.py run` (what scripts/run execs), started for real: its own data folder and embedded
+servers, a free port on 127.0.0.1. The tests run in order against one running product:
+
+- what it serves is production-safe (DEBUG off, no setting in any error page, CSP and the other
+  headers, Secure cookies and HSTS on https only, the kept secret);
+- the banner prints the URLs it serves;
+- supervision: a killed worker or Redis comes back, the web app serves through a 15-second
+  Redis outage (writes accepted, /health degraded), everything is healthy again after;
+- Ctrl-C stops every process, the embedded servers included.
+"""
+
+from __future__ import annotations
+
+import html
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import psutil
+import pytest
+from django.conf import settings
+
+from memory_platform import supervision
+
+pytestmark = pytest.mark.slow
+
+START_SECONDS = 240
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Product:
+    """A running `manage.py run`, its output collected as it comes."""
+
+    def __init__(self, data_dir: Path, port: int):
+        self.data_dir, self.port = data_dir, port
+        env = {key: value for key, value in os.environ.items()
+               if key not in {"DATABASE_URL", "DATABASE_OWNER_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE",
+                              "DJANGO_SECRET_KEY", "DJANGO_DEBUG", "DJANGO_ALLOWED_HOSTS", "MEMORY_PLATFORM_BIND"}}
+        env["MEMORY_PLATFORM_DATA_DIR"] = str(data_dir)
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "run", "--bind", f"127.0.0.1:{port}", "--web-workers", "1"],
+            cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    @property
+    def config(self) -> Path:
+        return supervision.config_path(self.data_dir)
+
+    def request(self, method: str, path: str, *, headers: dict | None = None, body: bytes | str | None = None,
+                timeout: float = 15) -> tuple[int, http.client.HTTPMessage, str]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            connection.request(method, path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            return response.status, response.msg, response.read().decode("utf-8", "replace")
+        finally:
+            connection.close()
+
+    def health(self) -> tuple[int, dict]:
+        status, _, body = self.request("GET", "/health")
+        return status, json.loads(body)
+
+    def api_key(self) -> str:
+        return re.search(r"API key\s+(mp_\S+)", self.output)[1]
+
+    def remember(self, content: str) -> tuple[int, dict]:
+        status, _, body = self.request(
+            "POST", "/api/v1/memories", body=json.dumps({"content": content}),
+            headers={"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json"},
+        )
+        return status, json.loads(body)
+
+    def remember_batch(self, contents: list[str]) -> tuple[int, dict]:
+        status, _, body = self.request(
+            "POST", "/api/v1/memories", body=json.dumps({"memories": [{"content": c} for c in contents]}),
+            headers={"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json"},
+        )
+        return status, json.loads(body)
+
+    def memory(self, memory_id: str) -> dict:
+        _, _, body = self.request("GET", f"/api/v1/memories/{memory_id}",
+                                  headers={"Authorization": f"Bearer {self.api_key()}"})
+        return json.loads(body)
+
+    def ctl(self, *arguments: str) -> str:
+        return supervision.supervisorctl(self.config, *arguments).stdout
+
+    def pid(self, program: str) -> int:
+        return int(self.ctl("pid", program).strip() or 0)
+
+    def states(self) -> dict[str, str]:
+        return {line.split()[0]: line.split()[1] for line in self.ctl("status").splitlines() if line.strip()}
+
+
+def wait_until(predicate, *, seconds: float, interval: float = 0.5, what: str = ""):
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            value = predicate()
+        except (OSError, http.client.HTTPException, ValueError):
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds} s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+@pytest.fixture(scope="module")
+def product():
+    with tempfile.TemporaryDirectory(prefix="memory-platform-run-") as folder:
+        running = Product(Path(folder) / "data", free_port())
+        try:
+            wait_until(lambda: running.process.poll() is None and running.health()[1]["status"] == "ok",
+                       seconds=START_SECONDS, interval=1, what="the product to be healthy")
+            yield running
+        finally:
+            if running.process.poll() is None:
+                running.process.send_signal(signal.SIGINT)
+                try:
+                    running.process.wait(timeout=90)
+                except subprocess.TimeoutExpired:
+                    running.process.kill()
+            # Whatever happened above, leave no server behind.
+            subprocess.run([sys.executable, "-m", "memory_platform.local_services", "stop"], cwd=settings.BASE_DIR,
+                           env={**os.environ, "MEMORY_PLATFORM_DATA_DIR": str(running.data_dir)},
+                           capture_output=True, timeout=60)
+
+
+# --------------------------------------------------------------------------- what it serves
+
+
+def test_the_banner_prints_the_urls_it_serves(product):
+    base = f"http://127.0.0.1:{product.port}"
+    assert f"Memory Platform is up at {base}/" in product.output
+    assert f"  console       {base}/console/" in product.output  # the demo tenant's lines
+    assert ":8000" not in product.output
+
+
+def test_debug_is_off_and_errors_carry_no_setting(product):
+    secret = (product.data_dir / "secret_key").read_text().strip()
+    forbidden = ["DATABASE_URL", "REDIS_URL", "SECRET_KEY", "Traceback", "DEBUG", "urlpatterns", "URLconf",
+                 secret, str(product.data_dir), "memory_app@"]
+    status, _, body = product.request("GET", "/health", headers={"Host": "evil.example"})
+    assert status == 400 and "Bad Request" in body
+    assert not [word for word in forbidden if word in body], body
+    status, _, body = product.request("GET", "/no/such/page")
+    assert status == 404 and not [word for word in forbidden if word in body], body
+    status, _, body = product.request("GET", "/console/no-such-org/memories/x/")
+    assert status in (302, 404) and not [word for word in forbidden if word in body]
+    assert secret not in product.output
+
+
+def test_security_headers_and_a_content_security_policy(product):
+    status, headers, _ = product.request("GET", "/console/sign-in/")
+    assert status == 200
+    policy = headers["Content-Security-Policy"]
+    assert "default-src 'self'" in policy and "script-src 'self'" in policy and "unsafe" not in policy
+    assert "frame-ancestors 'none'" in policy
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Referrer-Policy"] == "same-origin"
+    assert headers["X-Frame-Options"] == "DENY"
+    assert "Strict-Transport-Security" not in headers  # plain http
+    _, headers, _ = product.request("GET", "/console/sign-in/", headers={"X-Forwarded-Proto": "https"})
+    assert headers["Strict-Transport-Security"].startswith("max-age=")
+    status, headers, body = product.request("GET", "/api/docs/")
+    assert status == 200 and "style-src 'self' 'unsafe-inline'" in headers["Content-Security-Policy"]
+
+
+def _cookies(headers: http.client.HTTPMessage) -> dict[str, str]:
+    return {line.split("=", 1)[0]: line for line in headers.get_all("Set-Cookie") or []}
+
+
+def _sign_in(product, *, https: bool) -> dict[str, str]:
+    scheme = {"X-Forwarded-Proto": "https"} if https else {}
+    origin = f"{'https' if https else 'http'}://127.0.0.1:{product.port}"
+    _, headers, page = product.request("GET", "/console/sign-in/", headers=scheme)
+    csrf = _cookies(headers)["csrftoken"].split("=", 1)[1].split(";")[0]
+    token = html.unescape(re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)[1])
+    password = re.search(r"user demo, password (\S+)", product.output)[1]
+    status, headers, _ = product.request(
+        "POST", "/console/sign-in/",
+        body=urlencode({"username": "demo", "password": password, "csrfmiddlewaretoken": token}),
+        headers={**scheme, "Content-Type": "application/x-www-form-urlencoded", "Cookie": f"csrftoken={csrf}",
+                 "Origin": origin, "Referer": f"{origin}/console/sign-in/"},
+    )
+    assert status == 302, "sign-in refused"
+    return _cookies(headers)
+
+
+def test_session_cookie_is_secure_on_https_and_sign_in_works_over_plain_http(product):
+    over_http = _sign_in(product, https=False)
+    assert "sessionid" in over_http and "Secure" not in over_http["sessionid"]
+    over_https = _sign_in(product, https=True)
+    assert "Secure" in over_https["sessionid"] and "HttpOnly" in over_https["sessionid"]
+
+
+def test_the_secret_is_kept_in_the_data_folder_with_mode_0600(product):
+    path = product.data_dir / "secret_key"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    # Every process uses that one key: a session made by one web worker is read by the next.
+    before = path.read_text()
+    product.ctl("restart", "web")
+    wait_until(lambda: product.health()[0] == 200, seconds=120, what="the web app back")
+    assert path.read_text() == before
+
+
+# --------------------------------------------------------------------------- supervision
+
+
+def test_a_killed_worker_is_restarted_while_the_app_keeps_serving(product):
+    old = product.pid("worker")
+    os.kill(old, signal.SIGKILL)
+    assert product.remember("Written while the worker was down")[0] == 201
+    assert product.health()[0] == 200
+    new = wait_until(lambda: (pid := product.pid("worker")) not in (0, old) and pid, seconds=60,
+                     what="a new worker")
+    assert psutil.pid_exists(new)
+    wait_until(lambda: product.health()[1]["status"] == "ok", seconds=120, what="the worker registered again")
+    wait_until(lambda: set(product.states().values()) == {"RUNNING"}, seconds=30, what="every program running")
+
+
+def test_the_app_serves_through_a_redis_outage_and_everything_recovers(product):
+    assert "redis" in product.ctl("stop", "redis")
+    outage_started = time.monotonic()
+    pending_ids = []
+    try:
+        while time.monotonic() - outage_started < 15:
+            status, body = product.health()
+            assert status == 200 and body["status"] == "degraded" and not body["redis"]["ok"]
+            assert body["database"]["ok"]
+            status, created = product.remember(f"Written during the outage at {time.monotonic()}")
+            assert status == 201, created
+            status, batch = product.remember_batch([f"Batch during the outage {time.monotonic()}"])
+            assert status == 201, batch
+            pending_ids += [item["id"] for item in batch["results"]]
+            assert all(item["embedding_status"] == "pending" for item in batch["results"])
+            time.sleep(2)
+        # Nothing gave up for good: the worker and the cron are running or being retried.
+        assert not {state for name, state in product.states().items() if name != "redis"} & {"FATAL", "STOPPED"}
+    finally:
+        product.ctl("start", "redis")
+    wait_until(lambda: product.health()[1]["status"] == "ok", seconds=120, what="healthy again")
+    wait_until(lambda: set(product.states().values()) == {"RUNNING"}, seconds=60, what="every program running")
+    # The embeddings deferred by the outage are completed (the sweep runs as the cron starts).
+    wait_until(lambda: all(product.memory(i)["embedding_status"] == "ready" for i in pending_ids),
+               seconds=150, interval=2, what="the deferred embeddings")
+
+
+def test_a_killed_redis_comes_back(product):
+    old = product.pid("redis")
+    os.kill(old, signal.SIGKILL)
+    wait_until(lambda: (pid := product.pid("redis")) not in (0, old) and pid, seconds=30, what="Redis restarted")
+    wait_until(lambda: product.health()[1]["redis"]["ok"], seconds=60, what="Redis answering")
+
+
+def _postmaster(product) -> int:
+    return int((product.data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
+
+
+def test_a_killed_postgres_comes_back(product):
+    """The supervised watcher sees its postmaster gone, exits, and is started again, which
+    starts PostgreSQL again (crash recovery from its WAL); the web app reconnects."""
+    old = _postmaster(product)
+    os.kill(old, signal.SIGKILL)
+    new = wait_until(lambda: (pid := _postmaster(product)) != old and psutil.pid_exists(pid) and pid,
+                     seconds=120, what="a new postmaster")
+    assert "exited: postgres" in product.output
+    wait_until(lambda: product.health()[1]["database"]["ok"], seconds=60, what="the database answering")
+    wait_until(lambda: product.remember(f"Written after the database came back {new}")[0] == 201, seconds=30,
+               what="a write accepted")
+
+
+# --------------------------------------------------------------------------- stopping
+
+
+def test_ctrl_c_stops_every_process_and_the_embedded_servers(product):
+    supervisord = psutil.Process(int((supervision.run_directory(product.data_dir) / "supervisord.pid").read_text()))
+    processes = [supervisord, *supervisord.children(recursive=True)]
+    postmaster = psutil.Process(int((product.data_dir / "postgres" / "postmaster.pid").read_text().split()[0]))
+    processes.append(postmaster)
+    assert len(processes) >= 7  # supervisord, web (+ worker), worker, cron, redis, postgres watcher, postmaster
+
+    product.process.send_signal(signal.SIGINT)
+    assert product.process.wait(timeout=90) == 0, product.output[-3000:]
+    gone, alive = psutil.wait_procs(processes, timeout=30)
+    assert alive == [], [p.info if hasattr(p, "info") else p for p in alive]
+    status = subprocess.run([sys.executable, "-m", "memory_platform.local_services", "status"], cwd=settings.BASE_DIR,
+                            env={**os.environ, "MEMORY_PLATFORM_DATA_DIR": str(product.data_dir)},
+                            capture_output=True, text=True, timeout=60).stdout
+    assert "postgres     stopped" in status and "redis        stopped" in status
