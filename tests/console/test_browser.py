@@ -271,3 +271,19 @@ def test_the_api_docs_load_under_their_own_policy(page, world):
     page.locator(".swagger-ui .info .title").wait_for()
     assert "Memory Platform API" in page.locator(".swagger-ui .info .title").inner_text()
     page.locator(".opblock").first.wait_for()
+
+
+def test_every_page_fits_a_phone_screen(page, world):
+    """On a 375 px wide screen no page scrolls sideways: wide tables scroll inside themselves."""
+    world.remember("The user prefers green tea in the morning, " + "and a very long unbroken word " * 8,
+                   scope="users/someone-with-a-rather-long-identifier", tags=["drinks", "mornings"])
+    memory = world.remember("Waiting for a reviewer", status="pending_review")
+    page.set_viewport_size({"width": 375, "height": 740})
+    sign_in(page, world)
+    for path in ("", "memories/", f"memories/{memory.pk}/", "review/", "conflicts/", "events/"):
+        page.goto(f"/console/acme/{path}")
+        page.screenshot(path=str(SCREENSHOTS / f"phone-{path.strip('/').replace('/', '-') or 'dashboard'}.png"),
+                        full_page=True)
+        assert "{#" not in page.inner_text("body") and "{%" not in page.inner_text("body")
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"/console/acme/{path} is {overflow} px wider than the screen"

@@ -130,6 +130,16 @@ def test_the_detail_page_shows_every_part(operator_a, tenant_a):
         assert part in page, part
 
 
+def test_the_detail_page_shows_when_it_happened_apart_from_when_it_was_recorded(operator_a, tenant_a):
+    from datetime import datetime, timezone
+
+    happened = datetime(2023, 5, 7, 18, 30, tzinfo=timezone.utc)
+    memory = remember(tenant_a, "Went to a charity race", event_time=happened)
+    page = operator_a.get(operator_a.base + f"memories/{memory.pk}/").content.decode()
+    assert re.search(r"<dt>Happened</dt><dd><time datetime=\"2023-05-07T18:30:00\+00:00\">2023-05-07 18:30</time>",
+                     page)
+
+
 def test_tags_are_added_and_removed_inline(operator_a, tenant_a, htmx):
     memory = tenant_a.memory
     added = operator_a.post(operator_a.base + f"memories/{memory.pk}/tags", {"tags": "tea, morning"},
