@@ -14,8 +14,9 @@ from memories.api import serializers as s
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
 from rest_framework import serializers as drf
 
+from memories.api import storable
 from memories.api.idempotency import idempotent
-from memories.api.parsers import LimitedJSONParser
+from memories.api.parsers import BoundedBodyRequest, LimitedJSONParser
 from memories.api.schema import (
     EXAMPLE_MEMORY,
     EXAMPLE_RELATIONSHIP,
@@ -47,6 +48,18 @@ class AgentAPIView(APIView):
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [LimitedJSONParser]
+
+    def initialize_request(self, request, *args, **kwargs):
+        # DRF's own, with the Request that reads chunked bodies too.
+        return BoundedBodyRequest(request, parsers=self.get_parsers(), authenticators=self.get_authenticators(),
+                                  negotiator=self.get_content_negotiator(),
+                                  parser_context=self.get_parser_context(request))
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # The body is checked as it is parsed; the URL's parts get the same check here.
+        storable.check(s.query_data(request.query_params, list_fields=()))
+        storable.check({name: value for name, value in kwargs.items() if isinstance(value, str)})
 
     @property
     def org_id(self):
