@@ -341,7 +341,7 @@ class VersionSerializer(serializers.ModelSerializer):
     memory_id = serializers.UUIDField(read_only=True)
     changed_by_agent_id = serializers.UUIDField(read_only=True, allow_null=True)
     confidence = serializers.FloatField()
-    changed_by_user = serializers.CharField(source="changed_by_user.username", default=None)
+    changed_by_user = serializers.CharField(source="changed_by_user.username", default=None, allow_null=True)
 
     class Meta:
         model = MemoryVersion
