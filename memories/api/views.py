@@ -60,7 +60,8 @@ class AgentAPIView(APIView):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         # The body is checked as it is parsed; the URL's parts get the same check here.
-        storable.check(s.query_data(request.query_params, list_fields=()))
+        storable.check({name: values[0] if len(values) == 1 else values
+                        for name, values in request.query_params.lists()})
         storable.check({name: value for name, value in kwargs.items() if isinstance(value, str)})
 
     @property

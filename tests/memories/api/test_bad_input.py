@@ -107,6 +107,7 @@ def text_cases(tenant, bad):
         ("POST", "/api/v1/memories", {"content": "ok", "key": f"k{bad}"}, "key"),
         ("POST", "/api/v1/memories", {"content": "ok", "tags": ["fine", f"t{bad}"]}, "tags[1]"),
         ("POST", "/api/v1/memories", {"content": "ok", "sensitivity": bad}, "sensitivity"),
+        ("POST", "/api/v1/memories", {"content": "ok", "session_id": f"{tenant.session.pk}{bad}"}, "session_id"),
         ("POST", "/api/v1/memories", {"memories": [{"content": "ok"}, {"content": "ok", "metadata": {"x": bad}}]},
          "memories[1].metadata.x"),
         ("PATCH", f"/api/v1/memories/{memory}", {"metadata": {"x": [bad]}, "version": 1}, "metadata.x[0]"),
@@ -138,7 +139,8 @@ def test_nul_in_query_parameters_and_url_parts_is_a_400_naming_them(tenant_a, ap
     before = counts(tenant_a.org)
     memory = tenant_a.memory.pk
     for path, params, field in (("/api/v1/memories", {"namespace": f"users{NUL}"}, "namespace"),
-                                ("/api/v1/memories", {"tag": ["ok", f"t{NUL}"]}, "tag"),
+                                ("/api/v1/memories", {"tag": [f"t{NUL}", "ok"]}, "tag[0]"),
+                                ("/api/v1/memories", {"session": f"{tenant_a.session.pk}{NUL}"}, "session"),
                                 ("/api/v1/store/items", {"namespace": "users/42", "key": f"k{NUL}"}, "key"),
                                 ("/api/v1/store/namespaces", {"prefix": NUL}, "prefix"),
                                 (f"/api/v1/memories/{memory}/tags/a%00b", {}, "tag")):
