@@ -42,8 +42,8 @@ class LimitedJSONParser(parsers.BaseParser):
     nesting bounded).
 
     Deliberately not a DRF JSONParser: for those DRF reads `request.body` whole first, which
-    is unbounded in memory and raises Django's RequestDataTooBig (a 500 here) above
-    DATA_UPLOAD_MAX_MEMORY_SIZE, before any limit of ours is looked at.
+    raises Django's RequestDataTooBig above DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB; it was a 500)
+    before any limit of ours is looked at, and never sees a chunked body.
     """
 
     media_type = "application/json"

@@ -65,7 +65,7 @@ def _walk(value, path: str, depth: int, top: str, found: dict) -> None:
         return
     for key, item in value.items():
         problem = text_problem(key)
-        shown = json.dumps(key)[1:-1] if problem else key  # a NUL in a path would cut the message short
+        shown = json.dumps(key)[1:-1] if problem else key  # escaped: the error must not carry the NUL itself
         where = f"{path}.{shown}" if path else shown
         if problem:
             found[where] = [f"key {problem}"]
