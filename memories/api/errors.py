@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -104,6 +104,12 @@ class JsonErrorMiddleware:
     def process_exception(self, request, exception):
         if not request.path.startswith("/api/"):
             return None
+        # Django's own refusals of a request (outside DRF's handler, e.g. a body read through
+        # request.body above DATA_UPLOAD_MAX_MEMORY_SIZE) are the client's fault, not ours.
+        if isinstance(exception, RequestDataTooBig):
+            return JsonResponse(error_body("payload_too_large", str(exception)), status=413)
+        if isinstance(exception, SuspiciousOperation):
+            return JsonResponse(error_body("bad_request", "the request was refused as malformed"), status=400)
         logger.error("unhandled error on %s %s", request.method, request.path, exc_info=exception)
         return JsonResponse(error_body("server_error", "internal error; it has been logged"), status=500)
 
@@ -113,5 +119,6 @@ def _is_json(response) -> bool:
 
 
 def _default_code(status_code: int) -> str:
-    return {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
+    return {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 411: "length_required",
+            413: "payload_too_large",
             500: "server_error"}.get(status_code, "error")

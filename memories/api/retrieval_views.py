@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from memories import retrieval
 from memories.api import serializers as s
-from memories.api.schema import EXAMPLE_MEMORY, documented
+from memories.api.schema import EXAMPLE_MEMORY, documented, list_of
 from memories.api.views import AgentAPIView
 from memories.errors import OutOfReach
 from memories.models import MemoryArtifact, RetrievalEvent
@@ -144,7 +144,7 @@ class StoreSearchView(AgentAPIView):
 
 class HotView(AgentAPIView):
     @documented(summary="The calling agent's hot memories (seed 001's hot cache)",
-                response=s.MemorySerializer(many=True), parameters=[s.HotQuerySerializer],
+                response=list_of(s.MemorySerializer, "HotList"), parameters=[s.HotQuerySerializer],
                 response_example={"results": [EXAMPLE_MEMORY]}, operation_id="hot")
     def get(self, request):
         query = self.validated(s.HotQuerySerializer, s.query_data(request.query_params, ()))
@@ -183,7 +183,8 @@ class RetrievalEventsView(AgentAPIView):
 
 class RetrievalEventListView(RetrievalEventsView):
     @documented(summary="Retrieval events of the organisation, newest first",
-                response=s.RetrievalEventSerializer(many=True), parameters=[s.RetrievalEventQuerySerializer],
+                response=list_of(s.RetrievalEventSerializer, "RetrievalEventPage", paginated=True),
+                parameters=[s.RetrievalEventQuerySerializer],
                 response_example={"next": None, "previous": None, "results": [EXAMPLE_EVENT]},
                 operation_id="retrieval_events_list")
     def get(self, request):

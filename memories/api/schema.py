@@ -4,7 +4,7 @@ response examples for every endpoint."""
 from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 
 MEMORY_ID = "3f1c9a52-7a0b-4a4e-9d1e-1d2b3c4d5e6f"
@@ -85,16 +85,37 @@ IDEMPOTENCY_KEY = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEAD
                                    description="Retries with the same key and body get the first response.")
 
 
-def documented(*, summary: str, request=None, response=None, status: int = 200, request_example=None,
-               response_example=None, errors: dict | None = None, parameters=(), description: str = "",
-               operation_id: str | None = None):
-    """extend_schema with one request example and one response example."""
+# Whatever an operation that takes a body is sent (memories.api.parsers).
+BODY_ERRORS = dict([
+    _error(413, "payload_too_large", "request body exceeds the limit of 2097152 bytes"),
+    _error(415, "unsupported_media_type", 'Unsupported media type "text/plain" in request.'),
+])
+IDEMPOTENCY_ERRORS = dict([
+    _error(422, "idempotency_key_reused", "this Idempotency-Key was used with a different request body"),
+])
+
+
+def list_of(serializer_class, name: str, *, paginated: bool = False):
+    """The shape of the API's lists: {"results": [...]}, with the cursor links when paginated."""
+    fields = {"results": serializer_class(many=True)}
+    if paginated:
+        fields = {"next": serializers.URLField(allow_null=True), "previous": serializers.URLField(allow_null=True),
+                  **fields}
+    return inline_serializer(name, fields)
+
+
+def documented(*, summary: str, request=None, response=None, status: int = 200, also: tuple[int, ...] = (),
+               request_example=None, response_example=None, errors: dict | None = None, parameters=(),
+               description: str = "", operation_id: str | None = None):
+    """extend_schema with one request example and one response example. `also`: other success
+    statuses with the same body (an upsert's 200 beside its 201)."""
     examples = []
     if request_example is not None:
         examples.append(OpenApiExample("request", value=request_example, request_only=True))
     if response_example is not None:
         examples.append(OpenApiExample("response", value=response_example, response_only=True,
                                        status_codes=[str(status)]))
-    responses = {status: response, **COMMON_ERRORS, **(errors or {})}
+    responses = {status: response, **{code: response for code in also}, **COMMON_ERRORS,
+                 **(BODY_ERRORS if request is not None else {}), **(errors or {})}
     return extend_schema(summary=summary, description=description, request=request, responses=responses,
                          examples=examples, parameters=list(parameters), operation_id=operation_id)

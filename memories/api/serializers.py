@@ -41,6 +41,9 @@ class UnitIntervalField(serializers.FloatField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
+        # The bounds first: DRF checks them only after this method, and quantizing 1e308 to
+        # three decimals raises (a 500) instead of failing validation.
+        self.run_validators(value)
         return Decimal(str(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_EVEN)
 
 
@@ -83,6 +86,9 @@ class TagField(serializers.CharField):
 
 
 TAG_LIST_LIMIT = 50
+MAX_RELATIONSHIP_WEIGHT = 1000.0
+# The largest value of the PositiveIntegerField the version is stored in.
+MAX_VERSION = 2**31 - 1
 
 
 class MemoryFieldsMixin(StrictSerializer):
@@ -149,7 +155,7 @@ class MemoryBatchCreateSerializer(StrictSerializer):
 
 class MemoryUpdateSerializer(MemoryFieldsMixin):
     content = serializers.CharField(max_length=8192, required=False)
-    version = serializers.IntegerField(min_value=1, required=False,
+    version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION, required=False,
                                        help_text="The version being changed, if If-Match is not sent.")
 
     def validate(self, attrs):
@@ -160,7 +166,7 @@ class MemoryUpdateSerializer(MemoryFieldsMixin):
 
 
 class VersionOnlySerializer(StrictSerializer):
-    version = serializers.IntegerField(min_value=1, required=False)
+    version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION, required=False)
 
 
 class SupersedeSerializer(StrictSerializer):
@@ -169,7 +175,7 @@ class SupersedeSerializer(StrictSerializer):
     confidence = UnitIntervalField(required=False)
     category = serializers.ChoiceField(Memory.Category.choices, required=False)
     metadata = serializers.DictField(required=False)
-    version = serializers.IntegerField(min_value=1, required=False)
+    version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION, required=False)
 
 
 class FeedbackSerializer(StrictSerializer):
@@ -191,7 +197,9 @@ class RelationshipCreateSerializer(StrictSerializer):
     relation_type = serializers.ChoiceField(MemoryRelationship.RelationType.choices)
     confidence = UnitIntervalField(required=False)
     predicate = serializers.CharField(max_length=128, required=False, allow_blank=True)
-    weight = serializers.FloatField(required=False, min_value=0.0)
+    # Seed 004 stores weight as REAL (float4, overflows above ~3.4e38); a relative strength
+    # needs nothing near that.
+    weight = serializers.FloatField(required=False, min_value=0.0, max_value=MAX_RELATIONSHIP_WEIGHT)
     metadata = serializers.DictField(required=False)
 
 
@@ -333,7 +341,7 @@ class VersionSerializer(serializers.ModelSerializer):
     memory_id = serializers.UUIDField(read_only=True)
     changed_by_agent_id = serializers.UUIDField(read_only=True, allow_null=True)
     confidence = serializers.FloatField()
-    changed_by_user = serializers.CharField(source="changed_by_user.username", default=None)
+    changed_by_user = serializers.CharField(source="changed_by_user.username", default=None, allow_null=True)
 
     class Meta:
         model = MemoryVersion

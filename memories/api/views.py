@@ -11,21 +11,24 @@ from rest_framework.views import APIView
 
 from memories import selectors, services
 from memories.api import serializers as s
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, inline_serializer
 from rest_framework import serializers as drf
 
+from memories.api import storable
 from memories.api.idempotency import idempotent
-from memories.api.parsers import LimitedJSONParser
+from memories.api.parsers import BoundedBodyRequest, LimitedJSONParser
 from memories.api.schema import (
     EXAMPLE_MEMORY,
     EXAMPLE_RELATIONSHIP,
     EXAMPLE_STORE_ITEM,
     EXAMPLE_VERSION,
+    IDEMPOTENCY_ERRORS,
     IDEMPOTENCY_KEY,
     IF_MATCH,
     PRECONDITION_ERRORS,
     _error,
     documented,
+    list_of,
 )
 from memories.access import KeyReach
 from memories.errors import InvalidInput, NotFound, OutOfReach
@@ -79,6 +82,19 @@ class AgentAPIView(APIView):
     def throttled(self, request, wait):
         raise RateLimited(wait=wait or 1, detail="Too many requests for this API key.")
 
+    def initialize_request(self, request, *args, **kwargs):
+        # DRF's own, with the Request that reads chunked bodies too.
+        return BoundedBodyRequest(request, parsers=self.get_parsers(), authenticators=self.get_authenticators(),
+                                  negotiator=self.get_content_negotiator(),
+                                  parser_context=self.get_parser_context(request))
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # The body is checked as it is parsed; the URL's parts get the same check here.
+        storable.check({name: values[0] if len(values) == 1 else values
+                        for name, values in request.query_params.lists()})
+        storable.check({name: value for name, value in kwargs.items() if isinstance(value, str)})
+
     @property
     def org_id(self):
         return self.request.user.org_id
@@ -116,6 +132,9 @@ class AgentAPIView(APIView):
         return selectors.memory_get(org_id=self.org_id, memory_id=memory_id)
 
 
+BATCH_RESULT = inline_serializer("BatchWriteResult", {"results": s.BatchItemResultSerializer(many=True)})
+
+
 def write_result(result: services.WriteResult) -> dict:
     return s.WriteResultSerializer(result).data
 
@@ -131,7 +150,7 @@ class MemoryCollectionView(AgentAPIView):
             return "batch"
         return None
 
-    @documented(summary="List memories", response=s.MemorySerializer(many=True), parameters=[
+    @documented(summary="List memories", response=list_of(s.MemorySerializer, "MemoryPage", paginated=True), parameters=[
         s.MemoryListQuerySerializer], response_example={"next": None, "previous": None, "results": [EXAMPLE_MEMORY]},
         operation_id="memories_list")
     def get(self, request):
@@ -142,8 +161,12 @@ class MemoryCollectionView(AgentAPIView):
         return paginator.get_paginated_response(s.MemorySerializer(page, many=True).data)
 
     @documented(
-        summary="Create a memory, or a batch", request=s.MemoryCreateSerializer, response=s.WriteResultSerializer,
-        status=201, parameters=[IDEMPOTENCY_KEY],
+        summary="Create a memory, or a batch",
+        request=PolymorphicProxySerializer("MemoryCreateOrBatch", [s.MemoryCreateSerializer, s.MemoryBatchCreateSerializer],
+                                           resource_type_field_name=None),
+        response=PolymorphicProxySerializer("WriteResultOrBatch", [s.WriteResultSerializer, BATCH_RESULT],
+                                            resource_type_field_name=None),
+        status=201, also=(200,), parameters=[IDEMPOTENCY_KEY],
         description="One memory (embedded inline), or `{\"memories\": [...]}` for a batch (embedded by a worker "
                     "after commit; each result then carries only id, created, deduplicated, embedding_status, "
                     "content_hash and version). An equal live memory of the same agent in the same namespace is "
@@ -152,10 +175,7 @@ class MemoryCollectionView(AgentAPIView):
         request_example={"content": "The user prefers green tea in the morning", "category": "preference",
                          "namespace": ["memories", "user-42"], "tags": ["drinks"], "metadata": {"turn": 4}},
         response_example={"memory": EXAMPLE_MEMORY, "created": True, "deduplicated": False, "embedding_status": "ready", "near_duplicates": []},
-        errors=dict([_error(409, "key_exists", "key 'diet' already exists in this namespace"),
-                     _error(413, "payload_too_large", "request body exceeds the limit of 2097152 bytes"),
-                     _error(415, "unsupported_media_type", 'Unsupported media type "text/plain" in request.'),
-                     _error(422, "idempotency_key_reused", "this Idempotency-Key was used with a different request body")]),
+        errors={**dict([_error(409, "key_exists", "key 'diet' already exists in this namespace")]), **IDEMPOTENCY_ERRORS},
         operation_id="memories_create")
     @idempotent
     def post(self, request):
@@ -216,7 +236,8 @@ class MemoryDetailView(AgentAPIView):
 class MemoryRestoreView(AgentAPIView):
     @documented(summary="Restore a soft-deleted memory", request=s.VersionOnlySerializer, response=s.MemorySerializer,
                 parameters=[IF_MATCH], request_example={}, response_example={**EXAMPLE_MEMORY, "version": 3},
-                errors=dict([_error(409, "not_deleted", "memory is not deleted")]), operation_id="memories_restore")
+                errors={**PRECONDITION_ERRORS, **dict([_error(409, "not_deleted", "memory is not deleted")])},
+                operation_id="memories_restore")
     def post(self, request, memory_id):
         body = self.validated(s.VersionOnlySerializer, request.data or {})
         services.memory_restore(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
@@ -228,7 +249,7 @@ class MemoryConfirmView(AgentAPIView):
     @documented(summary="Confirm a memory: confidence 1.0, protected from decay", request=s.VersionOnlySerializer,
                 response=s.MemorySerializer, parameters=[IF_MATCH], request_example={},
                 response_example={**EXAMPLE_MEMORY, "confidence": 1.0, "is_protected": True, "decay_rate": 0.0,
-                                  "version": 2}, operation_id="memories_confirm")
+                                  "version": 2}, errors=PRECONDITION_ERRORS, operation_id="memories_confirm")
     def post(self, request, memory_id):
         body = self.validated(s.VersionOnlySerializer, request.data or {})
         services.memory_confirm(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
@@ -249,7 +270,8 @@ class MemorySupersedeView(AgentAPIView):
                 request_example={"content": "The user now prefers coffee", "reason": "the user said so"},
                 response_example={"superseded": {**EXAMPLE_MEMORY, "status": "superseded", "version": 2},
                                   **{"memory": EXAMPLE_MEMORY, "created": True, "deduplicated": False, "embedding_status": "ready", "near_duplicates": []}},
-                errors=dict([_error(409, "superseded", "memory is superseded; only an active memory can be superseded")]))
+                errors={**PRECONDITION_ERRORS, **IDEMPOTENCY_ERRORS,
+                        **dict([_error(409, "superseded", "memory is superseded; only an active memory can be superseded")])})
     @idempotent
     def post(self, request, memory_id):
         body = self.validated(s.SupersedeSerializer, request.data)
@@ -273,7 +295,7 @@ class MemoryFeedbackView(AgentAPIView):
 
 
 class MemoryHistoryView(AgentAPIView):
-    @documented(summary="A memory's history: one version per change", response=s.VersionSerializer(many=True),
+    @documented(summary="A memory's history: one version per change", response=list_of(s.VersionSerializer, "VersionList"),
                 response_example={"results": [EXAMPLE_VERSION]}, operation_id="memories_history")
     def get(self, request, memory_id):
         versions = selectors.memory_versions(org_id=self.org_id, memory_id=memory_id)
@@ -308,7 +330,7 @@ class MemoryTagDetailView(AgentAPIView):
 
 
 class MemoryRelationshipsView(AgentAPIView):
-    @documented(summary="A memory's relationships, both directions", response=s.RelationshipSerializer(many=True),
+    @documented(summary="A memory's relationships, both directions", response=list_of(s.RelationshipSerializer, "RelationshipList"),
                 response_example={"results": [EXAMPLE_RELATIONSHIP]}, operation_id="relationships_list")
     def get(self, request, memory_id):
         relationships = selectors.memory_relationships(org_id=self.org_id, memory_id=memory_id).filter(
@@ -353,7 +375,7 @@ class StoreItemView(AgentAPIView):
         return where
 
     @documented(summary="Upsert an item by namespace and key (last write wins, every write versioned)",
-                request=s.StorePutSerializer, response=s.StoreItemSerializer,
+                request=s.StorePutSerializer, response=s.StoreItemSerializer, also=(201,),
                 request_example={"namespace": ["memories", "user-42"], "key": "diet", "content": "vegetarian"},
                 response_example=EXAMPLE_STORE_ITEM, operation_id="store_put")
     def put(self, request):

@@ -54,3 +54,19 @@ def test_the_schema_and_docs_are_served(client):
     assert "/api/v1/memories" in paths and "/api/v1/store/items" in paths
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+
+
+def test_djangos_own_refusals_of_a_request_are_client_errors_not_500s():
+    """Anything under /api/ that reads request.body past DATA_UPLOAD_MAX_MEMORY_SIZE, or that
+    Django finds suspicious, is the client's 413 or 400, not a logged server error."""
+    from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+    from django.test import RequestFactory
+
+    from memories.api.errors import JsonErrorMiddleware
+
+    middleware = JsonErrorMiddleware(lambda request: None)
+    request = RequestFactory().post("/api/v1/memories")
+    too_big = middleware.process_exception(request, RequestDataTooBig("too big"))
+    assert too_big.status_code == 413 and b'"payload_too_large"' in too_big.content
+    suspicious = middleware.process_exception(request, SuspiciousOperation("odd"))
+    assert suspicious.status_code == 400 and b'"bad_request"' in suspicious.content

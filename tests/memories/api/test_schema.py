@@ -42,3 +42,34 @@ def test_every_operation_has_request_and_response_examples_and_the_api_key_schem
                 assert any("examples" in content for code in success
                            for content in operation["responses"][code].get("content", {}).values()), where
             assert "401" in operation["responses"], where
+
+
+def test_every_operation_documents_the_errors_it_can_answer(schema):
+    """What the API really returns, so generated clients and schema checks (test_schema_fuzz)
+    know every status: bodies can be too large or not JSON, If-Match can be stale or missing,
+    an Idempotency-Key can be reused."""
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            where, codes = f"{method.upper()} {path}", set(operation["responses"])
+            headers = {p["name"] for p in operation.get("parameters", []) if p["in"] == "header"}
+            assert {"400", "401", "404"} <= codes, where
+            if "requestBody" in operation:
+                assert {"413", "415"} <= codes, where
+            if "If-Match" in headers:
+                assert {"412", "428"} <= codes, where
+            if "Idempotency-Key" in headers:
+                assert "422" in codes, where
+    assert {"200", "201"} <= set(schema["paths"]["/api/v1/memories"]["post"]["responses"])
+    assert {"200", "201"} <= set(schema["paths"]["/api/v1/store/items"]["put"]["responses"])
+
+
+def test_lists_are_documented_as_the_objects_they_are(schema):
+    def body(path, method="get"):
+        content = schema["paths"][path][method]["responses"]["200"]["content"]["application/json"]["schema"]
+        name = content["$ref"].rsplit("/", 1)[-1]
+        return schema["components"]["schemas"][name]
+
+    for path in ("/api/v1/memories/{memory_id}/history", "/api/v1/memories/{memory_id}/relationships", "/api/v1/hot"):
+        assert body(path)["properties"]["results"]["type"] == "array", path
+    for path in ("/api/v1/memories", "/api/v1/retrieval-events"):
+        assert {"next", "previous", "results"} <= set(body(path)["properties"]), path
