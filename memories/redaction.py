@@ -27,7 +27,9 @@ from functools import cache
 PLACEHOLDER = "[REDACTED:{kind}]"
 
 # detect-secrets plugins used, by secret type -> the kind named in the placeholder. Left out:
-# public IP addresses (not secrets) and Artifactory's `AP...` shape (matches ordinary words).
+# public IP addresses (not secrets), Artifactory's `AP...` shape (matches ordinary words) and
+# JSON Web Tokens and npm tokens (OWN_RULES takes them, in linear time: detect-secrets' npm
+# pattern reads to the end of the line from every "//").
 DETECT_SECRETS_KINDS = {
     "AWS Access Key": "aws_key",
     "Azure Storage Account access key": "azure_storage_key",
@@ -38,9 +40,7 @@ DETECT_SECRETS_KINDS = {
     "GitLab Token": "gitlab_token",
     "IBM COS HMAC Credentials": "ibm_credentials",
     "IBM Cloud IAM Key": "ibm_credentials",
-    "JSON Web Token": "jwt",
     "Mailchimp Access Key": "mailchimp_key",
-    "NPM tokens": "npm_token",
     "OpenAI Token": "openai_key",
     "PyPI Token": "pypi_token",
     "SendGrid API Key": "sendgrid_key",
@@ -54,10 +54,13 @@ DETECT_SECRETS_KINDS = {
 # Patterns whose first group is the secret (the rest is context worth keeping, such as the
 # user and host around a password in a URL).
 VALUE_IN_GROUP = {"Basic Auth Credentials", "Cloudant Credentials", "IBM COS HMAC Credentials",
-                  "IBM Cloud IAM Key", "SoftLayer Credentials", "NPM tokens"}
+                  "IBM Cloud IAM Key", "SoftLayer Credentials"}
 
 # "auth" alone is left out: it would take "author: Jane" for a secret.
-KEYWORD = r"[\w.-]*(?:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key|token|credential)[\w.-]*"
+# Every repetition that can start at many places is bounded (or anchored to the start of a
+# run): unbounded, a pattern tried at each of n positions reads to the end of the run from each,
+# and a 2 MB body of "a.a.a..." would keep a worker busy for hours (n squared).
+KEYWORD = r"[\w.-]{0,40}(?:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key|token|credential)[\w.-]{0,40}"
 
 OWN_RULES: list[tuple[str, re.Pattern, bool]] = [
     # (kind, pattern, secret is group 1)
@@ -68,13 +71,16 @@ OWN_RULES: list[tuple[str, re.Pattern, bool]] = [
     ("google_api_key", re.compile(r"AIza[0-9A-Za-z_\-]{35}"), False),
     ("slack_token", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"), False),
     ("stripe_key", re.compile(r"[rs]k_(?:live|test)_[0-9a-zA-Z]{16,}"), False),
-    ("url_password", re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:([^\s@/]+)@"), True),
+    ("url_password", re.compile(r"(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s:/@]{0,256}:([^\s@/]{1,256})@"),
+     True),
     ("assigned_secret", re.compile(
         rf"(?i)\b{KEYWORD}\b[\"']?\s*(?:[:=]|=>|\bis\b)\s*(\"[^\"\n]{{4,}}\"|'[^'\n]{{4,}}'|(?!(?:bearer|basic)\b)[^\s,;\"']{{4,}})"
     ), True),
+    ("npm_token", re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), False),
+    ("npm_token", re.compile(r"_authToken=\s*([^\s\"']{8,256})"), True),
     ("bearer_token", re.compile(r"(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/=-]{16,})"), True),
     # detect-secrets' JWT pattern stops before the signature; take the whole token.
-    ("jwt", re.compile(r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"), False),
+    ("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"), False),
 ]
 
 # Personal data, redacted only for organisations that ask for it. Phone numbers are matched

@@ -70,6 +70,9 @@ def _error(status: int, code: str, message: str, fields: dict | None = None,
 COMMON_ERRORS = dict([
     _error(400, "invalid", "content: This field may not be blank.", {"content": ["This field may not be blank."]}),
     _error(401, "not_authenticated", "Authentication credentials were not provided."),
+    # A key limited to namespaces, or to reads, is refused what it may not do (memories.access).
+    _error(403, "out_of_reach", "this API key is read-only",
+           note="Only for keys issued limited to namespace prefixes or read-only (README, \"Who may touch what\")."),
     _error(404, "not_found", "memory 3f1c9a52-... not found"),
     # Every endpoint counts against its API key's rates (and searches against their own).
     _error(429, "rate_limited", "Too many requests for this API key. Retry after 12 seconds.",
