@@ -43,22 +43,34 @@ def sign_in_locked_for(*, username: str, address: str) -> int:
     return max(waits, default=0)
 
 
-def sign_in_failed(*, username: str, address: str) -> None:
-    """Count a wrong password; the failure that reaches a limit starts that counter's lockout."""
-    window = int(rate_limits.configured("SIGN_IN_WINDOW_SECONDS"))
-    lockout = int(rate_limits.configured("SIGN_IN_LOCKOUT_SECONDS"))
-    for counter, limit_name in _counters(username, address):
-        count = rate_limits.hit(counter, window_seconds=window)
-        if count is not None and count.hits == int(rate_limits.configured(limit_name)):
-            rate_limits.extend(counter, lockout)
+class SignInAttempt:
+    """One attempt, counted before its password is checked: guesses sent at once cannot all
+    pass a limit they would only reach together. A right password takes its count back."""
 
+    def __init__(self, *, username: str, address: str):
+        window = int(rate_limits.configured("SIGN_IN_WINDOW_SECONDS"))
+        self.counts = [(counter, limit_name, rate_limits.hit(counter, window_seconds=window))
+                       for counter, limit_name in _counters(username, address)]
+        # Over a limit (the attempts before this one used it up): refused unchecked.
+        self.locked_for = max((count.retry_after for _, limit_name, count in self.counts
+                               if count is not None and count.hits > int(rate_limits.configured(limit_name))),
+                              default=0)
 
-def sign_in_succeeded(*, username: str) -> None:
-    """A right password clears the username's failures (not the address's: one account known
-    to an attacker must not reset their count of guesses at the others)."""
-    for counter, limit_name in _counters(username, ""):
-        if limit_name == "SIGN_IN_FAILURES_PER_USERNAME":
-            rate_limits.forget(counter)
+    def failed(self) -> None:
+        """A wrong password: the one that reaches a limit starts that counter's lockout."""
+        lockout = int(rate_limits.configured("SIGN_IN_LOCKOUT_SECONDS"))
+        for counter, limit_name, count in self.counts:
+            if count is not None and count.hits >= int(rate_limits.configured(limit_name)):
+                rate_limits.extend(counter, lockout)
+
+    def succeeded(self) -> None:
+        """A right password clears the username's failures; of the address's it takes back this
+        attempt only (one account known to an attacker must not reset their guesses at others)."""
+        for counter, limit_name, count in self.counts:
+            if limit_name == "SIGN_IN_FAILURES_PER_USERNAME":
+                rate_limits.forget(counter)
+            elif count is not None:
+                rate_limits.undo(counter)
 
 
 class LockoutMixin:
@@ -76,15 +88,19 @@ class LockoutMixin:
             raise self.locked_out_error()
         if not username or not self.cleaned_data.get("password"):
             return super().clean()  # the field errors say what is missing; nothing was tried
+        attempt = SignInAttempt(username=username, address=address)
+        if attempt.locked_for:
+            self.locked_for = attempt.locked_for
+            raise self.locked_out_error()
         try:
             cleaned = super().clean()
         except forms.ValidationError:
-            sign_in_failed(username=username, address=address)
+            attempt.failed()
             self.locked_for = sign_in_locked_for(username=username, address=address)
             if self.locked_for:
                 raise self.locked_out_error() from None
             raise
-        sign_in_succeeded(username=username)
+        attempt.succeeded()
         return cleaned
 
     def locked_out_error(self) -> forms.ValidationError:

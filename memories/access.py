@@ -22,6 +22,13 @@ from django.db.models import Q
 from memories.errors import OutOfReach
 
 
+def scope_prefix_filter(prefix: str, path: str = "") -> Q:
+    """`users/alice` matches the namespace users/alice and everything under users/alice/, not
+    users/alice2. path: the memory's, from the model filtered (e.g. "source__")."""
+    prefix = prefix.strip("/")
+    return Q(**{f"{path}scope": prefix}) | Q(**{f"{path}scope__startswith": prefix + "/"})
+
+
 @dataclass(frozen=True)
 class KeyReach:
     namespaces: tuple[str, ...] = ()  # prefixes; none: the whole organisation
@@ -40,8 +47,6 @@ class KeyReach:
 
     def memories(self, path: str = "") -> Q:
         """The memories in reach, as a filter (everything when unlimited)."""
-        from memories.selectors import scope_prefix_filter
-
         reach = Q()
         for prefix in self.namespaces:
             reach |= scope_prefix_filter(prefix, path)

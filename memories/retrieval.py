@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memories import cache, search
-from memories.errors import NotFound
+from memories.errors import Conflict, NotFound
 from memories.models import Memory, RetrievalEvent
 from memories.redaction import redactor_for
 from memories.search import Hit, SearchFilters, SearchOutcome
@@ -167,16 +167,20 @@ def retrieval_event_record(*, org_id, kind: str, query: str, scope: str, filters
     with as_tenant(org_id, tenant_active):
         # What the caller asked is free text kept for audit: redacted like a memory's content.
         redactor = redactor_for(org_id)
-        recorded_filters, _ = redactor.json({"filters": filters_as_json(filters), "request": request})
+        recorded_filters, redacted = redactor.json({"filters": filters_as_json(filters), "request": request})
+        recorded_query = redactor.text(query)
+        redacted.update(recorded_query.kinds)
         event = RetrievalEvent.objects.create(
-            org_id=org_id, kind=kind, agent_id=agent_id, user=user, query=redactor.plain(query),
+            org_id=org_id, kind=kind, agent_id=agent_id, user=user, query=recorded_query.text,
             scope=redactor.plain(scope), filters=recorded_filters,
             returned_memory_ids=ids, returned_scores=[result.score for result in outcome.results],
             returned_artifact_ids=sorted({artifact for result in outcome.results for artifact in result.memory.artifact_ids},
                                          key=str) if artifact_ids is None else artifact_ids,
             details={"signals": {str(r.memory.pk): r.signals for r in outcome.results},
                      "degraded": outcome.degraded, "vector_method": outcome.vector_method,
-                     "filled_from_fulltext": outcome.filled_from_fulltext},
+                     "filled_from_fulltext": outcome.filled_from_fulltext,
+                     # What was asked is not all kept: a replay could not ask it again.
+                     **({"redacted": True} if redacted else {})},
             replay_of=replay_of,
         )
     reinforce_after_commit(org_id, ids)
@@ -303,6 +307,9 @@ def _why_gone(org_id, memory_ids) -> dict:
 def retrieval_event_replay(*, org_id, event_id, agent_id=None, user=None) -> Replay:
     """Run a recorded retrieval again, as of now, and say what changed since."""
     original = retrieval_event_get(org_id=org_id, event_id=event_id)
+    if original.details.get("redacted"):
+        raise Conflict(f"retrieval event {event_id} was asked with values redacted before it was stored; "
+                       "it cannot be run again as it was", code="redacted")
     request = original.filters.get("request", {})
     filters = filters_from_json(original.filters.get("filters", {}))
     outcome = memory_search(org_id=org_id, query=original.query, filters=filters,

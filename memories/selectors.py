@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, Q, QuerySet
 
-from memories.access import EVERYWHERE, KeyReach
+from memories.access import EVERYWHERE, KeyReach, scope_prefix_filter
 from memories.errors import NotFound
 from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryVersion
 
@@ -22,13 +22,6 @@ def memory_get(*, org_id, memory_id, include_deleted: bool = True) -> Memory:
         return queryset.get(pk=memory_id)
     except (Memory.DoesNotExist, ValueError):
         raise NotFound(f"memory {memory_id} not found") from None
-
-
-def scope_prefix_filter(prefix: str, path: str = "") -> Q:
-    """`memories` matches the scope memories and everything under memories/. path: the
-    memory's, from the model filtered (e.g. "source__" on relationships)."""
-    prefix = prefix.strip("/")
-    return Q(**{f"{path}scope": prefix}) | Q(**{f"{path}scope__startswith": prefix + "/"})
 
 
 def memory_list(*, org_id, category=None, status=None, memory_type=None, agent=None, session=None,
@@ -53,10 +46,15 @@ def memory_versions(*, org_id, memory_id) -> QuerySet:
             .select_related("changed_by_user").order_by("version_num"))
 
 
-def memory_relationships(*, org_id, memory_id) -> QuerySet:
+def memory_relationships(*, org_id, memory_id, reach: KeyReach = EVERYWHERE) -> QuerySet:
+    """A memory's relationships, both directions: those whose both ends are in reach."""
     memory_get(org_id=org_id, memory_id=memory_id)
-    return (MemoryRelationship.objects.filter(org_id=org_id)
+    return (relationships_in_reach(org_id=org_id, reach=reach)
             .filter(Q(source_id=memory_id) | Q(target_id=memory_id)).order_by("created_at"))
+
+
+def relationships_in_reach(*, org_id, reach: KeyReach = EVERYWHERE) -> QuerySet:
+    return MemoryRelationship.objects.filter(reach.memories("source__"), reach.memories("target__"), org_id=org_id)
 
 
 def memory_tags(*, org_id, memory_id) -> list[str]:

@@ -95,11 +95,13 @@ def _redact(redactor: Redactor, content: str, metadata: dict, provenance: dict) 
 
 
 def _check_identifiers(redactor: Redactor, *, scope: str | None = None, key: str | None = None,
-                       tags: list[str] = ()) -> None:
-    """Refuse a namespace, key or tag that holds a secret (or, by policy, personal data)."""
+                       tags: list[str] = (), sensitivity: str | None = None) -> None:
+    """Refuse a namespace, key, tag or sensitivity label that holds a secret (or, by policy,
+    personal data)."""
     try:
         redactor.check_identifier(scope, field="namespace")
         redactor.check_identifier(key, field="key")
+        redactor.check_identifier(sensitivity, field="sensitivity")
         for tag in tags:
             redactor.check_identifier(tag, field="tags")
     except IdentifierHoldsSecret as exc:
@@ -282,7 +284,8 @@ def _insert(org_id, agent_id, content: str, fields: dict, tags: list[str], actor
     """Insert one memory and its first version; an equal live memory is returned instead."""
     embed = fields.pop("_embed", True)
     redactor = redactor or redactor_for(org_id)
-    _check_identifiers(redactor, scope=fields.get("scope"), key=fields.get("key"), tags=tags)
+    _check_identifiers(redactor, scope=fields.get("scope"), key=fields.get("key"), tags=tags,
+                       sensitivity=fields.get("sensitivity"))
     actor = _recorded(actor, redactor)
     redacted = _redact(redactor, content, fields.pop("metadata", None) or {}, fields.pop("provenance", None) or {})
     _check_content(redacted.content)
@@ -355,7 +358,8 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
             item = dict(item)
             content, tags = item.pop("content"), sorted(set(item.pop("tags", [])))
             try:
-                _check_identifiers(redactor, scope=item.get("scope"), key=item.get("key"), tags=tags)
+                _check_identifiers(redactor, scope=item.get("scope"), key=item.get("key"), tags=tags,
+                                   sensitivity=item.get("sensitivity"))
             except InvalidInput as exc:
                 raise InvalidInput(exc.message, field=f"memories[{index}].{exc.field}") from None
             redacted = _redact(redactor, content, item.pop("metadata", None) or {}, item.pop("provenance", None) or {})
@@ -416,7 +420,8 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
             raise Conflict(f"memory {memory.pk} is deleted; restore it first", code="deleted")
         changes = dict(changes)
         redactor = redactor_for(org_id)
-        _check_identifiers(redactor, scope=changes.get("scope"), key=changes.get("key"))
+        _check_identifiers(redactor, scope=changes.get("scope"), key=changes.get("key"),
+                           sensitivity=changes.get("sensitivity"))
         actor = _recorded(actor, redactor)
         if "metadata" in changes:
             changes["metadata"], _ = redactor.json(changes["metadata"] or {})

@@ -3,7 +3,8 @@ before its first request, instead of making that request wait for it."""
 
 # The access log names the path without its query string: the store's and the list's query
 # strings carry namespaces, keys and tags, which are the agents' users' data. No referer or
-# user agent either, for the same reason.
+# user agent either, for the same reason. (A path may still name a tag, in DELETE
+# /memories/{id}/tags/{tag}; tags holding a secret, or personal data by policy, are never stored.)
 access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms'
 
 

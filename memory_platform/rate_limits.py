@@ -184,6 +184,11 @@ def extend(counter: str, seconds: int) -> None:
     _run(lambda pipeline: pipeline.expire(counter, seconds))
 
 
+def undo(counter: str) -> None:
+    """Take one hit back (an attempt counted before it was known to be harmless)."""
+    _run(lambda pipeline: pipeline.decr(counter))
+
+
 def forget(*counters: str) -> None:
     _run(lambda pipeline: pipeline.delete(*counters))
 

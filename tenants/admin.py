@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
 
@@ -21,10 +22,24 @@ class AgentAdmin(admin.ModelAdmin):
     list_select_related = ["org"]
 
 
+class ApiKeyForm(forms.ModelForm):
+    class Meta:
+        model = ApiKey
+        fields = ["agent", "name", "namespaces", "read_only"]
+
+    def clean_namespaces(self) -> list[str]:
+        try:
+            return services.api_key_namespaces(self.cleaned_data.get("namespaces") or [])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
     """Issue a key by adding one (it is shown once, in the confirmation message); revoke with
     the action. A key's hash and prefix are never editable."""
+
+    form = ApiKeyForm
 
     list_display = ["prefix", "name", "agent", "org", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["org", ("revoked_at", admin.EmptyFieldListFilter)]

@@ -2,13 +2,14 @@
 
 from django.core.paginator import Paginator
 from django.http import Http404
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console.access import OPERATOR, VIEWER, console_view
 from console.forms import EventFilterForm
-from console.responses import page
+from console.responses import failed, page
 from memories import retrieval
-from memories.errors import NotFound
+from memories.errors import Conflict, NotFound
 from memories.models import Memory, RetrievalEvent
 from tenants.models import Agent
 
@@ -66,7 +67,10 @@ def event_detail(request, event_id):
 @console_view(OPERATOR)
 def event_replay(request, event_id):
     event = _event(request, event_id)
-    replay = retrieval.retrieval_event_replay(org_id=request.org.id, event_id=event.pk, user=request.user)
+    try:
+        replay = retrieval.retrieval_event_replay(org_id=request.org.id, event_id=event.pk, user=request.user)
+    except Conflict as refused:  # asked with redacted values: it cannot be asked again
+        return failed(request, refused.message, reverse("console:event", args=[request.org.slug, event.pk]))
     return page(request, "console/event_detail.html", {
         "event": event, "shown": _shown(request, event), "replay": replay, "replay_shown": _shown(request, replay.event),
         "request_json": event.filters.get("request", {}), "filters_json": event.filters.get("filters", {})},

@@ -26,12 +26,14 @@ HEADER = "Idempotency-Key"
 class IdempotencyKeyReused(exceptions.APIException):
     status_code = 422
     default_code = "idempotency_key_reused"
-    default_detail = f"this {HEADER} was used with a different request body"
+    default_detail = f"this {HEADER} was used with a different request body, or by another API key"
 
 
 def _fingerprint(request) -> str:
+    """The request as sent, and by which key: another key of the same agent (one limited to
+    other namespaces, say) must not be handed this one's response."""
     body = json.dumps(request.data, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(f"{request.method} {request.path}\n{body}".encode()).hexdigest()
+    return hashlib.sha256(f"{request.user.api_key.pk} {request.method} {request.path}\n{body}".encode()).hexdigest()
 
 
 def key_digest(key: str) -> str:

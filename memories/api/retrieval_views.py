@@ -148,9 +148,11 @@ class HotView(AgentAPIView):
                 response_example={"results": [EXAMPLE_MEMORY]}, operation_id="hot")
     def get(self, request):
         query = self.validated(s.HotQuerySerializer, s.query_data(request.query_params, ()))
-        memories = [memory for memory in retrieval.hot_memories(org_id=self.org_id, agent_id=self.agent_id,
-                                                                limit=query["limit"])
-                    if self.reach.covers(memory.scope)]
+        # A limited key sees the hot memories in its reach: all of the set is read, then cut.
+        hot = retrieval.hot_memories(org_id=self.org_id, agent_id=self.agent_id,
+                                     limit=settings.MEMORY_PLATFORM["HOT_CACHE_SIZE"] if self.reach.limited
+                                     else query["limit"])
+        memories = [memory for memory in hot if self.reach.covers(memory.scope)][:query["limit"]]
         return Response({"results": s.MemorySerializer(memories, many=True).data})
 
 

@@ -94,7 +94,7 @@ BODY_ERRORS = dict([
     _error(415, "unsupported_media_type", 'Unsupported media type "text/plain" in request.'),
 ])
 IDEMPOTENCY_ERRORS = dict([
-    _error(422, "idempotency_key_reused", "this Idempotency-Key was used with a different request body"),
+    _error(422, "idempotency_key_reused", "this Idempotency-Key was used with a different request body, or by another API key"),
 ])
 
 

@@ -32,7 +32,6 @@ from memories.api.schema import (
 )
 from memories.access import KeyReach
 from memories.errors import InvalidInput, NotFound, OutOfReach
-from memories.models import MemoryRelationship
 from memories.services import Actor
 from tenants.authentication import ApiKeyAuthentication
 from tenants.throttles import RateLimited
@@ -56,23 +55,6 @@ class AgentAPIView(APIView):
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [LimitedJSONParser]
     reads_only = False  # a POST that only reads (a search): a read-only key may send it
-
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)  # authentication, permissions, rate limits
-        if self.reach.read_only and request.method not in permissions.SAFE_METHODS and not self.reads_only:
-            raise OutOfReach("this API key is read-only")
-        if "memory_id" in kwargs:
-            self.in_reach(kwargs["memory_id"])
-
-    @property
-    def reach(self) -> KeyReach:
-        return KeyReach.of(self.request.user.api_key)
-
-    def in_reach(self, memory_id, *, field: str | None = None) -> None:
-        """A memory out of the key's reach is missing to it, as another organisation's is."""
-        if self.reach.limited and not self.reach.covers(selectors.memory_get(org_id=self.org_id,
-                                                                            memory_id=memory_id).scope):
-            raise NotFound(f"memory {memory_id} not found", field=field)
     # Heavier requests also count against a rate of their own (RATE_LIMITS["SEARCH"], ...).
     rate_limit_scope: str | None = None
 
@@ -89,11 +71,25 @@ class AgentAPIView(APIView):
                                   parser_context=self.get_parser_context(request))
 
     def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
+        super().initial(request, *args, **kwargs)  # authentication, permissions, rate limits
         # The body is checked as it is parsed; the URL's parts get the same check here.
         storable.check({name: values[0] if len(values) == 1 else values
                         for name, values in request.query_params.lists()})
         storable.check({name: value for name, value in kwargs.items() if isinstance(value, str)})
+        if self.reach.read_only and request.method not in permissions.SAFE_METHODS and not self.reads_only:
+            raise OutOfReach("this API key is read-only")
+        if "memory_id" in kwargs:
+            self.in_reach(kwargs["memory_id"])
+
+    @property
+    def reach(self) -> KeyReach:
+        return KeyReach.of(self.request.user.api_key)
+
+    def in_reach(self, memory_id, *, field: str | None = None) -> None:
+        """A memory out of the key's reach is missing to it, as another organisation's is."""
+        if self.reach.limited and not self.reach.covers(selectors.memory_get(org_id=self.org_id,
+                                                                            memory_id=memory_id).scope):
+            raise NotFound(f"memory {memory_id} not found", field=field)
 
     @property
     def org_id(self):
@@ -333,8 +329,7 @@ class MemoryRelationshipsView(AgentAPIView):
     @documented(summary="A memory's relationships, both directions", response=list_of(s.RelationshipSerializer, "RelationshipList"),
                 response_example={"results": [EXAMPLE_RELATIONSHIP]}, operation_id="relationships_list")
     def get(self, request, memory_id):
-        relationships = selectors.memory_relationships(org_id=self.org_id, memory_id=memory_id).filter(
-            self.reach.memories("source__"), self.reach.memories("target__"))
+        relationships = selectors.memory_relationships(org_id=self.org_id, memory_id=memory_id, reach=self.reach)
         return Response({"results": s.RelationshipSerializer(relationships, many=True).data})
 
     @documented(summary="Relate this memory to another", request=s.RelationshipCreateSerializer,
@@ -354,9 +349,8 @@ class RelationshipDetailView(AgentAPIView):
     @documented(summary="Delete a relationship", response=OpenApiResponse(description="deleted"), status=204,
                 operation_id="relationships_delete")
     def delete(self, request, relationship_id):
-        if self.reach.limited and not MemoryRelationship.objects.filter(
-                self.reach.memories("source__"), self.reach.memories("target__"),
-                org_id=self.org_id, pk=relationship_id).exists():
+        if not selectors.relationships_in_reach(org_id=self.org_id, reach=self.reach).filter(
+                pk=relationship_id).exists():
             raise NotFound(f"relationship {relationship_id} not found")
         services.relationship_delete(org_id=self.org_id, relationship_id=relationship_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -9,6 +9,9 @@ every set of rows the old index allowed, the new one allows too.
 The new index is built CONCURRENTLY under a temporary name, so writes go on meanwhile and the
 old one guards them until the new one is ready; then the old one goes and the new one takes
 its name (the services recognise a duplicate by it).
+
+Backwards, the old index cannot be built once one agent keeps the same sentence in two
+namespaces (which is the point of this change): delete or merge such pairs first.
 """
 
 from django.db import migrations, models

@@ -44,6 +44,15 @@ def test_replay_reports_what_changed(console_as, tenant_a, api_a, htmx):
     assert client.post(client.base + f"events/{event_id}/replay").status_code == 200  # without JavaScript too
 
 
+def test_a_search_asked_with_secrets_is_not_replayed_and_the_operator_is_told_why(console_as, tenant_a, api_a, htmx):
+    asked = api_a.post("/api/v1/search", {"query": "deploy with password=hunter2-hunter2"}).json()
+    client = console_as(tenant_a.org, "operator")
+    response = client.post(client.base + f"events/{asked['retrieval_event_id']}/replay", **htmx("replay"))
+    assert response.status_code == 409 and "cannot be run again" in response.content.decode()
+    detail = client.get(client.base + f"events/{asked['retrieval_event_id']}/").content.decode()
+    assert "hunter2" not in detail and "[REDACTED:" in detail
+
+
 def test_events_filter_by_agent(console_as, tenant_a, api_a, api_client_for):
     other = tenant_services.agent_create(org=tenant_a.org, name="other-agent")
     api_client_for(other).post("/api/v1/search", {"query": "from the other agent"})

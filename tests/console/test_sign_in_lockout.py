@@ -106,3 +106,23 @@ def test_with_redis_unreachable_sign_in_still_works(rate_limits, settings, clien
     user = operator(org_a, "viewer")
     assert sign_in(client, user.username, "wrong").status_code == 200
     assert sign_in(client, user.username, PASSWORD).status_code == 302
+
+
+def test_guesses_sent_at_once_cannot_pass_the_limit_together(rate_limits, org_a):
+    """Each attempt is counted before its password is checked: with 3 allowed, the 4th of
+    four guesses in flight at once is refused unchecked, and a right password among the first
+    three takes back its own count only."""
+    from console.sign_in import SignInAttempt
+
+    rate_limits(SIGN_IN_FAILURES_PER_USERNAME=3, SIGN_IN_FAILURES_PER_ADDRESS=100)
+    user = operator(org_a, "viewer")
+    in_flight = [SignInAttempt(username=user.username, address="192.0.2.7") for _ in range(4)]
+    assert [attempt.locked_for > 0 for attempt in in_flight] == [False, False, False, True]
+
+    rate_limits(SIGN_IN_FAILURES_PER_USERNAME=100, SIGN_IN_FAILURES_PER_ADDRESS=3)
+    other = operator(org_a, "viewer")
+    first, second = (SignInAttempt(username=other.username, address="192.0.2.8") for _ in range(2))
+    first.succeeded()
+    # The address has one attempt left in its count (second's); three more reach 4 > 3.
+    later = [SignInAttempt(username=f"guess-{n}", address="192.0.2.8") for n in range(3)]
+    assert [attempt.locked_for > 0 for attempt in later] == [False, False, True]

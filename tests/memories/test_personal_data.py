@@ -63,3 +63,22 @@ def test_an_organisation_that_opts_in_stores_no_personal_data_and_others_keep_it
 
     kept = api_b.post("/api/v1/memories", {"content": text}).json()["memory"]
     assert kept["content"] == text
+
+
+@pytest.mark.django_db
+def test_a_search_asked_with_redacted_values_is_not_replayed_as_something_else(tenant_a, api_a):
+    with tenant_context(tenant_a.org.id):
+        Organization.objects.filter(pk=tenant_a.org.pk).update(redact_personal_data=True)
+    asked = api_a.post("/api/v1/search", {"query": "what did jane.doe@example.com order?"}).json()
+    replayed = api_a.post(f"/api/v1/retrieval-events/{asked['retrieval_event_id']}/replay")
+    assert replayed.status_code == 409 and replayed.json()["error"]["code"] == "redacted"
+    plain = api_a.post("/api/v1/search", {"query": "what did the user order?"}).json()
+    assert api_a.post(f"/api/v1/retrieval-events/{plain['retrieval_event_id']}/replay").status_code == 201
+
+
+@pytest.mark.django_db
+def test_a_sensitivity_label_holding_personal_data_is_refused(tenant_a, api_a):
+    with tenant_context(tenant_a.org.id):
+        Organization.objects.filter(pk=tenant_a.org.pk).update(redact_personal_data=True)
+    response = api_a.post("/api/v1/memories", {"content": "x", "sensitivity": "jane.doe@example.com"})
+    assert response.status_code == 400 and response.json()["error"]["fields"].keys() == {"sensitivity"}

@@ -47,7 +47,12 @@ def test_two_updates_with_the_same_if_match_exactly_one_wins(tenant_a, api_clien
 
 @committing
 def test_concurrent_retries_with_one_idempotency_key_create_one_memory(tenant_a, api_client_for):
-    clients = [api_client_for(tenant_a.agent) for _ in range(3)]
+    from rest_framework.test import APIClient
+
+    key = api_client_for(tenant_a.agent).key  # one key, three connections: a client retrying at once
+    clients = [APIClient() for _ in range(3)]
+    for client in clients:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     body = {"content": "Sent three times at once"}
     responses = at_once(*(
         (lambda client=client: client.post("/api/v1/memories", body, HTTP_IDEMPOTENCY_KEY="burst"))

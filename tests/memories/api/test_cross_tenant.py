@@ -4,45 +4,20 @@ import pytest
 
 from memories.models import Memory, MemoryRelationship, MemoryTag
 from tenants.context import tenant_context
+from tests.memories.api.doors import EVENT_DOORS, MEMORY_DOORS, door_ids, fill
 
 pytestmark = pytest.mark.django_db
 
 
 def a_ids(tenant):
     return {"memory": tenant.memory.id, "other": tenant.other_memory.id, "relationship": tenant.relationship.id,
-            "event": tenant.retrieval_event.id}
+            "event": tenant.retrieval_event.id, "tag": "drinks"}
 
 
-ENDPOINTS = [
-    ("get", "/api/v1/memories/{memory}", None),
-    ("patch", "/api/v1/memories/{memory}", {"content": "taken over", "version": 1}),
-    ("delete", "/api/v1/memories/{memory}", None),
-    ("post", "/api/v1/memories/{memory}/restore", {}),
-    ("post", "/api/v1/memories/{memory}/confirm", {}),
-    ("post", "/api/v1/memories/{memory}/supersede", {"content": "taken over"}),
-    ("post", "/api/v1/memories/{memory}/correct", {"content": "taken over"}),
-    ("post", "/api/v1/memories/{memory}/feedback", {"useful": False}),
-    ("get", "/api/v1/memories/{memory}/history", None),
-    ("get", "/api/v1/memories/{memory}/tags", None),
-    ("post", "/api/v1/memories/{memory}/tags", {"tags": ["mine"]}),
-    ("delete", "/api/v1/memories/{memory}/tags/drinks", None),
-    ("get", "/api/v1/memories/{memory}/relationships", None),
-    ("post", "/api/v1/memories/{memory}/relationships", {"target_id": "{other}", "relation_type": "supports"}),
-    ("delete", "/api/v1/relationships/{relationship}", None),
-    ("get", "/api/v1/retrieval-events/{event}", None),
-    ("post", "/api/v1/retrieval-events/{event}/replay", None),
-]
+ENDPOINTS = MEMORY_DOORS + EVENT_DOORS
 
 
-def fill(value, ids):
-    if isinstance(value, str):
-        return value.format(**ids)
-    if isinstance(value, dict):
-        return {k: fill(v, ids) for k, v in value.items()}
-    return value
-
-
-@pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS, ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
+@pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS, ids=door_ids(ENDPOINTS))
 def test_b_gets_404_for_each_of_a_s_ids_and_changes_nothing(tenant_a, tenant_b, api_b, method, path, body):
     ids = a_ids(tenant_a)
     response = getattr(api_b, method)(fill(path, ids), fill(body, ids))

@@ -13,6 +13,7 @@ from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryVersion
 from tenants import services as tenant_services
 from tenants.context import tenant_context
 from tests import factories
+from tests.memories.api.doors import EVENT_DOORS, MEMORY_DOORS, door_ids, fill
 
 pytestmark = pytest.mark.django_db
 
@@ -64,37 +65,8 @@ def state(org, *memories):
                 for m in Memory.objects.filter(pk__in=[m.pk for m in memories]).order_by("pk")]
 
 
-def fill(value, ids):
-    if isinstance(value, str):
-        return value.format(**ids)
-    if isinstance(value, dict):
-        return {k: fill(v, ids) for k, v in value.items()}
-    return value
-
-
-# Every door naming a memory (or what hangs from one) by id.
-BY_ID = [
-    ("get", "/api/v1/memories/{memory}", None),
-    ("patch", "/api/v1/memories/{memory}", {"content": "taken over", "version": 1}),
-    ("delete", "/api/v1/memories/{memory}", None),
-    ("post", "/api/v1/memories/{memory}/restore", {}),
-    ("post", "/api/v1/memories/{memory}/confirm", {}),
-    ("post", "/api/v1/memories/{memory}/supersede", {"content": "taken over"}),
-    ("post", "/api/v1/memories/{memory}/correct", {"content": "taken over"}),
-    ("post", "/api/v1/memories/{memory}/feedback", {"useful": False}),
-    ("get", "/api/v1/memories/{memory}/history", None),
-    ("get", "/api/v1/memories/{memory}/tags", None),
-    ("post", "/api/v1/memories/{memory}/tags", {"tags": ["mine"]}),
-    ("delete", "/api/v1/memories/{memory}/tags/health", None),
-    ("get", "/api/v1/memories/{memory}/relationships", None),
-    ("post", "/api/v1/memories/{memory}/relationships", {"target_id": "{other}", "relation_type": "supports"}),
-    ("delete", "/api/v1/relationships/{relationship}", None),
-]
-EVENTS = [
-    ("get", "/api/v1/retrieval-events", None),
-    ("get", "/api/v1/retrieval-events/{event}", None),
-    ("post", "/api/v1/retrieval-events/{event}/replay", None),
-]
+BY_ID = MEMORY_DOORS
+EVENTS = [("get", "/api/v1/retrieval-events", None), *EVENT_DOORS]
 COLLECTIONS = [
     ("get", "/api/v1/memories", None),
     ("post", "/api/v1/memories", {"content": "x"}),
@@ -116,16 +88,17 @@ def test_every_api_route_is_tried_here():
     routes = {"/api/v1/" + str(p.pattern).replace("<uuid:", "{").replace("<str:", "{").replace(">", "}")
               for p in api.url_patterns}
     tried = {path.replace("{memory}", "{memory_id}").replace("{relationship}", "{relationship_id}")
-             .replace("{event}", "{event_id}").replace("/health", "/{tag}")
+             .replace("{event}", "{event_id}")
              for _, path, _ in BY_ID + EVENTS + COLLECTIONS}
     assert routes <= tried, routes - tried
 
 
-@pytest.mark.parametrize(("method", "path", "body"), BY_ID, ids=[f"{m} {p}" for m, p, _ in BY_ID])
+@pytest.mark.parametrize(("method", "path", "body"), BY_ID, ids=door_ids(BY_ID))
 def test_a_key_limited_to_alice_finds_none_of_bobs_memories_by_id_and_changes_nothing(
         tenant_a, users, alice_key, method, path, body):
     before = state(tenant_a.org, users.bob, users.bob_other, users.alice)
-    ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id}
+    ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id,
+           "tag": "health"}
     response = getattr(alice_key, method)(fill(path, ids), fill(body, ids))
     assert response.status_code == 404, response.content
     assert response.json()["error"]["code"] == "not_found"
@@ -149,7 +122,7 @@ def test_from_alices_memory_no_door_leads_to_bobs(tenant_a, users, alice_key):
     assert alice_key.get(f"/api/v1/memories/{users.alice.id}").status_code == 200
 
 
-@pytest.mark.parametrize(("method", "path", "body"), EVENTS, ids=[f"{m} {p}" for m, p, _ in EVENTS])
+@pytest.mark.parametrize(("method", "path", "body"), EVENTS, ids=door_ids(EVENTS))
 def test_a_key_limited_to_namespaces_reads_no_retrieval_events(users, alice_key, method, path, body):
     response = getattr(alice_key, method)(fill(path, {"event": users.event.id}), body)
     assert response.status_code == 403 and response.json()["error"]["code"] == "out_of_reach"
@@ -213,7 +186,8 @@ def test_a_read_only_key_reads_and_searches_but_writes_nothing(tenant_a, users, 
     before = state(tenant_a.org, users.bob, users.alice)
     with tenant_context(tenant_a.org.id):
         count = Memory.objects.count()
-    ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id}
+    ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id,
+           "tag": "health"}
     writes = [(m, p, b) for m, p, b in BY_ID + COLLECTIONS if m != "get" and "search" not in p
               and "retrieve" not in p]
     for method, path, body in writes:
@@ -244,3 +218,30 @@ def test_issue_api_key_command_limits_a_key(tenant_a, capsys):
     assert key.namespaces == ["users/alice", "users/carol"] and key.read_only
     with pytest.raises(Exception, match="not a namespace"):
         call_command("issue_api_key", tenant_a.org.slug, tenant_a.agent.name, "--namespace", "users//x")
+
+
+def test_the_hot_set_of_a_limited_key_holds_its_own_memories_first_in_line(tenant_a, users, alice_key):
+    from memories import cache
+
+    hot = cache.HOT_KEY.format(org_id=tenant_a.org.id, agent_id=tenant_a.agent.id)
+    cache.client().delete(hot)
+    with tenant_context(tenant_a.org.id):  # Bob's rank above Alice's in the agent's hot set
+        Memory.objects.filter(pk__in=[users.bob.pk, users.bob_other.pk]).update(confidence=1)
+        Memory.objects.filter(pk=users.alice.pk).update(confidence=0.1)
+    try:
+        body = alice_key.get("/api/v1/hot", {"limit": 1}).json()
+        assert [memory["id"] for memory in body["results"]] == [str(users.alice.id)]
+    finally:
+        cache.client().delete(hot)
+
+
+def test_an_idempotent_retry_from_another_key_is_not_handed_the_first_keys_answer(tenant_a, users, key_for,
+                                                                                     alice_key):
+    everyone = key_for()
+    body = {"content": "Bob's new phone number is private", "namespace": ["users", "bob"]}
+    first = everyone.post("/api/v1/memories", body, HTTP_IDEMPOTENCY_KEY="retry-1")
+    assert first.status_code == 201
+    again = alice_key.post("/api/v1/memories", body, HTTP_IDEMPOTENCY_KEY="retry-1")
+    assert again.status_code == 422 and again.json()["error"]["code"] == "idempotency_key_reused"
+    assert "Bob" not in again.content.decode()
+    assert everyone.post("/api/v1/memories", body, HTTP_IDEMPOTENCY_KEY="retry-1").json() == first.json()
