@@ -275,8 +275,10 @@ class WriteResult:
 def _find_live_duplicate(org_id, agent_id, scope: str, digest: str) -> Memory | None:
     """The live unkeyed memory this agent keeps with this content in this namespace: a
     namespace is an end user's boundary, so another namespace's equal memory is not one."""
-    return Memory.objects.filter(org_id=org_id, agent_id=agent_id, scope=scope, content_hash=digest,
-                                 status="active", deleted_at__isnull=True, key__isnull=True).first()
+    # At most one (the unique index of live unkeyed memories), so no ORDER BY.
+    equal = Memory.objects.filter(org_id=org_id, agent_id=agent_id, scope=scope, content_hash=digest,
+                                  status="active", deleted_at__isnull=True, key__isnull=True).order_by()
+    return next(iter(equal[:1]), None)
 
 
 def _insert(org_id, agent_id, content: str, fields: dict, tags: list[str], actor: Actor,
