@@ -25,6 +25,13 @@ PER_ROW_ORG_PREDICATE = "nullif(current_setting('app.current_org_id', true), '')
 PER_ROW_SERVICE_ACCOUNT_PREDICATE = "current_setting('app.service_account', true) = 'on'"
 
 
+def as_service_account(sql: str) -> str:
+    """A data migration's statements, run as the service account: row-level security is forced
+    on the owner too, so without it an UPDATE of a tenant table sees no row."""
+    return (f"SELECT set_config('app.service_account', 'on', true);\n{sql.strip()}\n"
+            "SELECT set_config('app.service_account', '', true);")
+
+
 def tenant_predicate(column: str = "org_id", *, per_row: bool = False) -> str:
     """The row belongs to the transaction's organisation, or the service account is acting."""
     if per_row:

@@ -7,8 +7,9 @@ Runs as the service account: row-level security is forced on the owner too.
 
 from django.db import migrations
 
-CLOSE_PAIRS_ACROSS_NAMESPACES = """
-    SELECT set_config('app.service_account', 'on', true);
+from memory_platform.schema import as_service_account
+
+CLOSE_PAIRS_ACROSS_NAMESPACES = as_service_account("""
     UPDATE memory_duplicate_candidates pair
     SET resolved_at = now(), resolution = 'other_namespace'
     FROM memories written, memories candidate
@@ -16,8 +17,7 @@ CLOSE_PAIRS_ACROSS_NAMESPACES = """
       AND written.org_id = pair.org_id AND written.id = pair.memory_id
       AND candidate.org_id = pair.org_id AND candidate.id = pair.candidate_id
       AND written.scope <> candidate.scope;
-    SELECT set_config('app.service_account', '', true);
-"""
+""")
 
 
 class Migration(migrations.Migration):

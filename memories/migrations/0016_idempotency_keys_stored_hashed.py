@@ -6,11 +6,11 @@ of a request made before the upgrade still finds its first response.
 
 from django.db import migrations
 
-HASH_STORED_KEYS = """
-    SELECT set_config('app.service_account', 'on', true);
+from memory_platform.schema import as_service_account
+
+HASH_STORED_KEYS = as_service_account("""
     UPDATE idempotency_records SET key = encode(sha256(convert_to(key, 'UTF8')), 'hex');
-    SELECT set_config('app.service_account', '', true);
-"""
+""")
 
 
 class Migration(migrations.Migration):
