@@ -6,8 +6,16 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
+import signal
+import subprocess
+import sys
 import time
 import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def percentile(values, q: float) -> float:
@@ -47,3 +55,51 @@ def machine() -> dict:
             total += i
         timings.append(time.perf_counter() - started)
     return {"cpu": cpu, "cores": os.cpu_count(), "python_loop_10m_s": round(min(timings), 3)}
+
+
+@contextmanager
+def product(data_dir: Path, port: int, env: dict):
+    """The product as `scripts/run` starts it (`manage.py run`) on embedded servers in data_dir,
+    until healthy; yields the demo API key. Its output goes on to data_dir/server.log (the
+    worker's own account of its time is there). Stopped with Ctrl-C's signal on leaving."""
+    server = subprocess.Popen([sys.executable, "manage.py", "run", "--bind", f"127.0.0.1:{port}"], cwd=ROOT,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True)
+    drain = None
+    try:
+        key = None
+        for line in server.stdout:
+            if match := re.search(r"API key\s+(mp_\S+)", line):
+                key = match.group(1)
+            if "Ctrl-C stops it" in line:
+                break
+        wait_until_healthy(port, 120)
+        # Keep reading the server's output so it never blocks on a full pipe.
+        drain = subprocess.Popen(["cat"], stdin=server.stdout, stdout=(data_dir / "server.log").open("w"))
+        yield key
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        server.wait(timeout=60)
+        if drain is not None:
+            drain.wait(timeout=10)
+
+
+def api(port: int, method: str, path: str, key: str, body=None) -> tuple[int, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return response.status, json.loads(response.read() or b"{}")
+
+
+def pending_count() -> int:
+    """Memories still waiting for the worker, read straight from PostgreSQL (as the owner, with
+    the service-account flag: this counts across the benchmark's one organisation)."""
+    import psycopg
+
+    from memory_platform import local_services
+
+    endpoint = local_services.postgres_running()
+    with psycopg.connect(endpoint.url(user=local_services.OWNER_ROLE)) as conn:
+        conn.execute("SELECT set_config('app.service_account', 'on', true)")
+        return conn.execute("SELECT count(*) FROM memories WHERE embedding IS NULL").fetchone()[0]

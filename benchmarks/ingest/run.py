@@ -20,12 +20,9 @@ import platform
 import random
 import re
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 from tqdm import tqdm
@@ -33,7 +30,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import percentile, wait_until_healthy  # noqa: E402
+from benchmarks.common import api, pending_count, percentile, product  # noqa: E402
 
 DATA_DIR = ROOT / ".data" / "bench"
 PORT = 8765
@@ -64,11 +61,7 @@ def sentences(count: int, seed: int) -> list[str]:
 
 
 def request(method: str, path: str, key: str, body=None) -> tuple[int, dict]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", data=data, method=method,
-                                 headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=120) as response:
-        return response.status, json.loads(response.read() or b"{}")
+    return api(PORT, method, path, key, body)
 
 
 def machine() -> dict:
@@ -105,19 +98,6 @@ def raw_embedder() -> dict:
             "one_sentence_p95_ms": round(percentile(singles, 95), 2)}
 
 
-def pending_count() -> int:
-    """Memories still waiting for the worker, read straight from PostgreSQL (as the owner, with
-    the service-account flag: this counts across the benchmark's one organisation)."""
-    import psycopg
-
-    from memory_platform import local_services
-
-    endpoint = local_services.postgres_running()
-    with psycopg.connect(endpoint.url(user=local_services.OWNER_ROLE)) as conn:
-        conn.execute("SELECT set_config('app.service_account', 'on', true)")
-        return conn.execute("SELECT count(*) FROM memories WHERE embedding IS NULL").fetchone()[0]
-
-
 def main() -> None:
     shutil.rmtree(DATA_DIR, ignore_errors=True)
     env = {**os.environ, "MEMORY_PLATFORM_DATA_DIR": str(DATA_DIR), "DJANGO_SETTINGS_MODULE": "memory_platform.settings.base",
@@ -128,20 +108,9 @@ def main() -> None:
     django.setup()
     raw = raw_embedder()
 
-    server = subprocess.Popen([sys.executable, "manage.py", "run", "--bind", f"127.0.0.1:{PORT}"], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    key = None
-    try:
-        for line in server.stdout:
-            if match := re.search(r"API key\s+(mp_\S+)", line):
-                key = match.group(1)
-            if "Ctrl-C stops it" in line:
-                break
-        wait_until_healthy(PORT, 120)
-        # Keep reading the server's output so it never blocks on a full pipe; keep it for the
-        # worker's own account of where its time went.
-        server_log = DATA_DIR / "server.log"
-        drain = subprocess.Popen(["cat"], stdin=server.stdout, stdout=server_log.open("w"))
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    server_log = DATA_DIR / "server.log"
+    with product(DATA_DIR, PORT, env) as key:
         request("POST", "/api/v1/memories", key, {"content": "warm-up write"})
 
         latencies = []
@@ -170,10 +139,6 @@ def main() -> None:
                     break
                 time.sleep(0.5)
         batch_elapsed = time.perf_counter() - started
-        drain.terminate()
-    finally:
-        os.killpg(server.pid, signal.SIGINT)
-        server.wait(timeout=60)
 
     batch_rate = len(texts) / batch_elapsed
     jobs = [tuple(map(float, m.groups())) for m in

@@ -1,0 +1,121 @@
+"""Recall of a conversation's past through the product's API (../shared/eval/README.md).
+
+    .venv/bin/python benchmarks/recall/run.py [--mode hybrid]   # writes results-<mode>.json
+
+Each conversation of ../shared/eval/locomo-dev.json is stored turn by turn as an agent would:
+POST /api/v1/memories in batches, content "<speaker>: <text>", the dia_id in metadata, the
+session's date as event_time, one namespace per conversation. Then every question of categories
+1-4 is asked with POST /api/v1/search, the conversation's namespace as its only filter, limit
+20: recall@k = |evidence ∩ dia_ids of the top k| / |evidence|, averaged, for k = 5, 10, 20, per
+category, with the search's latency as the client sees it. The data is read from shared/, never
+copied into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import api, machine, pending_count, percentile, product  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "eval" / "locomo-dev.json"
+DATA_DIR = ROOT / ".data" / "recall"
+PORT = 8766
+KS = (5, 10, 20)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}  # 5 (adversarial) is skipped
+BATCH = 100
+
+
+def event_time(text: str) -> str:
+    """"1:56 pm on 8 May, 2023" as ISO 8601 (UTC: the data names no zone)."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc).isoformat()
+
+
+def turns(sample: dict) -> list[dict]:
+    conversation, memories = sample["conversation"], []
+    sessions = sorted((int(name.split("_")[1]), name) for name in conversation
+                      if name.startswith("session_") and not name.endswith("date_time"))
+    for _, name in sessions:
+        when = event_time(conversation[f"{name}_date_time"])
+        for turn in conversation[name]:
+            text = turn["text"] + (f" [shares {turn['blip_caption']}]" if turn.get("blip_caption") else "")
+            memories.append({"content": f"{turn['speaker']}: {text}", "category": "episodic",
+                             "memory_type": "episodic", "event_time": when,
+                             "namespace": ["locomo", sample["sample_id"]], "metadata": {"dia_id": turn["dia_id"]}})
+    return memories
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "fulltext"])
+    mode = parser.parse_args().mode
+    samples = json.loads(DATA.read_text())
+    shutil.rmtree(DATA_DIR, ignore_errors=True)
+    DATA_DIR.mkdir(parents=True)
+    # The product as served, with its rate limits off: this measures retrieval, not them.
+    env = {**os.environ, "MEMORY_PLATFORM_DATA_DIR": str(DATA_DIR), "LOG_LEVEL": "WARNING",
+           **{f"MEMORY_PLATFORM_RATE_LIMIT_{name}": "off" for name in ("API_KEY", "API_KEY_BURST", "SEARCH", "BATCH")}}
+    os.environ.update(env)  # pending_count finds the embedded PostgreSQL through it
+    with product(DATA_DIR, PORT, env) as key:
+        started = time.perf_counter()
+        memories = [memory for sample in samples for memory in turns(sample)]
+        for start in tqdm(range(0, len(memories), BATCH), desc="storing turns"):
+            status, _ = api(PORT, "POST", "/api/v1/memories", key, {"memories": memories[start:start + BATCH]})
+            assert status == 201, status
+        with tqdm(total=len(memories), desc="worker embedding") as bar:
+            while left := pending_count():
+                bar.n = len(memories) - left
+                bar.refresh()
+                time.sleep(0.5)
+            bar.n = len(memories)
+            bar.refresh()
+        ingest_seconds = time.perf_counter() - started
+
+        recall = defaultdict(lambda: defaultdict(list))  # category -> k -> [recall of each question]
+        latencies = []
+        questions = [(sample["sample_id"], qa) for sample in samples for qa in sample["qa"]
+                     if qa["category"] in CATEGORIES and qa.get("evidence")]
+        for sample_id, qa in tqdm(questions, desc=f"questions ({mode})"):
+            began = time.perf_counter()
+            status, body = api(PORT, "POST", "/api/v1/search", key, {
+                "query": qa["question"], "limit": max(KS), "mode": mode,
+                "filters": {"namespace": f"locomo/{sample_id}"}})
+            latencies.append((time.perf_counter() - began) * 1000)
+            assert status == 200, status
+            found = [result["memory"]["metadata"].get("dia_id") for result in body["results"]]
+            evidence = set(qa["evidence"])
+            for k in KS:
+                recall[CATEGORIES[qa["category"]]][k].append(len(evidence & set(found[:k])) / len(evidence))
+
+    every = {k: [r for by_k in recall.values() for r in by_k[k]] for k in KS}
+    results = {
+        "machine": machine(),
+        "recorded_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "data": "shared/eval/locomo-dev.json (conv-26, -41, -43, -47, -49), categories 1-4",
+        "mode": mode, "memories": len(memories), "questions": len(questions),
+        "ingest_seconds": round(ingest_seconds, 1),
+        "recall": {f"@{k}": round(statistics.mean(every[k]), 3) for k in KS},
+        "recall_by_category": {name: {"questions": len(by_k[KS[0]]),
+                                      **{f"@{k}": round(statistics.mean(by_k[k]), 3) for k in KS}}
+                               for name, by_k in recall.items()},
+        "search_latency_ms": {"p50": round(percentile(latencies, 50), 1), "p95": round(percentile(latencies, 95), 1)},
+    }
+    (Path(__file__).parent / f"results-{mode}.json").write_text(json.dumps(results, indent=1) + "\n")
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
