@@ -349,7 +349,7 @@ class RelationshipDetailView(AgentAPIView):
     @documented(summary="Delete a relationship", response=OpenApiResponse(description="deleted"), status=204,
                 operation_id="relationships_delete")
     def delete(self, request, relationship_id):
-        if not selectors.relationships_in_reach(org_id=self.org_id, reach=self.reach).filter(
+        if self.reach.limited and not selectors.relationships_in_reach(org_id=self.org_id, reach=self.reach).filter(
                 pk=relationship_id).exists():
             raise NotFound(f"relationship {relationship_id} not found")
         services.relationship_delete(org_id=self.org_id, relationship_id=relationship_id)

@@ -26,7 +26,7 @@ def test_the_request_past_a_keys_rate_gets_429_with_retry_after(rate_limits, api
     response = api_a.get("/api/v1/memories")
     message = assert_rate_limited(response)
     assert message.startswith("Too many requests for this API key.")
-    assert 1 <= int(response["Retry-After"]) <= 60
+    assert 55 <= int(response["Retry-After"]) <= 60  # the window opened by the first request, just now
 
 
 def test_another_key_of_the_same_organisation_is_not_affected(rate_limits, tenant_a, api_a, api_client_for):
