@@ -30,6 +30,12 @@ MAX_TOKENS = 256  # the model's max_seq_length: longer texts are truncated, as s
 logger = logging.getLogger(__name__)
 
 
+def vector_literal(vector) -> str:
+    """A vector as pgvector's text input ('[0.1,0.2,...]'), the one spelling every statement
+    uses. Nine significant digits round-trip any float32, which is what pgvector stores."""
+    return "[" + ",".join(f"{float(x):.9g}" for x in vector) + "]"
+
+
 def model_path() -> Path:
     # Nothing may reach for a model hub at run time.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -17,7 +17,20 @@ from tenants.models import Agent, Session, TenantModel, tenant_fk, user_fk
 
 EMBEDDING_DIMENSIONS = 384
 
+# A live memory: active and not deleted. The one definition, as an ORM filter and as SQL (the
+# partial indexes are built on exactly this condition, so statements spell it the same way for
+# the planner to match them).
 LIVE = Q(status="active", deleted_at__isnull=True)
+LIVE_SQL = "status = 'active' AND deleted_at IS NULL"
+
+
+def live_sql(alias: str) -> str:
+    """LIVE_SQL for the memories row named `alias`."""
+    return f"{alias}.status = 'active' AND {alias}.deleted_at IS NULL"
+
+
+# The longest content a memory may hold, in characters (also a check constraint).
+CONTENT_MAX_CHARS = 8192
 
 
 def unit_interval(name: str, field: str) -> models.CheckConstraint:
