@@ -8,7 +8,7 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
-from memories.models import Memory, RetrievalEvent
+from memories.models import CONTENT_MAX_CHARS, Memory, RetrievalEvent
 from memories.search import SearchFilters
 
 TAG_PATTERN = re.compile(r"^[\w.:/-]{1,64}$")
@@ -110,7 +110,7 @@ class TagsForm(forms.Form):
 
 
 class MemoryEditForm(forms.Form):
-    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), max_length=8192, strip=True)
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), max_length=CONTENT_MAX_CHARS, strip=True)
     category = forms.ChoiceField(choices=Memory.Category.choices)
     memory_type = forms.ChoiceField(choices=Memory.MemoryType.choices)
     confidence = forms.DecimalField(min_value=0, max_value=1, decimal_places=3)
@@ -121,7 +121,7 @@ class MemoryEditForm(forms.Form):
 
 
 class SupersedeForm(forms.Form):
-    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=8192, label="Corrected memory")
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=CONTENT_MAX_CHARS, label="Corrected memory")
     reason = forms.CharField(required=False, max_length=500)
     version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 
@@ -165,7 +165,7 @@ class BulkForm(forms.Form):
 class ResolveForm(forms.Form):
     resolution = forms.ChoiceField(choices=[("keep", "keep one"), ("merge", "merge both"), ("both_valid", "both valid")])
     keep = forms.UUIDField(required=False)
-    content = forms.CharField(required=False, max_length=8192, widget=forms.Textarea(attrs={"rows": 5}))
+    content = forms.CharField(required=False, max_length=CONTENT_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 5}))
     reason = forms.CharField(required=False, max_length=500)
 
 

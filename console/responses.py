@@ -9,7 +9,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.utils.cache import patch_vary_headers
 
-from memories.services import Actor
+from memories.writes.kernel import Actor
 
 # Statuses a failed action answers with. The request's transaction rolls back (>= 400), and
 # htmx is configured (base.html) to swap 4xx answers, so the error is shown where it happened.

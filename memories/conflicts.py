@@ -16,11 +16,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memories import services
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
 from memories.redaction import redactor_for
-from tenants.context import tenant_context
+from memories.writes.create import insert_memory
+from memories.writes.kernel import Actor, enqueue_embedding, record_version, refresh_hot_set
 
 CONTRADICTION = "contradiction"
 DUPLICATE = "duplicate"
@@ -64,39 +64,36 @@ def _duplicates(org_id):
 
 def open_conflicts(*, org_id, limit: int = 100) -> list[MemoryConflict]:
     """Unresolved conflicts whose memories are both still open, oldest first."""
-    with tenant_context(org_id):
-        found = [MemoryConflict(CONTRADICTION, r.pk, r.source, r.target, r.created_at, predicate=r.predicate)
-                 for r in _contradictions(org_id).select_related("source", "target").order_by("created_at")[:limit]]
-        found += [MemoryConflict(DUPLICATE, d.pk, d.memory, d.candidate, d.detected_at, similarity=d.similarity)
-                  for d in _duplicates(org_id).select_related("memory", "candidate").order_by("detected_at")[:limit]]
+    found = [MemoryConflict(CONTRADICTION, r.pk, r.source, r.target, r.created_at, predicate=r.predicate)
+             for r in _contradictions(org_id).select_related("source", "target").order_by("created_at")[:limit]]
+    found += [MemoryConflict(DUPLICATE, d.pk, d.memory, d.candidate, d.detected_at, similarity=d.similarity)
+              for d in _duplicates(org_id).select_related("memory", "candidate").order_by("detected_at")[:limit]]
     return sorted(found, key=lambda c: (c.detected_at, str(c.id)))[:limit]
 
 
 def open_conflict_count(*, org_id) -> int:
-    with tenant_context(org_id):
-        return _contradictions(org_id).count() + _duplicates(org_id).count()
+    return _contradictions(org_id).count() + _duplicates(org_id).count()
 
 
 def conflict_get(*, org_id, kind: str, conflict_id, lock: bool = False) -> MemoryConflict:
     """An open conflict. lock=True (inside a transaction) holds its row until the end of it: a
     second resolver waits, then finds it resolved."""
-    with tenant_context(org_id):
-        try:
-            if kind == CONTRADICTION:
-                rows = _contradictions(org_id).select_related("source", "target")
-                r = (rows.select_for_update(of=("self",)) if lock else rows).get(pk=conflict_id)
-                return MemoryConflict(kind, r.pk, r.source, r.target, r.created_at, predicate=r.predicate)
-            if kind == DUPLICATE:
-                rows = _duplicates(org_id).select_related("memory", "candidate")
-                d = (rows.select_for_update(of=("self",)) if lock else rows).get(pk=conflict_id)
-                return MemoryConflict(kind, d.pk, d.memory, d.candidate, d.detected_at, similarity=d.similarity)
-        except (MemoryRelationship.DoesNotExist, DuplicateCandidate.DoesNotExist, ValueError):
-            pass
+    try:
+        if kind == CONTRADICTION:
+            rows = _contradictions(org_id).select_related("source", "target")
+            r = (rows.select_for_update(of=("self",)) if lock else rows).get(pk=conflict_id)
+            return MemoryConflict(kind, r.pk, r.source, r.target, r.created_at, predicate=r.predicate)
+        if kind == DUPLICATE:
+            rows = _duplicates(org_id).select_related("memory", "candidate")
+            d = (rows.select_for_update(of=("self",)) if lock else rows).get(pk=conflict_id)
+            return MemoryConflict(kind, d.pk, d.memory, d.candidate, d.detected_at, similarity=d.similarity)
+    except (MemoryRelationship.DoesNotExist, DuplicateCandidate.DoesNotExist, ValueError):
+        pass
     raise NotFound(f"no open {kind} conflict {conflict_id}")
 
 
-def _actor(user, reason: str) -> services.Actor:
-    return services.Actor(MemoryVersion.ChangedByType.CONFLICT_RESOLUTION, None, user, reason)
+def _actor(user, reason: str) -> Actor:
+    return Actor(MemoryVersion.ChangedByType.CONFLICT_RESOLUTION, None, user, reason)
 
 
 def _mark_resolved(conflict: MemoryConflict, resolution: str, user) -> None:
@@ -111,7 +108,7 @@ def _mark_resolved(conflict: MemoryConflict, resolution: str, user) -> None:
             resolved_at=now, resolution=resolution)
 
 
-def _retire(memory: Memory, *, status: str, successor: Memory, operation: str, actor: services.Actor) -> None:
+def _retire(memory: Memory, *, status: str, successor: Memory, operation: str, actor: Actor) -> None:
     memory.status = status
     if status == Memory.Status.MERGED:
         memory.merged_into = successor
@@ -119,15 +116,15 @@ def _retire(memory: Memory, *, status: str, successor: Memory, operation: str, a
         memory.superseded_by = successor
     memory.version += 1
     memory.save()
-    services._record_version(memory, operation, actor)
-    services._refresh_hot_set(memory)
+    record_version(memory, operation, actor)
+    refresh_hot_set(memory)
 
 
-def _acknowledge(memory: Memory, actor: services.Actor) -> None:
+def _acknowledge(memory: Memory, actor: Actor) -> None:
     """A version that says an operator looked at this memory and let it stand."""
     memory.version += 1
     Memory.objects.filter(org_id=memory.org_id, pk=memory.pk).update(version=memory.version)
-    services._record_version(memory, MemoryVersion.Operation.REVIEW, actor)
+    record_version(memory, MemoryVersion.Operation.REVIEW, actor)
 
 
 def conflict_resolve(*, org_id, kind: str, conflict_id, resolution: str, user, keep_id=None,
@@ -136,7 +133,7 @@ def conflict_resolve(*, org_id, kind: str, conflict_id, resolution: str, user, k
     or the merged one), or None when both stay valid."""
     if resolution not in RESOLUTIONS:
         raise InvalidInput(f"resolution must be one of {', '.join(RESOLUTIONS)}", field="resolution")
-    with tenant_context(org_id), transaction.atomic():
+    with transaction.atomic():
         conflict = conflict_get(org_id=org_id, kind=kind, conflict_id=conflict_id, lock=True)
         # Lock both, in a stable order, so two operators cannot resolve the same pair twice.
         pair = {m.pk: m for m in Memory.objects.select_for_update().filter(
@@ -144,7 +141,8 @@ def conflict_resolve(*, org_id, kind: str, conflict_id, resolution: str, user, k
         first, second = pair[conflict.first.pk], pair[conflict.second.pk]
         if any(m.deleted_at or m.status not in OPEN_STATUSES for m in (first, second)):
             raise Conflict("this conflict was resolved meanwhile", code="resolved")
-        reason = redactor_for(org_id).plain(reason.strip())  # kept in version rows: free text
+        redactor = redactor_for(org_id)
+        reason = redactor.plain(reason.strip())  # kept in version rows: free text
         note = f" ({reason})" if reason else ""
         if resolution != BOTH_VALID and first.scope != second.scope:
             # Keeping one or merging both would put one end user's memory in place of another's.
@@ -170,8 +168,8 @@ def conflict_resolve(*, org_id, kind: str, conflict_id, resolution: str, user, k
                       "sensitivity": first.sensitivity, "importance": max(first.importance, second.importance),
                       "confidence": max(first.confidence, second.confidence),
                       "provenance": {"merged_from": [str(first.pk), str(second.pk)]}}
-            result = services._insert(org_id, first.agent_id, content, fields, tags,
-                                      _actor(user, f"merged from {first.pk} and {second.pk}{note}"), vector=None)
+            result = insert_memory(org_id, first.agent_id, content, fields, tags,
+                                   _actor(user, f"merged from {first.pk} and {second.pk}{note}"), redactor=redactor)
             if not result.created:
                 raise Conflict(f"the merged text is identical to memory {result.memory.pk}: keep that one instead",
                                code="duplicate", field="content", existing_id=result.memory.pk)
@@ -182,7 +180,7 @@ def conflict_resolve(*, org_id, kind: str, conflict_id, resolution: str, user, k
                 MemoryRelationship.objects.create(org_id=org_id, source=merged, target=memory,
                                                   relation_type=MemoryRelationship.RelationType.DERIVED_FROM)
             if merged.embedding is None:
-                services._enqueue_embedding(org_id, [merged.pk])
+                enqueue_embedding(org_id, [merged.pk])
             standing = merged
 
         else:

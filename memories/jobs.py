@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import timedelta
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from tenants.context import service_account, tenant_context
+from memories.embeddings import MODEL_NAME, get_embedder, vector_literal
+from memories.models import EMBEDDING_DIMENSIONS, IdempotencyRecord, Memory
+from memories.writes.duplicates import near_duplicates, record_duplicates
+from tenants.context import service_account, tenant_job
 
 logger = logging.getLogger(__name__)
 
@@ -27,39 +31,35 @@ def enqueue_embedding(*, org_id: str, memory_ids: list[str]) -> None:
                                        job_timeout=600, retry=None)
 
 
+@tenant_job
 def embed_memories(*, org_id: str, memory_ids: list[str]) -> int:
     """Embed the listed memories of one organisation that still lack an embedding; record
     their near-duplicates. Returns how many were embedded."""
-    from memories import services
-    from memories.embeddings import MODEL_NAME, get_embedder
-    from memories.models import EMBEDDING_DIMENSIONS, Memory
-
-    with tenant_context(org_id), transaction.atomic():
-        pending = list(
-            Memory.objects.select_for_update(skip_locked=True)
-            .filter(org_id=org_id, pk__in=memory_ids, embedding__isnull=True, deleted_at__isnull=True)
-            .only("id", "content").order_by("created_at")
+    pending = list(
+        Memory.objects.select_for_update(skip_locked=True)
+        .filter(org_id=org_id, pk__in=memory_ids, embedding__isnull=True, deleted_at__isnull=True)
+        .only("id", "content").order_by("created_at")
+    )
+    if not pending:
+        return 0
+    started = time.perf_counter()
+    vectors = get_embedder().embed([memory.content for memory in pending])
+    embedded = time.perf_counter()
+    with connection.cursor() as cursor:
+        # One statement for the whole batch (Django's bulk_update would repeat every
+        # vector inside a CASE expression).
+        cursor.execute(
+            """
+            UPDATE memories SET embedding = batch.embedding::vector, embedding_model = %s,
+                   embedding_dimensions = %s, embedded_at = now()
+            FROM unnest(%s::uuid[], %s::text[]) AS batch(id, embedding)
+            WHERE memories.org_id = %s AND memories.id = batch.id AND memories.embedding IS NULL
+            """,
+            [MODEL_NAME, EMBEDDING_DIMENSIONS, [str(m.pk) for m in pending],
+             [vector_literal(vector) for vector in vectors], org_id],
         )
-        if not pending:
-            return 0
-        started = time.perf_counter()
-        vectors = get_embedder().embed([memory.content for memory in pending])
-        embedded = time.perf_counter()
-        with connection.cursor() as cursor:
-            # One statement for the whole batch (Django's bulk_update would repeat every
-            # vector inside a CASE expression).
-            cursor.execute(
-                """
-                UPDATE memories SET embedding = batch.embedding::vector, embedding_model = %s,
-                       embedding_dimensions = %s, embedded_at = now()
-                FROM unnest(%s::uuid[], %s::text[]) AS batch(id, embedding)
-                WHERE memories.org_id = %s AND memories.id = batch.id AND memories.embedding IS NULL
-                """,
-                [MODEL_NAME, EMBEDDING_DIMENSIONS, [str(m.pk) for m in pending],
-                 [str(vector) for vector in vectors], org_id],
-            )
-        services._record_duplicates(org_id, services.near_duplicates(org_id, [memory.pk for memory in pending]))
-        stored = time.perf_counter()
+    record_duplicates(org_id, near_duplicates(org_id, [memory.pk for memory in pending]))
+    stored = time.perf_counter()
     logger.info("embedded %d memories: model %.0f ms, database %.0f ms", len(pending),
                 (embedded - started) * 1000, (stored - embedded) * 1000)
     return len(pending)
@@ -68,8 +68,6 @@ def embed_memories(*, org_id: str, memory_ids: list[str]) -> int:
 def embed_pending(*, batch_size: int = SWEEP_BATCH) -> int:
     """The sweep: embed every pending memory of every organisation, a batch at a time.
     Run by the cron scheduler and by `manage.py embed_pending`. Returns how many were embedded."""
-    from memories.models import Memory
-
     total = 0
     while True:
         with service_account(), transaction.atomic():
@@ -93,10 +91,6 @@ IDEMPOTENCY_RETENTION_HOURS = 24
 
 def purge_idempotency_records(*, older_than_hours: int = IDEMPOTENCY_RETENTION_HOURS) -> int:
     """Forget Idempotency-Keys after a day: a retry later than that is a new request."""
-    from datetime import timedelta
-
-    from memories.models import IdempotencyRecord
-
     cutoff = timezone.now() - timedelta(hours=older_than_hours)
     with service_account(), transaction.atomic():
         deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()

@@ -9,6 +9,7 @@ a pooled connection never carries one request's tenant into the next.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -96,12 +97,30 @@ def _scoped(org_id: str, service_account: str, using: str) -> Iterator[None]:
 
 
 def tenant_context(org_id: uuid.UUID | str, *, using: str = "default"):
-    """Run a block as organisation org_id: for jobs, commands and tests.
+    """Run a block as organisation org_id: the boundary of a command, a job or a test
+    (requests get theirs from authentication or the console's access check). Services and
+    selectors assume it is set: they do not set it themselves.
 
         with tenant_context(memory.org_id):
             ...
     """
     return _scoped(str(uuid.UUID(str(org_id))), "", using)
+
+
+def tenant_job(func):
+    """The boundary of a job: run func(org_id=..., ...) as that organisation, in one
+    transaction. Jobs carry the organisation's id, never its context.
+
+        @tenant_job
+        def embed_memories(*, org_id, memory_ids): ...
+    """
+
+    @functools.wraps(func)
+    def run(*args, org_id, **kwargs):
+        with tenant_context(org_id):
+            return func(*args, org_id=org_id, **kwargs)
+
+    return run
 
 
 def service_account(*, using: str = "default"):

@@ -22,7 +22,7 @@ from memories.models import (
     Provenance,
     RetrievalEvent,
 )
-from memories.services import content_hash
+from memories.writes.kernel import content_hash
 from tenants import services
 from tenants.context import tenant_context
 from tenants.models import Agent, ApiKey, Membership, Organization, Session

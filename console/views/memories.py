@@ -14,7 +14,8 @@ from console.access import OPERATOR, VIEWER, console_view, may
 from console.diff import version_diff
 from console.forms import SORTS, BulkForm, MemoryEditForm, MemoryFilterForm, SupersedeForm, TagsForm
 from console.responses import INVALID, actor, done, failed, page
-from memories import retrieval, selectors, services
+from memories import retrieval, selectors
+from memories.writes import change, review, tagging
 from memories.errors import MemoryServiceError, NotFound, StaleVersion
 from memories.models import Memory, MemoryRelationship, MemoryTag
 from tenants.models import Agent
@@ -94,12 +95,12 @@ def memory_bulk(request):
     for memory_id in ids:
         try:
             if action == "tag":
-                services.memory_tags_add(org_id=request.org.id, memory_id=memory_id,
-                                         tags=form.cleaned_data["tags"], actor=actor(request))
+                tagging.memory_tags_add(org_id=request.org.id, memory_id=memory_id,
+                                        tags=form.cleaned_data["tags"], actor=actor(request))
             elif action == "archive":
-                services.memory_archive(org_id=request.org.id, memory_id=memory_id, actor=actor(request))
+                change.memory_archive(org_id=request.org.id, memory_id=memory_id, actor=actor(request))
             else:
-                services.memory_approve(org_id=request.org.id, memory_id=memory_id, actor=actor(request))
+                review.memory_approve(org_id=request.org.id, memory_id=memory_id, actor=actor(request))
             changed += 1
         except MemoryServiceError as error:
             refused.append(error.message)
@@ -173,8 +174,8 @@ def memory_tags_add(request, memory_id):
         return page(request, "console/memory_detail.html", _detail_context(request, memory, tag_form=form),
                     partial="tags-and-history", status=INVALID)
     try:
-        tags = services.memory_tags_add(org_id=request.org.id, memory_id=memory_id, tags=form.cleaned_data["tags"],
-                                        actor=actor(request))
+        tags = tagging.memory_tags_add(org_id=request.org.id, memory_id=memory_id, tags=form.cleaned_data["tags"],
+                                       actor=actor(request))
     except NotFound:
         raise Http404("no such memory") from None
     return _tags_fragment(request, memory_id, f"Tags now: {', '.join(tags)}.")
@@ -185,7 +186,7 @@ def memory_tags_add(request, memory_id):
 def memory_tag_remove(request, memory_id):
     tag = request.POST.get("tag", "")
     try:
-        services.memory_tag_remove(org_id=request.org.id, memory_id=memory_id, tag=tag, actor=actor(request))
+        tagging.memory_tag_remove(org_id=request.org.id, memory_id=memory_id, tag=tag, actor=actor(request))
     except NotFound as error:
         if error.field != "tag":
             raise Http404("no such memory") from None
@@ -194,9 +195,9 @@ def memory_tag_remove(request, memory_id):
 
 
 ACTIONS = {
-    "archive": (services.memory_archive, "Archived."),
-    "confirm": (services.memory_confirm, "Confirmed: protected from decay, confidence 1.0."),
-    "delete": (services.memory_delete, "Deleted (it can be restored)."),
+    "archive": (change.memory_archive, "Archived."),
+    "confirm": (change.memory_confirm, "Confirmed: protected from decay, confidence 1.0."),
+    "delete": (change.memory_delete, "Deleted (it can be restored)."),
 }
 
 
@@ -206,8 +207,8 @@ def memory_action(request, memory_id, action):
     memory = _memory(request, memory_id)
     here = _url(request, "memory", memory_id)
     if action == "restore":
-        service, message = ((services.memory_restore, "Restored.") if memory.deleted_at
-                            else (services.memory_unarchive, "Restored: now {status}."))
+        service, message = ((change.memory_restore, "Restored.") if memory.deleted_at
+                            else (change.memory_unarchive, "Restored: now {status}."))
     elif action in ACTIONS:
         service, message = ACTIONS[action]
     else:
@@ -246,8 +247,8 @@ def memory_edit(request, memory_id):
         if not changes:
             return done(request, "Nothing to change.", _url(request, "memory", memory_id))
         try:
-            services.memory_update(org_id=request.org.id, memory_id=memory_id, changes=changes,
-                                   expected_version=version, actor=actor(request, reason))
+            change.memory_update(org_id=request.org.id, memory_id=memory_id, changes=changes,
+                                 expected_version=version, actor=actor(request, reason))
         except StaleVersion as error:
             form = _rebased(MemoryEditForm, request, error)
         except MemoryServiceError as error:
@@ -276,7 +277,7 @@ def memory_supersede(request, memory_id):
     form = SupersedeForm(request.POST or None, initial={"content": memory.content, "version": memory.version})
     if request.method == "POST" and form.is_valid():
         try:
-            _, result = services.memory_supersede(
+            _, result = change.memory_supersede(
                 org_id=request.org.id, memory_id=memory_id, agent_id=memory.agent_id,
                 content=form.cleaned_data["content"], actor=actor(request, form.cleaned_data["reason"]),
                 expected_version=form.cleaned_data["version"], reason=form.cleaned_data["reason"])

@@ -9,7 +9,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.models import Memory, MemoryRelationship, MemoryVersion, RetrievalEvent
+from memories.models import CONTENT_MAX_CHARS, Memory, MemoryRelationship, MemoryVersion, RetrievalEvent
 
 NAMESPACE_SEPARATOR = "/"
 
@@ -122,7 +122,7 @@ class MemoryFieldsMixin(StrictSerializer):
 
 
 class MemoryCreateSerializer(MemoryFieldsMixin):
-    content = serializers.CharField(max_length=8192)
+    content = serializers.CharField(max_length=CONTENT_MAX_CHARS)
     source = serializers.ChoiceField(Memory.Source.choices, required=False)
     session_id = serializers.UUIDField(required=False, allow_null=True)
     provenance = serializers.DictField(required=False)
@@ -154,7 +154,7 @@ class MemoryBatchCreateSerializer(StrictSerializer):
 
 
 class MemoryUpdateSerializer(MemoryFieldsMixin):
-    content = serializers.CharField(max_length=8192, required=False)
+    content = serializers.CharField(max_length=CONTENT_MAX_CHARS, required=False)
     version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION, required=False,
                                        help_text="The version being changed, if If-Match is not sent.")
 
@@ -170,7 +170,7 @@ class VersionOnlySerializer(StrictSerializer):
 
 
 class SupersedeSerializer(StrictSerializer):
-    content = serializers.CharField(max_length=8192)
+    content = serializers.CharField(max_length=CONTENT_MAX_CHARS)
     reason = serializers.CharField(max_length=1000, required=False, allow_blank=True)
     confidence = UnitIntervalField(required=False)
     category = serializers.ChoiceField(Memory.Category.choices, required=False)
@@ -206,7 +206,7 @@ class RelationshipCreateSerializer(StrictSerializer):
 class StorePutSerializer(StrictSerializer):
     namespace = NamespaceField(minimum=2)
     key = serializers.CharField(min_length=1, max_length=256)
-    content = serializers.CharField(max_length=8192)
+    content = serializers.CharField(max_length=CONTENT_MAX_CHARS)
     metadata = serializers.DictField(required=False)
     category = serializers.ChoiceField(Memory.Category.choices, required=False)
 

@@ -9,7 +9,7 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories import selectors, services
+from memories import selectors
 from memories.api import serializers as s
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, inline_serializer
 from rest_framework import serializers as drf
@@ -32,7 +32,8 @@ from memories.api.schema import (
 )
 from memories.access import KeyReach
 from memories.errors import InvalidInput, NotFound, OutOfReach
-from memories.services import Actor
+from memories.writes import change, create, store, tagging
+from memories.writes.kernel import Actor
 from tenants.authentication import ApiKeyAuthentication
 from tenants.throttles import RateLimited
 
@@ -131,7 +132,7 @@ class AgentAPIView(APIView):
 BATCH_RESULT = inline_serializer("BatchWriteResult", {"results": s.BatchItemResultSerializer(many=True)})
 
 
-def write_result(result: services.WriteResult) -> dict:
+def write_result(result: create.WriteResult) -> dict:
     return s.WriteResultSerializer(result).data
 
 
@@ -179,14 +180,14 @@ class MemoryCollectionView(AgentAPIView):
             items = self.validated(s.MemoryBatchCreateSerializer, request.data)["memories"]
             for index, item in enumerate(items):
                 self.reach.check_write(item.get("scope", ""), field=f"memories[{index}].namespace")
-            results = services.memory_create_batch(org_id=self.org_id, agent_id=self.agent_id,
-                                                   items=[self._create_fields(dict(i)) for i in items])
+            results = create.memory_create_batch(org_id=self.org_id, agent_id=self.agent_id,
+                                                 items=[self._create_fields(dict(i)) for i in items])
             created = any(r.created for r in results)
             return Response({"results": s.BatchItemResultSerializer(results, many=True).data},
                             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
         fields = self._create_fields(self.validated(s.MemoryCreateSerializer, request.data))
         self.reach.check_write(fields.get("scope", ""))
-        result = services.memory_create(org_id=self.org_id, agent_id=self.agent_id, **fields)
+        result = create.memory_create(org_id=self.org_id, agent_id=self.agent_id, **fields)
         return Response(write_result(result), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
                         headers={"ETag": f'"{result.memory.version}"'})
 
@@ -214,8 +215,8 @@ class MemoryDetailView(AgentAPIView):
         expected = self.expected_version(changes.pop("version", None))
         if "scope" in changes:
             self.reach.check_write(changes["scope"])
-        services.memory_update(org_id=self.org_id, memory_id=memory_id, changes=changes,
-                               expected_version=expected, actor=self.actor())
+        change.memory_update(org_id=self.org_id, memory_id=memory_id, changes=changes,
+                             expected_version=expected, actor=self.actor())
         return self.memory_response(self.fresh(memory_id))
 
     @documented(summary="Soft-delete a memory (history is kept; restore undoes it)", response=s.MemorySerializer,
@@ -224,8 +225,8 @@ class MemoryDetailView(AgentAPIView):
                 errors={**PRECONDITION_ERRORS, **dict([_error(409, "deleted", "memory is already deleted")])},
                 operation_id="memories_delete")
     def delete(self, request, memory_id):
-        services.memory_delete(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
-                               expected_version=self.expected_version(None))
+        change.memory_delete(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
+                             expected_version=self.expected_version(None))
         return self.memory_response(self.fresh(memory_id))
 
 
@@ -236,8 +237,8 @@ class MemoryRestoreView(AgentAPIView):
                 operation_id="memories_restore")
     def post(self, request, memory_id):
         body = self.validated(s.VersionOnlySerializer, request.data or {})
-        services.memory_restore(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
-                                expected_version=self.expected_version(body.get("version")))
+        change.memory_restore(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
+                              expected_version=self.expected_version(body.get("version")))
         return self.memory_response(self.fresh(memory_id))
 
 
@@ -248,8 +249,8 @@ class MemoryConfirmView(AgentAPIView):
                                   "version": 2}, errors=PRECONDITION_ERRORS, operation_id="memories_confirm")
     def post(self, request, memory_id):
         body = self.validated(s.VersionOnlySerializer, request.data or {})
-        services.memory_confirm(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
-                                expected_version=self.expected_version(body.get("version")))
+        change.memory_confirm(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
+                              expected_version=self.expected_version(body.get("version")))
         return self.memory_response(self.fresh(memory_id))
 
 
@@ -272,7 +273,7 @@ class MemorySupersedeView(AgentAPIView):
     def post(self, request, memory_id):
         body = self.validated(s.SupersedeSerializer, request.data)
         expected = self.expected_version(body.pop("version", None))
-        old, result = services.memory_supersede(
+        old, result = change.memory_supersede(
             org_id=self.org_id, memory_id=memory_id, agent_id=self.agent_id, content=body.pop("content"),
             reason=body.pop("reason", ""), actor=self.actor(), expected_version=expected, **body,
         )
@@ -286,7 +287,7 @@ class MemoryFeedbackView(AgentAPIView):
                 response_example={**EXAMPLE_MEMORY, "usefulness_score": 0.6}, operation_id="memories_feedback")
     def post(self, request, memory_id):
         body = self.validated(s.FeedbackSerializer, request.data)
-        services.memory_feedback(org_id=self.org_id, memory_id=memory_id, **body)
+        change.memory_feedback(org_id=self.org_id, memory_id=memory_id, **body)
         return self.memory_response(self.fresh(memory_id))
 
 
@@ -312,8 +313,8 @@ class MemoryTagsView(AgentAPIView):
                 operation_id="memories_tags_add")
     def post(self, request, memory_id):
         body = self.validated(s.TagsSerializer, request.data)
-        tags = services.memory_tags_add(org_id=self.org_id, memory_id=memory_id, tags=body["tags"],
-                                        actor=self.actor())
+        tags = tagging.memory_tags_add(org_id=self.org_id, memory_id=memory_id, tags=body["tags"],
+                                       actor=self.actor())
         return Response({"tags": tags})
 
 
@@ -321,7 +322,7 @@ class MemoryTagDetailView(AgentAPIView):
     @documented(summary="Remove a tag", response=s.TagsSerializer, response_example={"tags": ["drinks"]},
                 operation_id="memories_tags_remove")
     def delete(self, request, memory_id, tag):
-        tags = services.memory_tag_remove(org_id=self.org_id, memory_id=memory_id, tag=tag, actor=self.actor())
+        tags = tagging.memory_tag_remove(org_id=self.org_id, memory_id=memory_id, tag=tag, actor=self.actor())
         return Response({"tags": tags})
 
 
@@ -341,7 +342,7 @@ class MemoryRelationshipsView(AgentAPIView):
     def post(self, request, memory_id):
         body = self.validated(s.RelationshipCreateSerializer, request.data)
         self.in_reach(body["target_id"], field="target_id")
-        relationship = services.relationship_create(org_id=self.org_id, source_id=memory_id, **body)
+        relationship = tagging.relationship_create(org_id=self.org_id, source_id=memory_id, **body)
         return Response(s.RelationshipSerializer(relationship).data, status=status.HTTP_201_CREATED)
 
 
@@ -352,7 +353,7 @@ class RelationshipDetailView(AgentAPIView):
         if self.reach.limited and not selectors.relationships_in_reach(org_id=self.org_id, reach=self.reach).filter(
                 pk=relationship_id).exists():
             raise NotFound(f"relationship {relationship_id} not found")
-        services.relationship_delete(org_id=self.org_id, relationship_id=relationship_id)
+        tagging.relationship_delete(org_id=self.org_id, relationship_id=relationship_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -375,9 +376,9 @@ class StoreItemView(AgentAPIView):
     def put(self, request):
         body = self.validated(s.StorePutSerializer, request.data)
         self.reach.check_write(body["namespace"])
-        result = services.store_put(org_id=self.org_id, agent_id=self.agent_id, scope=body["namespace"],
-                                    key=body["key"], content=body["content"], metadata=body.get("metadata"),
-                                    category=body.get("category", "factual"))
+        result = store.store_put(org_id=self.org_id, agent_id=self.agent_id, scope=body["namespace"],
+                                 key=body["key"], content=body["content"], metadata=body.get("metadata"),
+                                 category=body.get("category", "factual"))
         memory = self.fresh(result.memory.pk)
         return Response(s.StoreItemSerializer(memory).data,
                         status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
@@ -397,7 +398,7 @@ class StoreItemView(AgentAPIView):
     def delete(self, request):
         where = self.store_locator(request)
         memory = selectors.store_get(org_id=self.org_id, scope=where["namespace"], key=where["key"])
-        services.memory_delete(org_id=self.org_id, memory_id=memory.pk, actor=self.actor())
+        change.memory_delete(org_id=self.org_id, memory_id=memory.pk, actor=self.actor())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

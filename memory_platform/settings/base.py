@@ -164,7 +164,7 @@ RQ_QUEUES = {
     for queue in ("default", "embeddings", "maintenance")
 }
 # Jobs are enqueued from transaction.on_commit by the services themselves, which also
-# survive an unreachable Redis (memories/services.py, _enqueue_embedding).
+# survive an unreachable Redis (memories/writes/kernel.py, enqueue_embedding).
 
 # --------------------------------------------------------------------------- auth, i18n, static
 

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from memories import services
+from memories.writes import create
 from memories.models import Memory
 from tenants.context import tenant_context
 from tenants.models import Membership
@@ -27,7 +27,8 @@ def remember(owner, content: str, **fields) -> Memory:
     """A memory written through the service, as owner's agent (owner: anything with .org and
     .agent, such as a two-tenant fixture)."""
     fields.setdefault("category", "factual")
-    return services.memory_create(org_id=owner.org.id, agent_id=owner.agent.id, content=content, **fields).memory
+    with tenant_context(owner.org.id):
+        return create.memory_create(org_id=owner.org.id, agent_id=owner.agent.id, content=content, **fields).memory
 
 
 def reload(memory: Memory) -> Memory:

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from memories import services
+from memories.writes import change, kernel, tagging
 from tests.console.conftest import operator, remember
 from tests.markers import committing
 from tenants import services as tenant_services
+from tenants.context import tenant_context
 
 pytestmark = [committing, pytest.mark.slow]
 
@@ -155,9 +156,10 @@ def test_search_and_filter_without_reloading(page, world):
 
 def test_tag_a_memory_inline_and_open_a_version_diff(page, world):
     memory = world.remember("The office is in Porto near the river")
-    services.memory_update(org_id=world.org.id, memory_id=memory.pk, expected_version=1,
-                           changes={"content": "The office is in Lisbon near the river"},
-                           actor=services.Actor(reason="the team moved"))
+    with tenant_context(world.org.id):
+        change.memory_update(org_id=world.org.id, memory_id=memory.pk, expected_version=1,
+                             changes={"content": "The office is in Lisbon near the river"},
+                             actor=kernel.Actor(reason="the team moved"))
     sign_in(page, world)
     page.goto(f"/console/acme/memories/{memory.pk}/")
     mark_page(page)
@@ -223,8 +225,9 @@ def test_a_viewer_sees_the_queue_and_the_keys_do_nothing(page, world):
 def test_resolve_a_conflict_by_merging(page, world):
     left = world.remember("The meeting is on Monday")
     right = world.remember("The meeting is on Tuesday")
-    services.relationship_create(org_id=world.org.id, source_id=left.pk, target_id=right.pk,
-                                 relation_type="contradicts")
+    with tenant_context(world.org.id):
+        tagging.relationship_create(org_id=world.org.id, source_id=left.pk, target_id=right.pk,
+                                    relation_type="contradicts")
     sign_in(page, world)
     page.goto("/console/acme/conflicts/")
     # The two are near-duplicates too (the embedder finds them so): both conflicts are listed.

@@ -24,8 +24,9 @@ def test_concurrent_resolutions_of_one_conflict_exactly_one_wins(tenant_a):
     def resolve(user, resolution):
         try:
             started.wait()
-            conflicts.conflict_resolve(org_id=tenant_a.org.id, kind="duplicate", conflict_id=candidate,
-                                       resolution=resolution, user=user, keep_id=pair[0])
+            with tenant_context(tenant_a.org.id):
+                conflicts.conflict_resolve(org_id=tenant_a.org.id, kind="duplicate", conflict_id=candidate,
+                                           resolution=resolution, user=user, keep_id=pair[0])
             outcomes.append("resolved")
         except MemoryServiceError as error:
             outcomes.append(error.code)

@@ -5,7 +5,7 @@ import re
 import pytest
 from rest_framework.test import APIClient
 
-from memories import services
+from memories.writes import change, kernel
 from memories.models import RetrievalEvent
 from tenants import services as tenant_services
 from tenants.context import tenant_context
@@ -35,7 +35,8 @@ def test_an_event_shows_what_the_agent_was_shown_in_order(console_as, tenant_a, 
 def test_replay_reports_what_changed(console_as, tenant_a, api_a, htmx):
     first = remember(tenant_a, "The user's dog is called Rex")
     api_a.post("/api/v1/search", {"query": "what is the dog's name?", "limit": 1})
-    services.memory_delete(org_id=tenant_a.org.id, memory_id=first.pk, actor=services.Actor())
+    with tenant_context(tenant_a.org.id):
+        change.memory_delete(org_id=tenant_a.org.id, memory_id=first.pk, actor=kernel.Actor())
     client = console_as(tenant_a.org, "operator")
     event_id = re.search(r'events/([0-9a-f-]{36})/">', client.get(client.base + "events/").content.decode()).group(1)
     response = client.post(client.base + f"events/{event_id}/replay", **htmx("replay"))

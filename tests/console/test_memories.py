@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from memories import services
+from memories.writes import change, kernel, review, tagging
 from memories.models import Memory, MemoryTag, MemoryVersion
 from tenants.context import tenant_context
 from tests import factories
@@ -53,8 +53,9 @@ def test_the_status_filter(operator_a, tenant_a, status, expected):
     with tenant_context(tenant_a.org.id):
         Memory.objects.all().delete()
     remember(tenant_a, "live")
-    services.memory_archive(org_id=tenant_a.org.id, memory_id=remember(tenant_a, "archived").pk,
-                            actor=services.Actor())
+    with tenant_context(tenant_a.org.id):
+        change.memory_archive(org_id=tenant_a.org.id, memory_id=remember(tenant_a, "archived").pk,
+                              actor=kernel.Actor())
     remember(tenant_a, "pending", status="pending_review")
     assert set(_rows(operator_a.get(operator_a.base + "memories/", {"status": status}))) == expected
 
@@ -63,8 +64,8 @@ def test_validation_status_and_time_range_filters(operator_a, tenant_a):
     with tenant_context(tenant_a.org.id):
         Memory.objects.all().delete()
     old = remember(tenant_a, "old and verified", status="pending_review")
-    services.memory_approve(org_id=tenant_a.org.id, memory_id=old.pk, actor=services.Actor())
     with tenant_context(tenant_a.org.id):
+        review.memory_approve(org_id=tenant_a.org.id, memory_id=old.pk, actor=kernel.Actor())
         Memory.objects.filter(pk=old.pk).update(created_at="2020-01-01T00:00:00Z")
     remember(tenant_a, "new and unverified")
     get = lambda **q: set(_rows(operator_a.get(operator_a.base + "memories/", q)))  # noqa: E731
@@ -197,9 +198,10 @@ def test_archive_restore_confirm_delete_and_supersede(operator_a, tenant_a):
 
 def test_the_version_diff_shows_words_and_fields(operator_a, tenant_a, htmx):
     memory = remember(tenant_a, "The office is in Porto near the river")
-    services.memory_update(org_id=tenant_a.org.id, memory_id=memory.pk, expected_version=1,
-                           changes={"content": "The office is in Lisbon near the river", "category": "episodic"},
-                           actor=services.Actor(reason="moved"))
+    with tenant_context(tenant_a.org.id):
+        change.memory_update(org_id=tenant_a.org.id, memory_id=memory.pk, expected_version=1,
+                             changes={"content": "The office is in Lisbon near the river", "category": "episodic"},
+                             actor=kernel.Actor(reason="moved"))
     response = operator_a.get(operator_a.base + f"memories/{memory.pk}/diff", {"from": 1, "to": 2}, **htmx("diff"))
     body = response.content.decode()
     assert body.lstrip().startswith('<div id="diff"')
@@ -220,10 +222,10 @@ def test_memory_content_is_always_text(console_as, tenant_a):
     hostile = remember(tenant_a, f"note {SCRIPT}", tags=["x"], status="pending_review")
     with tenant_context(tenant_a.org.id):
         other = factories.memory(org=tenant_a.org, agent=tenant_a.agent, content=f"other {SCRIPT}")
-    services.memory_update(org_id=tenant_a.org.id, memory_id=hostile.pk, expected_version=1,
-                           changes={"content": f"edited {SCRIPT}"}, actor=services.Actor(reason=SCRIPT))
-    relationship = services.relationship_create(org_id=tenant_a.org.id, source_id=hostile.pk, target_id=other.pk,
-                                                relation_type="contradicts", predicate=SCRIPT)
+        change.memory_update(org_id=tenant_a.org.id, memory_id=hostile.pk, expected_version=1,
+                             changes={"content": f"edited {SCRIPT}"}, actor=kernel.Actor(reason=SCRIPT))
+        relationship = tagging.relationship_create(org_id=tenant_a.org.id, source_id=hostile.pk, target_id=other.pk,
+                                                   relation_type="contradicts", predicate=SCRIPT)
     from memories.models import RetrievalEvent
     with tenant_context(tenant_a.org.id):
         event = RetrievalEvent.objects.create(org=tenant_a.org, kind="search", agent=tenant_a.agent, query=SCRIPT,
@@ -239,7 +241,8 @@ def test_memory_content_is_always_text(console_as, tenant_a):
 
 def test_the_diff_shows_no_change_where_a_number_is_only_spelled_differently(operator_a, tenant_a):
     memory = remember(tenant_a, "A memory with default numbers")
-    services.memory_tags_add(org_id=tenant_a.org.id, memory_id=memory.pk, tags=["x"], actor=services.Actor())
+    with tenant_context(tenant_a.org.id):
+        tagging.memory_tags_add(org_id=tenant_a.org.id, memory_id=memory.pk, tags=["x"], actor=kernel.Actor())
     body = operator_a.get(operator_a.base + f"memories/{memory.pk}/diff", {"from": 1, "to": 2}).content.decode()
     changed = re.findall(r"<tr><th>(\w+)</th><td><del>", body)
     assert changed == ["tags"]
@@ -271,8 +274,9 @@ def test_inline_changes_keep_the_action_buttons_on_the_current_version(operator_
 
 def test_a_stale_edit_keeps_the_operators_text_and_can_be_saved_deliberately(operator_a, tenant_a):
     memory = remember(tenant_a, "The office is in Porto")
-    services.memory_update(org_id=tenant_a.org.id, memory_id=memory.pk, expected_version=1,
-                           changes={"content": "The office is in Faro"}, actor=services.Actor())
+    with tenant_context(tenant_a.org.id):
+        change.memory_update(org_id=tenant_a.org.id, memory_id=memory.pk, expected_version=1,
+                             changes={"content": "The office is in Faro"}, actor=kernel.Actor())
     url = operator_a.base + f"memories/{memory.pk}/edit"
     form = {"content": "The office is in Lisbon", "category": "factual", "memory_type": "semantic",
             "confidence": "0.8", "importance": "0", "sensitivity": "internal", "version": 1, "reason": ""}
@@ -299,14 +303,17 @@ def test_a_wrong_diff_request_with_htmx_answers_with_the_fragment(operator_a, te
 
 def test_restoring_a_rejected_memory_sends_it_back_to_review(operator_a, tenant_a):
     memory = remember(tenant_a, "rejected once", status="pending_review")
-    services.memory_reject(org_id=tenant_a.org.id, memory_id=memory.pk, actor=services.Actor(reason="unsure"))
+    with tenant_context(tenant_a.org.id):
+        review.memory_reject(org_id=tenant_a.org.id, memory_id=memory.pk, actor=kernel.Actor(reason="unsure"))
     operator_a.post(operator_a.base + f"memories/{memory.pk}/restore")
     assert (reload(memory).status, reload(memory).validation_status) == ("pending_review", "unverified")
     archived_pending = remember(tenant_a, "archived before review", status="pending_review")
-    services.memory_archive(org_id=tenant_a.org.id, memory_id=archived_pending.pk, actor=services.Actor())
+    with tenant_context(tenant_a.org.id):
+        change.memory_archive(org_id=tenant_a.org.id, memory_id=archived_pending.pk, actor=kernel.Actor())
     operator_a.post(operator_a.base + f"memories/{archived_pending.pk}/restore")
     assert reload(archived_pending).status == "pending_review"
     live = remember(tenant_a, "archived while live")
-    services.memory_archive(org_id=tenant_a.org.id, memory_id=live.pk, actor=services.Actor())
+    with tenant_context(tenant_a.org.id):
+        change.memory_archive(org_id=tenant_a.org.id, memory_id=live.pk, actor=kernel.Actor())
     response = operator_a.post(operator_a.base + f"memories/{live.pk}/restore")
     assert reload(live).status == "active" and "Restored: now active." in operator_a.get(response["Location"]).content.decode()

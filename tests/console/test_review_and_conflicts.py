@@ -3,7 +3,7 @@
 
 import pytest
 
-from memories import services
+from memories.writes import tagging
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
 from tenants.context import tenant_context
 from tests.console.conftest import reload, remember
@@ -59,8 +59,9 @@ def test_reject_needs_a_reason_and_keeps_it(operator_a, tenant_a, htmx):
 def contradiction(tenant_a):
     left = remember(tenant_a, "The meeting is on Monday", tags=["calendar"])
     right = remember(tenant_a, "The meeting is on Tuesday", tags=["meetings"], confidence=0.9)
-    relationship = services.relationship_create(org_id=tenant_a.org.id, source_id=left.pk, target_id=right.pk,
-                                                relation_type="contradicts")
+    with tenant_context(tenant_a.org.id):
+        relationship = tagging.relationship_create(org_id=tenant_a.org.id, source_id=left.pk, target_id=right.pk,
+                                                   relation_type="contradicts")
     return left, right, relationship
 
 

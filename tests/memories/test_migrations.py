@@ -86,7 +86,7 @@ def test_dedup_moves_within_namespaces_without_changing_a_row(scratch):
     namespaces are closed (not deleted), pairs within one stay open, and afterwards the same
     sentence may live once in each namespace, never twice in one."""
     from memories.models import DuplicateCandidate, Memory
-    from memories.services import content_hash
+    from memories.writes.kernel import content_hash
     from tenants.context import service_account
     from tenants.models import Agent, Organization
 

@@ -104,13 +104,15 @@ def test_an_operator_cannot_resolve_one_users_memory_into_anothers(tenant_a, api
     bob = remember(api_a, BOB, content="Eats meat every day")["memory"]["id"]
     link = api_a.post(f"/api/v1/memories/{alice}/relationships", {"target_id": bob, "relation_type": "contradicts"})
     assert link.status_code == 201, link.content
-    [conflict] = [c for c in conflicts.open_conflicts(org_id=tenant_a.org.id) if str(c.first.pk) == alice]
+    with tenant_context(tenant_a.org.id):
+        [conflict] = [c for c in conflicts.open_conflicts(org_id=tenant_a.org.id) if str(c.first.pk) == alice]
     for resolution, extra in ((conflicts.KEEP, {"keep_id": alice}), (conflicts.MERGE, {})):
         with pytest.raises(Conflict, match="different namespaces"):
-            conflicts.conflict_resolve(org_id=tenant_a.org.id, kind=conflict.kind, conflict_id=conflict.id,
-                                       resolution=resolution, user=None, **extra)
+            with tenant_context(tenant_a.org.id):
+                conflicts.conflict_resolve(org_id=tenant_a.org.id, kind=conflict.kind, conflict_id=conflict.id,
+                                           resolution=resolution, user=None, **extra)
     with tenant_context(tenant_a.org.id):
         assert set(Memory.objects.filter(pk__in=[alice, bob]).values_list("status", flat=True)) == {"active"}
         assert not MemoryVersion.objects.filter(memory_id__in=[alice, bob]).exclude(operation="create").exists()
-    assert conflicts.conflict_resolve(org_id=tenant_a.org.id, kind=conflict.kind, conflict_id=conflict.id,
-                                      resolution=conflicts.BOTH_VALID, user=None) is None
+        assert conflicts.conflict_resolve(org_id=tenant_a.org.id, kind=conflict.kind, conflict_id=conflict.id,
+                                          resolution=conflicts.BOTH_VALID, user=None) is None

@@ -13,10 +13,11 @@ import pytest
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 
-from memories import cache, conflicts, services
-from memories.services import Actor
+from memories import cache, conflicts
+from memories.writes import review
+from memories.writes.kernel import Actor
 from memory_platform import local_services
-from tenants.context import service_account
+from tenants.context import service_account, tenant_context
 from tests import factories
 from tests.markers import committing
 
@@ -106,10 +107,11 @@ def test_a_secret_sent_through_every_free_text_channel_is_stored_nowhere(tenant_
     # The console's channels: a reviewer's reason, a conflict's resolution note.
     pending = factories.memory(org=tenant_a.org, agent=tenant_a.agent, content="Waiting for review",
                                status="pending_review")
-    services.memory_reject(org_id=org_id, memory_id=pending.pk, actor=Actor(reason=f"leaks {MARKER}"))
-    [conflict] = [c for c in conflicts.open_conflicts(org_id=org_id) if str(c.first.pk) == third["id"]]
-    conflicts.conflict_resolve(org_id=org_id, kind=conflict.kind, conflict_id=conflict.id,
-                               resolution=conflicts.BOTH_VALID, user=None, reason=f"see {MARKER}")
+    with tenant_context(org_id):
+        review.memory_reject(org_id=org_id, memory_id=pending.pk, actor=Actor(reason=f"leaks {MARKER}"))
+        [conflict] = [c for c in conflicts.open_conflicts(org_id=org_id) if str(c.first.pk) == third["id"]]
+        conflicts.conflict_resolve(org_id=org_id, kind=conflict.kind, conflict_id=conflict.id,
+                                   resolution=conflicts.BOTH_VALID, user=None, reason=f"see {MARKER}")
 
     # An ordinary dedup race, as PostgreSQL sees it: a unique violation on an insert.
     with pytest.raises(IntegrityError), transaction.atomic():

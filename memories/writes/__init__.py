@@ -1,0 +1,15 @@
+"""Writes to memories (DESIGN.md 2.3), one module per family of actions:
+
+- kernel: the building blocks every write uses (actor, redaction, hashing, version rows,
+  the embedding job, the hot set); other modules use these, never each other's insides;
+- duplicates: near-duplicate detection (also run by the embedding job);
+- create: new memories, one or a batch;
+- change: edits and state changes (delete, restore, confirm, archive, supersede, feedback);
+- review: a reviewer's approve and reject;
+- tagging: tags and relationships;
+- store: seed 003's namespace store (upsert by namespace and key).
+
+Every write is one transaction and leaves a MemoryVersion row; side effects (embedding jobs,
+the hot set) run on commit. The caller's boundary has set the tenant (API authentication, the
+console, a job, a command: tenants.context); writes assume it and filter by org_id anyway.
+"""

@@ -1,0 +1,169 @@
+"""New memories: one (embedded inline) or a batch (embedded by a worker after commit).
+
+The path (DESIGN.md 2.3): validate (the API's serializers) -> redact -> normalise and hash ->
+exact dedup within the namespace -> embed -> near-duplicate candidates -> persist with a
+version row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, transaction
+
+from memories.errors import Conflict, InvalidInput, NotFound
+from memories.models import LIVE, Memory, MemoryTag, MemoryVersion
+from memories.redaction import Redactor, redactor_for
+from memories.writes.duplicates import near_duplicates, record_duplicates
+from memories.writes.kernel import (
+    Actor,
+    check_content,
+    check_identifiers,
+    content_hash,
+    embed_one,
+    embedding_fields,
+    enqueue_embedding,
+    find_live_duplicate,
+    record_version,
+    recorded,
+    redact,
+    refresh_hot_set,
+    version_row,
+)
+
+
+@dataclass
+class WriteResult:
+    memory: Memory
+    created: bool
+    deduplicated: bool = False
+    near_duplicates: list[tuple[Memory, float]] = field(default_factory=list)
+
+    @property
+    def embedding_status(self) -> str:
+        return "ready" if self.memory.embedding is not None else "pending"
+
+
+def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str], actor: Actor, *,
+                  embed: bool = True, redactor: Redactor | None = None) -> WriteResult:
+    """Insert one memory and its first version, inside the caller's transaction; an equal live
+    memory in the same namespace is returned instead. embed=False leaves the embedding pending
+    (the caller enqueues the job)."""
+    fields = dict(fields)
+    redactor = redactor or redactor_for(org_id)
+    check_identifiers(redactor, scope=fields.get("scope"), key=fields.get("key"), tags=tags,
+                      sensitivity=fields.get("sensitivity"))
+    actor = recorded(actor, redactor)
+    redacted = redact(redactor, content, fields.pop("metadata", None) or {}, fields.pop("provenance", None) or {})
+    check_content(redacted.content)
+    digest = content_hash(redacted.content)
+    key, scope = fields.get("key"), fields.get("scope") or ""
+    if key is None and (existing := find_live_duplicate(org_id, agent_id, scope, digest)):
+        return WriteResult(existing, created=False, deduplicated=True)
+    vector = embed_one(redacted.content) if embed else None
+    memory = Memory(org_id=org_id, agent_id=agent_id, content=redacted.content, content_hash=digest,
+                    metadata=redacted.metadata, provenance=redacted.provenance,
+                    **fields, **embedding_fields(vector))
+    try:
+        with transaction.atomic():
+            memory.save(force_insert=True)
+    except IntegrityError as exc:
+        if "memories_content_hash_live_unique" in str(exc):  # a concurrent equal write won
+            return WriteResult(find_live_duplicate(org_id, agent_id, scope, digest), created=False, deduplicated=True)
+        if "memories_scope_key_live_unique" in str(exc):
+            raise Conflict(f"key {key!r} already exists in this namespace", code="key_exists", field="key") from None
+        if "memories_session_id_fkey" in str(exc):
+            raise NotFound("session not found", field="session_id") from None
+        raise
+    tags = sorted(set(tags))
+    if tags:
+        MemoryTag.objects.bulk_create([MemoryTag(org_id=org_id, memory=memory, tag=tag) for tag in tags])
+    record_version(memory, MemoryVersion.Operation.CREATE, actor, tags)
+    refresh_hot_set(memory)
+    found = []
+    if vector is not None:
+        duplicates = near_duplicates(org_id, [memory.pk])
+        record_duplicates(org_id, duplicates)
+        found = duplicates.get(memory.pk, [])
+    return WriteResult(memory, created=True, near_duplicates=found)
+
+
+def memory_create(*, org_id, agent_id, content: str, tags: list[str] = (), actor: Actor | None = None,
+                  **fields) -> WriteResult:
+    """Create one memory, embedded inline (pending if the model fails)."""
+    actor = actor or Actor(agent_id=agent_id)
+    with transaction.atomic():
+        result = insert_memory(org_id, agent_id, content, fields, list(tags), actor)
+        if result.created and result.memory.embedding is None:
+            enqueue_embedding(org_id, [result.memory.pk])
+        return result
+
+
+def _create_one_by_one(org_id, agent_id, items: list[dict], actor: Actor, redactor: Redactor) -> list[WriteResult]:
+    results = []
+    for item in map(dict, items):
+        content, tags = item.pop("content"), item.pop("tags", [])
+        results.append(insert_memory(org_id, agent_id, content, item, list(tags), actor, embed=False,
+                                     redactor=redactor))
+    pending = [result.memory.pk for result in results if result.created]
+    if pending:
+        enqueue_embedding(org_id, pending)
+    return results
+
+
+def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | None = None) -> list[WriteResult]:
+    """Create many memories in one transaction, with a handful of statements whatever their
+    number. They are stored with their embeddings pending and embedded by a worker after
+    commit (which also finds their near-duplicates)."""
+    actor = actor or Actor(agent_id=agent_id)
+    with transaction.atomic():
+        redactor = redactor_for(org_id)
+        actor = recorded(actor, redactor)
+        prepared = []
+        for index, item in enumerate(items):
+            item = dict(item)
+            content, tags = item.pop("content"), sorted(set(item.pop("tags", [])))
+            try:
+                check_identifiers(redactor, scope=item.get("scope"), key=item.get("key"), tags=tags,
+                                  sensitivity=item.get("sensitivity"))
+            except InvalidInput as exc:
+                raise InvalidInput(exc.message, field=f"memories[{index}].{exc.field}") from None
+            redacted = redact(redactor, content, item.pop("metadata", None) or {}, item.pop("provenance", None) or {})
+            check_content(redacted.content)
+            memory = Memory(org_id=org_id, agent_id=agent_id, content=redacted.content,
+                            content_hash=content_hash(redacted.content), metadata=redacted.metadata,
+                            provenance=redacted.provenance, **item, **embedding_fields(None))
+            prepared.append((memory, tags))
+
+        # Equal means equal content in the same namespace (see find_live_duplicate).
+        unkeyed = {(memory.scope, memory.content_hash) for memory, _ in prepared if memory.key is None}
+        existing = {(m.scope, m.content_hash): m for m in Memory.objects.filter(
+            LIVE, org_id=org_id, agent_id=agent_id, scope__in={scope for scope, _ in unkeyed},
+            content_hash__in={digest for _, digest in unkeyed}, key__isnull=True)}
+        results, new, first_of = [], [], {}
+        for memory, tags in prepared:
+            identity = (memory.scope, memory.content_hash)
+            twin = existing.get(identity) or first_of.get(identity) if memory.key is None else None
+            if twin is not None:
+                results.append(WriteResult(twin, created=False, deduplicated=True))
+                continue
+            if memory.key is None:
+                first_of[identity] = memory
+            results.append(WriteResult(memory, created=True))
+            new.append((memory, tags))
+        try:
+            with transaction.atomic():
+                Memory.objects.bulk_create([memory for memory, _ in new])
+        except IntegrityError:
+            # A concurrent equal write, a taken key or an unknown session: one at a time sorts
+            # each of these out (and names the item that is wrong).
+            return _create_one_by_one(org_id, agent_id, items, actor, redactor)
+        MemoryTag.objects.bulk_create([MemoryTag(org_id=org_id, memory=memory, tag=tag)
+                                       for memory, tags in new for tag in tags])
+        MemoryVersion.objects.bulk_create([version_row(memory, MemoryVersion.Operation.CREATE, actor, tags)
+                                           for memory, tags in new])
+        for memory, _ in new:
+            refresh_hot_set(memory)
+        if new:
+            enqueue_embedding(org_id, [memory.pk for memory, _ in new])
+    return results

@@ -1,0 +1,231 @@
+"""The building blocks of every write: who makes it (Actor), what is stored (redacted,
+normalised, hashed), the version row it leaves, and what follows its commit (the embedding
+job, the agent's hot set). The action modules (create, change, review, tags, store) and
+memories.conflicts build on these public functions only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import unicodedata
+import uuid
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from memories import cache, jobs
+from memories.embeddings import MODEL_NAME, EmbeddingError, get_embedder
+from memories.errors import InvalidInput, NotFound, StaleVersion, VersionRequired
+from memories.models import CONTENT_MAX_CHARS, EMBEDDING_DIMENSIONS, LIVE, Memory, MemoryTag, MemoryVersion
+from memories.redaction import IdentifierHoldsSecret, Redactor
+
+logger = logging.getLogger(__name__)
+
+# Fields a client may set when writing a memory; everything else is the server's.
+WRITABLE_FIELDS = (
+    "category", "memory_type", "source", "confidence", "importance", "sensitivity", "scope", "key",
+    "session_id", "metadata", "provenance", "expires_at", "valid_from", "valid_until", "event_time",
+)
+UPDATABLE_FIELDS = ("content", *(f for f in WRITABLE_FIELDS if f not in ("source", "session_id", "provenance")))
+SNAPSHOT_FIELDS = (
+    "memory_type", "source", "importance", "usefulness_score", "sensitivity", "validation_status", "scope", "key",
+    "expires_at", "valid_from", "valid_until", "event_time", "is_protected", "decay_rate", "superseded_by_id",
+    "merged_into_id", "deleted_at", "session_id",
+)
+
+
+# --------------------------------------------------------------------------- what is stored
+
+
+def normalise(content: str) -> str:
+    """What makes two memories the same memory: Unicode-normalised, case-folded, with runs
+    of whitespace collapsed."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", content)).strip().casefold()
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(normalise(content).encode()).hexdigest()
+
+
+@dataclass
+class Actor:
+    """Who makes a change, as the version row records it."""
+
+    changed_by_type: str = MemoryVersion.ChangedByType.AGENT
+    agent_id: uuid.UUID | None = None
+    user: Any = None
+    reason: str = ""
+
+    def because(self, reason: str) -> Actor:
+        """The same actor, recording another reason (one version among several it writes)."""
+        return replace(self, reason=reason)
+
+
+@dataclass
+class Redacted:
+    content: str
+    metadata: dict
+    provenance: dict
+
+
+def redact(redactor: Redactor, content: str, metadata: dict, provenance: dict) -> Redacted:
+    """Content, metadata and provenance as they are stored: secrets (and, by the organisation's
+    policy, personal data) replaced, and what was replaced counted in the provenance."""
+    result = redactor.text(content)
+    metadata, kinds = redactor.json(metadata, result.kinds)
+    provenance, kinds = redactor.json(provenance, kinds)
+    if kinds:
+        provenance = {**provenance, "redaction": {"applied": True, "count": sum(kinds.values()),
+                                                  "kinds": dict(sorted(kinds.items()))}}
+    return Redacted(result.text.strip(), metadata, provenance)
+
+
+def check_identifiers(redactor: Redactor, *, scope: str | None = None, key: str | None = None,
+                      tags: list[str] = (), sensitivity: str | None = None) -> None:
+    """Refuse a namespace, key, tag or sensitivity label that holds a secret (or, by policy,
+    personal data): redacting an identifier would merge identities."""
+    try:
+        redactor.check_identifier(scope, field="namespace")
+        redactor.check_identifier(key, field="key")
+        redactor.check_identifier(sensitivity, field="sensitivity")
+        for tag in tags:
+            redactor.check_identifier(tag, field="tags")
+    except IdentifierHoldsSecret as exc:
+        raise InvalidInput(str(exc), field=exc.field) from None
+
+
+def recorded(actor: Actor, redactor: Redactor) -> Actor:
+    """The actor as its version rows keep it: the reason is free text, redacted like content."""
+    return actor.because(redactor.plain(actor.reason)) if actor.reason else actor
+
+
+def check_content(content: str) -> None:
+    if not content.strip():
+        raise InvalidInput("content must not be empty", field="content")
+    if len(content) > CONTENT_MAX_CHARS:
+        raise InvalidInput(f"content must be at most {CONTENT_MAX_CHARS} characters", field="content")
+
+
+def embed_one(content: str) -> list[float] | None:
+    """The content's embedding, or None when the model fails: the write goes on with its
+    embedding pending, and the sweep (memories.jobs.embed_pending) completes it."""
+    try:
+        return get_embedder().embed([content])[0]
+    except EmbeddingError as exc:
+        logger.warning("embedding deferred: %s", type(exc).__name__)
+        return None
+
+
+def embedding_fields(vector: list[float] | None) -> dict:
+    if vector is None:
+        return {"embedding": None, "embedding_model": "", "embedding_dimensions": None, "embedded_at": None}
+    return {"embedding": vector, "embedding_model": MODEL_NAME, "embedding_dimensions": EMBEDDING_DIMENSIONS,
+            "embedded_at": timezone.now()}
+
+
+def find_live_duplicate(org_id, agent_id, scope: str, digest: str) -> Memory | None:
+    """The live unkeyed memory this agent keeps with this content in this namespace: a
+    namespace is an end user's boundary, so another namespace's equal memory is not one."""
+    # At most one (the unique index of live unkeyed memories), so no ORDER BY.
+    equal = Memory.objects.filter(LIVE, org_id=org_id, agent_id=agent_id, scope=scope, content_hash=digest,
+                                  key__isnull=True).order_by()
+    return next(iter(equal[:1]), None)
+
+
+# --------------------------------------------------------------------------- history
+
+
+def tags_of(memory: Memory) -> list[str]:
+    return sorted(MemoryTag.objects.filter(org_id=memory.org_id, memory_id=memory.pk).values_list("tag", flat=True))
+
+
+def snapshot(memory: Memory, tags: list[str] | None = None) -> dict:
+    """The memory's fields a version row keeps beside its content, as JSON."""
+    values = {}
+    for name in SNAPSHOT_FIELDS:
+        value = getattr(memory, name)
+        values[name] = value.isoformat() if hasattr(value, "isoformat") else (
+            str(value) if isinstance(value, (Decimal, uuid.UUID)) else value)
+    values["tags"] = tags_of(memory) if tags is None else sorted(tags)
+    return values
+
+
+def version_row(memory: Memory, operation: str, actor: Actor, tags: list[str] | None = None) -> MemoryVersion:
+    """The version row recording memory as it now is (unsaved: a batch saves many at once)."""
+    return MemoryVersion(
+        org_id=memory.org_id,
+        memory=memory,
+        version_num=memory.version,
+        operation=operation,
+        content=memory.content,
+        category=memory.category,
+        confidence=memory.confidence,
+        status=memory.status,
+        metadata=memory.metadata,
+        snapshot=snapshot(memory, tags),
+        changed_by_type=actor.changed_by_type,
+        changed_by_agent_id=actor.agent_id,
+        changed_by_user=actor.user,
+        change_reason=actor.reason,
+    )
+
+
+def record_version(memory: Memory, operation: str, actor: Actor, tags: list[str] | None = None) -> MemoryVersion:
+    version = version_row(memory, operation, actor, tags)
+    version.save(force_insert=True)
+    return version
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def locked(org_id, memory_id) -> Memory:
+    """The memory, its row locked until the transaction ends."""
+    try:
+        return Memory.objects.select_for_update().get(org_id=org_id, pk=memory_id)
+    except (Memory.DoesNotExist, ValueError, TypeError):
+        raise NotFound(f"memory {memory_id} not found") from None
+
+
+def check_version(memory: Memory, expected_version: int | None, *, require: bool) -> None:
+    """Optimistic concurrency: the caller changes the version it read, or nothing."""
+    if expected_version is None:
+        if require:
+            raise VersionRequired("send If-Match with the memory's current version (its ETag), or `version`")
+        return
+    if expected_version != memory.version:
+        raise StaleVersion(
+            f"memory {memory.pk} is at version {memory.version}, not {expected_version}",
+            current_version=memory.version,
+        )
+
+
+# --------------------------------------------------------------------------- after commit
+
+
+def enqueue_embedding(org_id, memory_ids: list) -> None:
+    """After commit, ask a worker to embed these memories. If Redis is down the memories stay
+    pending and the sweep (memories.jobs.embed_pending) completes them."""
+    ids = [str(i) for i in memory_ids]
+
+    def enqueue():
+        try:
+            jobs.enqueue_embedding(org_id=str(org_id), memory_ids=ids)
+        except Exception as exc:  # Redis unreachable, or any queue failure: never fail a committed write
+            logger.warning("embedding job not enqueued (%s); the sweep will embed %d memories",
+                           type(exc).__name__, len(ids))
+
+    transaction.on_commit(enqueue)
+
+
+def refresh_hot_set(memory: Memory) -> None:
+    """After commit, keep the agent's hot set (Redis) in step: live memories in, others out."""
+    if memory.status == Memory.Status.ACTIVE and memory.deleted_at is None:
+        transaction.on_commit(lambda: cache.hot_memory_update(memory))
+    else:
+        transaction.on_commit(lambda: cache.hot_memory_remove(memory))
