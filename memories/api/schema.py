@@ -59,8 +59,9 @@ class ErrorSerializer(serializers.Serializer):
     error = ErrorDetailSerializer()
 
 
-def _error(status: int, code: str, message: str, fields: dict | None = None,
-           note: str = "") -> tuple[int, OpenApiResponse]:
+def documented_error(status: int, code: str, message: str, fields: dict | None = None,
+                     note: str = "") -> tuple[int, OpenApiResponse]:
+    """One documented error response: (status, its OpenAPI description with an example)."""
     description = f"{message} {note}".strip()
     return status, OpenApiResponse(ErrorSerializer, description=description, examples=[OpenApiExample(
         code, value={"error": {"code": code, "message": message, "fields": fields or {}}}, response_only=True,
@@ -68,19 +69,19 @@ def _error(status: int, code: str, message: str, fields: dict | None = None,
 
 
 COMMON_ERRORS = dict([
-    _error(400, "invalid", "content: This field may not be blank.", {"content": ["This field may not be blank."]}),
-    _error(401, "not_authenticated", "Authentication credentials were not provided."),
+    documented_error(400, "invalid", "content: This field may not be blank.", {"content": ["This field may not be blank."]}),
+    documented_error(401, "not_authenticated", "Authentication credentials were not provided."),
     # A key limited to namespaces, or to reads, is refused what it may not do (memories.access).
-    _error(403, "out_of_reach", "this API key is read-only",
+    documented_error(403, "out_of_reach", "this API key is read-only",
            note="Only for keys issued limited to namespace prefixes or read-only (README, \"Who may touch what\")."),
-    _error(404, "not_found", "memory 3f1c9a52-... not found"),
+    documented_error(404, "not_found", "memory 3f1c9a52-... not found"),
     # Every endpoint counts against its API key's rates (and searches against their own).
-    _error(429, "rate_limited", "Too many requests for this API key. Retry after 12 seconds.",
+    documented_error(429, "rate_limited", "Too many requests for this API key. Retry after 12 seconds.",
            note="The `Retry-After` header says how many seconds to wait (README, \"Rate limits\")."),
 ])
 PRECONDITION_ERRORS = dict([
-    _error(412, "version_mismatch", "memory 3f1c9a52-... is at version 3, not 2"),
-    _error(428, "version_required", "send If-Match with the memory's current version (its ETag), or `version`"),
+    documented_error(412, "version_mismatch", "memory 3f1c9a52-... is at version 3, not 2"),
+    documented_error(428, "version_required", "send If-Match with the memory's current version (its ETag), or `version`"),
 ])
 IF_MATCH = OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=False,
                             description='The ETag of the version being changed, e.g. "2" (or send `version`).')
@@ -90,11 +91,11 @@ IDEMPOTENCY_KEY = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEAD
 
 # Whatever an operation that takes a body is sent (memories.api.parsers).
 BODY_ERRORS = dict([
-    _error(413, "payload_too_large", "request body exceeds the limit of 2097152 bytes"),
-    _error(415, "unsupported_media_type", 'Unsupported media type "text/plain" in request.'),
+    documented_error(413, "payload_too_large", "request body exceeds the limit of 2097152 bytes"),
+    documented_error(415, "unsupported_media_type", 'Unsupported media type "text/plain" in request.'),
 ])
 IDEMPOTENCY_ERRORS = dict([
-    _error(422, "idempotency_key_reused", "this Idempotency-Key was used with a different request body, or by another API key"),
+    documented_error(422, "idempotency_key_reused", "this Idempotency-Key was used with a different request body, or by another API key"),
 ])
 
 

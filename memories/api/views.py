@@ -26,7 +26,7 @@ from memories.api.schema import (
     IDEMPOTENCY_KEY,
     IF_MATCH,
     PRECONDITION_ERRORS,
-    _error,
+    documented_error,
     documented,
     list_of,
 )
@@ -172,7 +172,7 @@ class MemoryCollectionView(AgentAPIView):
         request_example={"content": "The user prefers green tea in the morning", "category": "preference",
                          "namespace": ["memories", "user-42"], "tags": ["drinks"], "metadata": {"turn": 4}},
         response_example={"memory": EXAMPLE_MEMORY, "created": True, "deduplicated": False, "embedding_status": "ready", "near_duplicates": []},
-        errors={**dict([_error(409, "key_exists", "key 'diet' already exists in this namespace")]), **IDEMPOTENCY_ERRORS},
+        errors={**dict([documented_error(409, "key_exists", "key 'diet' already exists in this namespace")]), **IDEMPOTENCY_ERRORS},
         operation_id="memories_create")
     @idempotent
     def post(self, request):
@@ -208,7 +208,7 @@ class MemoryDetailView(AgentAPIView):
                 request_example={"content": "The user prefers black tea", "confidence": 0.95},
                 response_example={**EXAMPLE_MEMORY, "content": "The user prefers black tea", "confidence": 0.95,
                                   "version": 2},
-                errors={**PRECONDITION_ERRORS, **dict([_error(409, "duplicate", "an identical live memory exists")])},
+                errors={**PRECONDITION_ERRORS, **dict([documented_error(409, "duplicate", "an identical live memory exists")])},
                 operation_id="memories_update")
     def patch(self, request, memory_id):
         changes = self.validated(s.MemoryUpdateSerializer, request.data)
@@ -222,7 +222,7 @@ class MemoryDetailView(AgentAPIView):
     @documented(summary="Soft-delete a memory (history is kept; restore undoes it)", response=s.MemorySerializer,
                 parameters=[IF_MATCH], response_example={**EXAMPLE_MEMORY, "deleted_at": "2026-11-21T17:00:00Z",
                                                          "version": 2},
-                errors={**PRECONDITION_ERRORS, **dict([_error(409, "deleted", "memory is already deleted")])},
+                errors={**PRECONDITION_ERRORS, **dict([documented_error(409, "deleted", "memory is already deleted")])},
                 operation_id="memories_delete")
     def delete(self, request, memory_id):
         change.memory_delete(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
@@ -233,7 +233,7 @@ class MemoryDetailView(AgentAPIView):
 class MemoryRestoreView(AgentAPIView):
     @documented(summary="Restore a soft-deleted memory", request=s.VersionOnlySerializer, response=s.MemorySerializer,
                 parameters=[IF_MATCH], request_example={}, response_example={**EXAMPLE_MEMORY, "version": 3},
-                errors={**PRECONDITION_ERRORS, **dict([_error(409, "not_deleted", "memory is not deleted")])},
+                errors={**PRECONDITION_ERRORS, **dict([documented_error(409, "not_deleted", "memory is not deleted")])},
                 operation_id="memories_restore")
     def post(self, request, memory_id):
         body = self.validated(s.VersionOnlySerializer, request.data or {})
@@ -268,7 +268,7 @@ class MemorySupersedeView(AgentAPIView):
                 response_example={"superseded": {**EXAMPLE_MEMORY, "status": "superseded", "version": 2},
                                   **{"memory": EXAMPLE_MEMORY, "created": True, "deduplicated": False, "embedding_status": "ready", "near_duplicates": []}},
                 errors={**PRECONDITION_ERRORS, **IDEMPOTENCY_ERRORS,
-                        **dict([_error(409, "superseded", "memory is superseded; only an active memory can be superseded")])})
+                        **dict([documented_error(409, "superseded", "memory is superseded; only an active memory can be superseded")])})
     @idempotent
     def post(self, request, memory_id):
         body = self.validated(s.SupersedeSerializer, request.data)
@@ -337,7 +337,7 @@ class MemoryRelationshipsView(AgentAPIView):
                 response=s.RelationshipSerializer, status=201,
                 request_example={"target_id": EXAMPLE_RELATIONSHIP["target_id"], "relation_type": "contradicts"},
                 response_example=EXAMPLE_RELATIONSHIP,
-                errors=dict([_error(409, "relationship_exists", "these memories are already linked by contradicts")]),
+                errors=dict([documented_error(409, "relationship_exists", "these memories are already linked by contradicts")]),
                 operation_id="relationships_create")
     def post(self, request, memory_id):
         body = self.validated(s.RelationshipCreateSerializer, request.data)
