@@ -2,7 +2,7 @@
 retrieval events and provenance. docs/adr/0032 maps each seed's fields onto these models.
 
 Row-level security, the composite (org_id, id) keys, the vector index and the triggers live
-in the migrations as SQL; see memories/schema.py.
+in the migrations as SQL, written with memory_platform/schema.py.
 """
 
 
@@ -205,8 +205,8 @@ class Memory(TenantModel):
         constraints = [
             # Exact dedup (seed 000) for free-form memories, within one agent's namespace: a
             # namespace is an end user's boundary, and the same sentence kept for two users is
-            # two memories (DESIGN.md 4.8). Keyed store items (seed 003) are identified, and
-            # upserted, by their key instead (docs/adr/0032).
+            # two memories (docs/architecture.md, "Namespaces"). Keyed store items (seed 003)
+            # are identified, and upserted, by their key instead (docs/adr/0032).
             models.UniqueConstraint(
                 fields=["org", "agent", "scope", "content_hash"], condition=LIVE & Q(key__isnull=True),
                 name="memories_content_hash_live_unique",

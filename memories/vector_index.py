@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 INDEX_NAME = "memories_embedding_ann"
 KINDS = ("hnsw", "ivfflat")
-LIVE_PREDICATE = "status = 'active' AND deleted_at IS NULL"
+LIVE_PREDICATE = LIVE_SQL
 
 
 def configured_kind() -> str:

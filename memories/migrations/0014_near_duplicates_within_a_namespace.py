@@ -1,6 +1,7 @@
-"""Near-duplicates are found within one namespace only (DESIGN.md 4.8: a namespace is an end
-user's boundary). Pairs found before across two namespaces are closed, so no operator resolves
-one user's memory into another's: they are marked resolved as `other_namespace`, not deleted.
+"""Near-duplicates are found within one namespace only (a namespace is an end user's
+boundary: docs/architecture.md, "Namespaces"). Pairs found before across two namespaces are
+closed, so no operator resolves one user's memory into another's: they are marked resolved as
+`other_namespace`, not deleted.
 
 Runs as the service account: row-level security is forced on the owner too.
 """

@@ -3,8 +3,9 @@
 
 Before, the same sentence remembered by one agent for ["users", "alice"] and then for
 ["users", "bob"] came back as alice's memory: bob's write kept nothing of his, and deleting
-"his" memory deleted hers (DESIGN.md 4.8: namespaces are user boundaries). No row changes:
-every set of rows the old index allowed, the new one allows too.
+"his" memory deleted hers (namespaces are user boundaries: docs/architecture.md,
+"Namespaces"). No row changes: every set of rows the old index allowed, the new one allows
+too.
 
 The new index is built CONCURRENTLY under a temporary name, so writes go on meanwhile and the
 old one guards them until the new one is ready; then the old one goes and the new one takes

@@ -1,4 +1,5 @@
-"""Writes to memories (DESIGN.md 2.3), one module per family of actions:
+"""Writes to memories (docs/architecture.md, "The write path"), one module per family of
+actions:
 
 - kernel: the building blocks every write uses (actor, redaction, hashing, version rows,
   the embedding job, the hot set); other modules use these, never each other's insides;

@@ -1,5 +1,6 @@
-"""A namespace is an end user's boundary (DESIGN.md 4.8): one agent keeping the same sentence
-for two users keeps two memories, and nothing done to one user's touches the other's."""
+"""A namespace is an end user's boundary (docs/architecture.md, "Namespaces"): one agent
+keeping the same sentence for two users keeps two memories, and nothing done to one user's
+touches the other's."""
 
 import pytest
 
