@@ -6,7 +6,6 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from memories.redaction import redact_text
 from tenants.context import service_account
 from tenants.models import TenantModel
 from tests.memories.secret_corpus import HARMLESS, SECRETS
@@ -48,11 +47,6 @@ def everything_stored() -> str:
             cursor.execute(f"SELECT coalesce(string_agg(row_to_json(t)::text, '\n'), '') FROM {table} t")
             dumps.append(cursor.fetchone()[0])
     return "\n".join(dumps)
-
-
-def test_the_corpus_is_large_and_varied():
-    kinds = {kind for text, _ in SECRETS for kind in redact_text(text).kinds}
-    assert len(SECRETS) >= 30 and len(kinds) >= 15
 
 
 def test_no_secret_survives_any_write_path(tenant_a, api_a, all_logs):
