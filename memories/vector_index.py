@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import connections, transaction
 
+from memories.models import LIVE_SQL
+
 logger = logging.getLogger(__name__)
 
 INDEX_NAME = "memories_embedding_ann"
