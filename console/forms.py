@@ -9,7 +9,7 @@ from django import forms
 from django.utils import timezone
 
 from memories.models import Memory, RetrievalEvent
-from memories.search import SearchFilters
+from memories.retrieval.filters import SearchFilters
 
 TAG_PATTERN = re.compile(r"^[\w.:/-]{1,64}$")
 SORTS = {

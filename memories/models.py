@@ -387,7 +387,7 @@ class MemoryTag(TenantModel):
 
 class MemoryUsage(TenantModel):
     """How often a memory was retrieved, and when last: counted in Redis after each search and
-    written here in batches (memories/retrieval.py flush_retrievals), one narrow row per
+    written here in batches (memories/retrieval/events.py flush_retrievals), one narrow row per
     retrieved memory, so a retrieval never rewrites the memory's own row."""
 
     memory = tenant_fk(Memory, related_name="+")

@@ -299,7 +299,7 @@ class MemorySerializer(serializers.ModelSerializer):
         return scope_to_namespace(memory.scope)
 
     def get_tags(self, memory) -> list[str]:
-        # A search loads the names with the memory (retrieval._load); lists prefetch the tags.
+        # A search loads the names with the memory (retrieval.records.load); lists prefetch the tags.
         names = getattr(memory, "tag_names", None)
         return sorted(tag.tag for tag in memory.tags.all()) if names is None else sorted(names)
 
@@ -409,7 +409,7 @@ class SearchFiltersSerializer(StrictSerializer):
 
     @staticmethod
     def to_filters(data: dict):
-        from memories.search import SearchFilters, time_preset
+        from memories.retrieval.filters import SearchFilters, time_preset
 
         return SearchFilters(
             agent_ids=data.get("agent", []), session_id=data.get("session"), namespace=data.get("namespace"),

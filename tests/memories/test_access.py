@@ -1,11 +1,12 @@
 """What lies under a namespace prefix: one rule (access.namespace_bounds), spelled in Python, in
-SQL and as an ORM filter, and all three find the same memories."""
+SQL for the search and as an ORM filter, and all three find the same memories."""
 
 import pytest
 from django.db import connection
 
 from memories.access import KeyReach, namespace_bounds, namespace_sql, scope_prefix_filter, under_namespace
 from memories.models import Memory
+from memories.retrieval.filters import SearchFilters
 from tenants.context import tenant_context
 from tests import factories
 
@@ -37,4 +38,8 @@ def test_sql_orm_and_python_agree_on_what_is_under_a_prefix(tenant_a):
                 cursor.execute(f"SELECT m.scope FROM memories m WHERE m.id = ANY(%s::uuid[]) AND {condition}",
                                [ids, *params])
                 sql = {row[0] for row in cursor.fetchall()}
-            assert orm == sql == expected, prefix
+                where, where_params = SearchFilters(namespace=prefix).where(tenant_a.org.id)
+                cursor.execute(f"SELECT m.scope FROM memories m WHERE {where} AND m.id = ANY(%s::uuid[])",
+                               [*where_params, ids])
+                search = {row[0] for row in cursor.fetchall()}
+            assert orm == sql == search == expected, prefix
