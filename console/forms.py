@@ -9,7 +9,7 @@ from django import forms
 from django.utils import timezone
 
 from memories.models import CONTENT_MAX_CHARS, Memory, RetrievalEvent
-from memories.search import SearchFilters
+from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 
 TAG_PATTERN = re.compile(r"^[\w.:/-]{1,64}$")
 SORTS = {
@@ -49,8 +49,8 @@ class MemoryFilterForm(forms.Form):
     validation_status = forms.ChoiceField(required=False, choices=_choices(Memory.ValidationStatus.values))
     sensitivity = forms.CharField(required=False, max_length=64)
     tags = forms.CharField(required=False, max_length=500, help_text="all of these")
-    period = forms.ChoiceField(required=False, choices=[("", "any time"), ("last_week", "last week"),
-                                                        ("last_month", "last month"), ("custom", "between dates")])
+    period = forms.ChoiceField(required=False, choices=[
+        ("", "any time"), *[(name, name.replace("_", " ")) for name in TIME_PRESETS], ("custom", "between dates")])
     created_after = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     created_before = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     sort = forms.ChoiceField(required=False, choices=[("", "relevance / newest")]
@@ -74,12 +74,9 @@ class MemoryFilterForm(forms.Form):
     def search_filters(self) -> SearchFilters:
         data = self.cleaned_data
         status = data.get("status")
-        now = timezone.now()
         after = before = None
-        if data.get("period") == "last_week":
-            after = now - timedelta(days=7)
-        elif data.get("period") == "last_month":
-            after = now - timedelta(days=30)
+        if data.get("period") in TIME_PRESETS:
+            after = time_preset(data["period"])
         if data.get("created_after"):
             after = timezone.make_aware(datetime.combine(data["created_after"], time.min))
         if data.get("created_before"):

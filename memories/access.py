@@ -17,16 +17,64 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import F, Lookup, Q
 
 from memories.errors import OutOfReach
 
+# --------------------------------------------------------------------------- under a namespace prefix
+# One rule, three spellings built from it: in Python (under_namespace), as SQL (namespace_sql,
+# for the search's statements) and as an ORM filter (scope_prefix_filter).
+
+
+def namespace_bounds(prefix: str) -> tuple[str, str, str]:
+    """What lies under a namespace prefix: the namespace itself, and every scope from
+    "prefix/" up to, not including, "prefix0" in byte order ('0' follows '/'), which are exactly
+    the scopes starting with "prefix/". `users/alice` holds users/alice and users/alice/x, not
+    users/alice2. Returns (namespace, lowest, first beyond)."""
+    prefix = prefix.strip("/")
+    return prefix, prefix + "/", prefix + "0"
+
+
+def under_namespace(scope: str, prefix: str) -> bool:
+    """Whether `scope` lies under `prefix` (namespace_bounds). Python compares strings by
+    code point, which is UTF-8's byte order."""
+    namespace, lowest, beyond = namespace_bounds(prefix)
+    return scope == namespace or lowest <= scope < beyond
+
+
+def namespace_sql(prefix: str, column: str) -> tuple[str, list]:
+    """The condition that `column` lies under `prefix` (namespace_bounds), and its parameters.
+    The pattern comparisons (~>=~, ~<~) compare bytes whatever the collation, and are
+    leakproof, so the index serves them under row-level security (LIKE is not)."""
+    namespace, lowest, beyond = namespace_bounds(prefix)
+    return f"({column} = %s OR ({column} ~>=~ %s AND {column} ~<~ %s))", [namespace, lowest, beyond]
+
+
+class _PatternComparison(Lookup):
+    """A byte-order comparison of text (the text_pattern_ops operators), as an expression."""
+
+    operator = ""
+
+    def as_sql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} {self.operator} {rhs}", [*lhs_params, *rhs_params]
+
+
+class _PatternAtLeast(_PatternComparison):
+    lookup_name, operator = "pattern_gte", "~>=~"
+
+
+class _PatternBelow(_PatternComparison):
+    lookup_name, operator = "pattern_lt", "~<~"
+
 
 def scope_prefix_filter(prefix: str, path: str = "") -> Q:
-    """`users/alice` matches the namespace users/alice and everything under users/alice/, not
-    users/alice2. path: the memory's, from the model filtered (e.g. "source__")."""
-    prefix = prefix.strip("/")
-    return Q(**{f"{path}scope": prefix}) | Q(**{f"{path}scope__startswith": prefix + "/"})
+    """The memories under `prefix` (namespace_bounds), as a filter; the statement namespace_sql
+    writes. path: the memory's, from the model filtered (e.g. "source__")."""
+    namespace, lowest, beyond = namespace_bounds(prefix)
+    scope = F(f"{path}scope")
+    return Q(**{f"{path}scope": namespace}) | Q(_PatternAtLeast(scope, lowest), _PatternBelow(scope, beyond))
 
 
 @dataclass(frozen=True)
@@ -43,7 +91,7 @@ class KeyReach:
         return bool(self.namespaces)
 
     def covers(self, scope: str) -> bool:
-        return not self.namespaces or any(scope == p or scope.startswith(p + "/") for p in self.namespaces)
+        return not self.namespaces or any(under_namespace(scope, prefix) for prefix in self.namespaces)
 
     def memories(self, path: str = "") -> Q:
         """The memories in reach, as a filter (everything when unlimited)."""

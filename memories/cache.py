@@ -33,13 +33,31 @@ def client() -> redis.Redis:
 # --------------------------------------------------------------------------- hot memories
 
 
+# Seed 001's hot score, defined once: 0.40 confidence + 0.35 recency + 0.25 retrieval, where
+# recency is 1 / (1 + age / 24 h) (a half after a day; the age is at least 0.01 h) and retrieval
+# saturates at ten retrievals. hot_score computes it in Python (as a write updates the set),
+# hot_score_sql in SQL (as memories.retrieval.hot rebuilds the set).
+HOT_WEIGHTS = {"confidence": 0.40, "recency": 0.35, "retrieval": 0.25}
+HOT_RECENCY_HOURS = 24.0
+HOT_MIN_AGE_HOURS = 0.01
+HOT_SATURATING_RETRIEVALS = 10.0
+
+
 def hot_score(*, confidence: float, created_at: datetime, retrieval_count: int, now: datetime | None = None) -> float:
-    """0.40 confidence + 0.35 recency + 0.25 retrieval (seed 001): recency halves over a day,
-    retrieval saturates at ten retrievals."""
     now = now or timezone.now()
-    age_hours = max((now - created_at).total_seconds() / 3600, 0.01)
-    recency = 1.0 / (1.0 + age_hours / 24.0)
-    return 0.40 * float(confidence) + 0.35 * recency + 0.25 * min(retrieval_count / 10.0, 1.0)
+    age_hours = max((now - created_at).total_seconds() / 3600, HOT_MIN_AGE_HOURS)
+    recency = 1.0 / (1.0 + age_hours / HOT_RECENCY_HOURS)
+    return (HOT_WEIGHTS["confidence"] * float(confidence) + HOT_WEIGHTS["recency"] * recency
+            + HOT_WEIGHTS["retrieval"] * min(retrieval_count / HOT_SATURATING_RETRIEVALS, 1.0))
+
+
+def hot_score_sql(*, confidence: str, created_at: str, retrieval_count: str) -> str:
+    """hot_score as an SQL expression of these columns, at the transaction's now()."""
+    weight = HOT_WEIGHTS
+    return (f"{weight['confidence']!r} * {confidence}"
+            f" + {weight['recency']!r} / (1 + greatest(extract(epoch FROM now() - {created_at}) / 3600,"
+            f" {HOT_MIN_AGE_HOURS!r}) / {HOT_RECENCY_HOURS!r})"
+            f" + {weight['retrieval']!r} * least({retrieval_count} / {HOT_SATURATING_RETRIEVALS!r}, 1.0)")
 
 
 def _hot_key(org_id, agent_id) -> str:

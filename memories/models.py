@@ -21,12 +21,15 @@ EMBEDDING_DIMENSIONS = 384
 # partial indexes are built on exactly this condition, so statements spell it the same way for
 # the planner to match them).
 LIVE = Q(status="active", deleted_at__isnull=True)
-LIVE_SQL = "status = 'active' AND deleted_at IS NULL"
 
 
-def live_sql(alias: str) -> str:
-    """LIVE_SQL for the memories row named `alias`."""
-    return f"{alias}.status = 'active' AND {alias}.deleted_at IS NULL"
+def live_sql(alias: str = "") -> str:
+    """A live memory as SQL, for the memories row named `alias` (none: the table's own columns)."""
+    row = f"{alias}." if alias else ""
+    return f"{row}status = 'active' AND {row}deleted_at IS NULL"
+
+
+LIVE_SQL = live_sql()
 
 
 # The longest content a memory may hold, in characters (also a check constraint).
@@ -263,6 +266,11 @@ class Memory(TenantModel):
     def __str__(self) -> str:
         return self.content[:80]
 
+    @property
+    def is_live(self) -> bool:
+        """Whether this memory is live (LIVE): active and not deleted."""
+        return self.status == Memory.Status.ACTIVE and self.deleted_at is None
+
 
 class VersionOperation(models.TextChoices):
     CREATE = "create"
@@ -387,7 +395,7 @@ class MemoryTag(TenantModel):
 
 class MemoryUsage(TenantModel):
     """How often a memory was retrieved, and when last: counted in Redis after each search and
-    written here in batches (memories/retrieval.py flush_retrievals), one narrow row per
+    written here in batches (memories/retrieval/events.py flush_retrievals), one narrow row per
     retrieved memory, so a retrieval never rewrites the memory's own row."""
 
     memory = tenant_fk(Memory, related_name="+")

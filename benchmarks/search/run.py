@@ -247,13 +247,14 @@ def build_tenant_indexes(tenants: dict) -> dict:
 def exact_neighbours(org_id: str, queries: np.ndarray) -> list[list[str]]:
     from django.db import connection
 
-    from memories.search import SearchFilters
+    from memories.embeddings import vector_literal
+    from memories.retrieval.filters import SearchFilters
     from tenants.context import tenant_context
 
     where, params = SearchFilters().where(org_id)
     results = []
-    for vector in tqdm(queries, desc="exact top-10", leave=False):
-        literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+    for embedding in tqdm(queries, desc="exact top-10", leave=False):
+        literal = vector_literal(embedding)
         with tenant_context(org_id), connection.cursor() as cursor:
             cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
             cursor.execute(f"SELECT m.id FROM memories m WHERE {where} ORDER BY (m.embedding <=> %s::vector) + 0 "
@@ -265,15 +266,16 @@ def exact_neighbours(org_id: str, queries: np.ndarray) -> list[list[str]]:
 def approximate(org_id: str, queries: np.ndarray) -> tuple[list[list[str]], list[float], str]:
     from django.db import connection
 
-    from memories import search
+    from memories.retrieval import vector
+    from memories.retrieval.filters import SearchFilters
     from tenants.context import tenant_context
 
-    search._kind_cache.clear()
+    vector.reset_caches()
     found, timings, method = [], [], None
-    for vector in tqdm(queries, desc="search", leave=False):
+    for embedding in tqdm(queries, desc="search", leave=False):
         with tenant_context(org_id), connection.cursor() as cursor:
-            query = search.vector_query(cursor, org_id, vector.tolist(), search.SearchFilters(), K)
-            search.set_local(cursor, query.knobs)
+            query = vector.statement(cursor, org_id, embedding.tolist(), SearchFilters(), K)
+            vector.set_local(cursor, query.knobs)
             started = time.perf_counter()
             cursor.execute(query.sql, query.params)
             rows = cursor.fetchall()

@@ -8,9 +8,9 @@ from django.views.decorators.http import require_GET, require_POST
 from console.access import OPERATOR, VIEWER, console_view
 from console.forms import EventFilterForm
 from console.responses import failed, page
-from memories import retrieval
 from memories.errors import Conflict, NotFound
 from memories.models import Memory, RetrievalEvent
+from memories.retrieval.events import retrieval_event_get, retrieval_event_replay
 from tenants.models import Agent
 
 PAGE_SIZE = 50
@@ -39,7 +39,7 @@ def event_list(request):
 
 def _event(request, event_id) -> RetrievalEvent:
     try:
-        return retrieval.retrieval_event_get(org_id=request.org.id, event_id=event_id)
+        return retrieval_event_get(org_id=request.org.id, event_id=event_id)
     except NotFound:
         raise Http404("no such retrieval event") from None
 
@@ -68,7 +68,7 @@ def event_detail(request, event_id):
 def event_replay(request, event_id):
     event = _event(request, event_id)
     try:
-        replay = retrieval.retrieval_event_replay(org_id=request.org.id, event_id=event.pk, user=request.user)
+        replay = retrieval_event_replay(org_id=request.org.id, event_id=event.pk, user=request.user)
     except Conflict as refused:  # asked with redacted values: it cannot be asked again
         return failed(request, refused.message, reverse("console:event", args=[request.org.slug, event.pk]))
     return page(request, "console/event_detail.html", {

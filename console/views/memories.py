@@ -14,10 +14,11 @@ from console.access import OPERATOR, VIEWER, console_view, may
 from console.diff import version_diff
 from console.forms import SORTS, BulkForm, MemoryEditForm, MemoryFilterForm, SupersedeForm, TagsForm
 from console.responses import INVALID, actor, done, failed, page
-from memories import retrieval, selectors
+from memories import selectors
 from memories.writes import change, review, tagging
 from memories.errors import MemoryServiceError, NotFound, StaleVersion
 from memories.models import Memory, MemoryRelationship, MemoryTag
+from memories.retrieval.pipeline import memory_search
 from tenants.models import Agent
 
 PAGE_SIZE = 25
@@ -45,7 +46,7 @@ def _browse(request, query: QueryDict) -> dict:
     if form.is_valid():
         filters, sort, text = form.search_filters(), form.cleaned_data["sort"], form.cleaned_data["q"].strip()
         if text:
-            outcome = retrieval.memory_search(org_id=request.org.id, query=text, filters=filters, limit=SEARCH_LIMIT)
+            outcome = memory_search(org_id=request.org.id, query=text, filters=filters, limit=SEARCH_LIMIT)
             rows = [result.memory for result in outcome.results]
             scores = {result.memory.pk: result.score for result in outcome.results}
             if outcome.degraded:

@@ -9,13 +9,13 @@ from rest_framework import serializers as drf
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
-from memories import retrieval
 from memories.api import serializers as s
 from memories.api.schema import EXAMPLE_MEMORY, documented, list_of
 from memories.api.views import AgentAPIView
 from memories.errors import OutOfReach
 from memories.models import MemoryArtifact, RetrievalEvent
-from memories.search import SearchFilters
+from memories.retrieval import events, hot, pipeline
+from memories.retrieval.filters import SearchFilters
 
 EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank": 2, "score": 0.1},
                    "fused": 0.0325, "blend": {"relevance": 1.0, "importance": 0.4, "confidence": 0.9,
@@ -59,15 +59,14 @@ class SearchView(AgentAPIView):
         body = self.validated(s.SearchRequestSerializer, request.data)
         filters = s.SearchFiltersSerializer.to_filters(body.get("filters", {}))
         filters.within = self.reach.namespaces
-        outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters, limit=body["limit"],
-                                          mode=body["mode"], expand=body["expand"], threshold=body.get("threshold"),
-                                          tenant_active=True)
+        outcome = pipeline.memory_search(org_id=self.org_id, query=body["query"], filters=filters, limit=body["limit"],
+                                         mode=body["mode"], expand=body["expand"], threshold=body.get("threshold"))
         request_record = {k: body[k] for k in ("limit", "mode", "expand")} | (
             {"threshold": body["threshold"]} if "threshold" in body else {})
-        event = retrieval.retrieval_event_record(
+        event = events.retrieval_event_record(
             org_id=self.org_id, kind=RetrievalEvent.Kind.SEARCH, query=body["query"],
             scope=filters.namespace or "", filters=filters, request=request_record, outcome=outcome,
-            agent_id=self.agent_id, tenant_active=True)
+            agent_id=self.agent_id)
         return Response(search_response(outcome, event))
 
 
@@ -91,19 +90,18 @@ class RetrieveView(AgentAPIView):
         body = self.validated(s.RetrieveRequestSerializer, request.data)
         filters = SearchFilters(namespace=body["scope"], sensitivity=body["allowed_sensitivity"],
                                 require_verified=body["require_verified"], within=self.reach.namespaces)
-        outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
-                                          limit=body["limit"], tenant_active=True)
+        outcome = pipeline.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
+                                         limit=body["limit"])
         links: dict = {}
         for link in MemoryArtifact.objects.filter(org_id=self.org_id,
                                                   memory_id__in=[r.memory.pk for r in outcome.results]
                                                   ).select_related("artifact"):
             links.setdefault(link.memory_id, []).append(link)
-        event = retrieval.retrieval_event_record(
+        event = events.retrieval_event_record(
             org_id=self.org_id, kind=RetrievalEvent.Kind.RETRIEVE, query=body["query"], scope=body["scope"],
             filters=filters, request={"limit": body["limit"], "mode": "hybrid", "expand": False}, outcome=outcome,
             agent_id=self.agent_id,
-            artifact_ids=sorted({link.artifact_id for group in links.values() for link in group}, key=str),
-            tenant_active=True)
+            artifact_ids=sorted({link.artifact_id for group in links.values() for link in group}, key=str))
         candidates = s.RetrievedMemorySerializer(outcome.results, many=True, context={"artifacts": links}).data
         return Response({"candidates": candidates, "retrieval_event_id": str(event.pk)})
 
@@ -128,13 +126,13 @@ class StoreSearchView(AgentAPIView):
         body = self.validated(s.StoreSearchRequestSerializer, request.data)
         threshold = body.get("threshold", settings.MEMORY_PLATFORM["SEARCH"]["STORE_SIMILARITY_THRESHOLD"])
         filters = SearchFilters(namespace=body["namespace"], within=self.reach.namespaces)
-        outcome = retrieval.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
-                                          limit=body["limit"], mode="vector", threshold=threshold, tenant_active=True)
-        event = retrieval.retrieval_event_record(
+        outcome = pipeline.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
+                                         limit=body["limit"], mode="vector", threshold=threshold)
+        event = events.retrieval_event_record(
             org_id=self.org_id, kind=RetrievalEvent.Kind.NAMESPACE_SEARCH, query=body["query"],
             scope=body["namespace"], filters=filters,
             request={"limit": body["limit"], "mode": "vector", "expand": False, "threshold": threshold},
-            outcome=outcome, agent_id=self.agent_id, tenant_active=True)
+            outcome=outcome, agent_id=self.agent_id)
         similarity = {r.memory.pk: r.signals["vector"]["similarity"] for r in outcome.results}
         results = sorted((r.memory for r in outcome.results), key=lambda m: -similarity[m.pk])
         return Response({"results": s.StoreSearchResultSerializer(results, many=True,
@@ -149,10 +147,10 @@ class HotView(AgentAPIView):
     def get(self, request):
         query = self.validated(s.HotQuerySerializer, s.query_data(request.query_params, ()))
         # A limited key sees the hot memories in its reach: all of the set is read, then cut.
-        hot = retrieval.hot_memories(org_id=self.org_id, agent_id=self.agent_id,
-                                     limit=settings.MEMORY_PLATFORM["HOT_CACHE_SIZE"] if self.reach.limited
-                                     else query["limit"])
-        memories = [memory for memory in hot if self.reach.covers(memory.scope)][:query["limit"]]
+        hottest = hot.hot_memories(org_id=self.org_id, agent_id=self.agent_id,
+                                   limit=settings.MEMORY_PLATFORM["HOT_CACHE_SIZE"] if self.reach.limited
+                                   else query["limit"])
+        memories = [memory for memory in hottest if self.reach.covers(memory.scope)][:query["limit"]]
         return Response({"results": s.MemorySerializer(memories, many=True).data})
 
 
@@ -206,7 +204,7 @@ class RetrievalEventDetailView(RetrievalEventsView):
                 response=s.RetrievalEventSerializer, response_example=EXAMPLE_EVENT, operation_id="retrieval_event")
     def get(self, request, event_id):
         return Response(s.RetrievalEventSerializer(
-            retrieval.retrieval_event_get(org_id=self.org_id, event_id=event_id)).data)
+            events.retrieval_event_get(org_id=self.org_id, event_id=event_id)).data)
 
 
 class RetrievalEventReplayView(RetrievalEventsView):
@@ -225,7 +223,7 @@ class RetrievalEventReplayView(RetrievalEventsView):
                           "removed": [{"id": EXAMPLE_MEMORY["id"], "rank": 1, "reason": "superseded"}], "moved": []},
         operation_id="retrieval_event_replay")
     def post(self, request, event_id):
-        replay = retrieval.retrieval_event_replay(org_id=self.org_id, event_id=event_id, agent_id=self.agent_id)
+        replay = events.retrieval_event_replay(org_id=self.org_id, event_id=event_id, agent_id=self.agent_id)
         return Response({"event": s.RetrievalEventSerializer(replay.event).data, "replay_of": str(replay.original.pk),
                          "unchanged": replay.unchanged, "added": replay.added, "removed": replay.removed,
                          "moved": replay.moved}, status=201)

@@ -10,6 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.models import CONTENT_MAX_CHARS, Memory, MemoryRelationship, MemoryVersion, RetrievalEvent
+from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 
 NAMESPACE_SEPARATOR = "/"
 
@@ -299,7 +300,7 @@ class MemorySerializer(serializers.ModelSerializer):
         return scope_to_namespace(memory.scope)
 
     def get_tags(self, memory) -> list[str]:
-        # A search loads the names with the memory (retrieval._load); lists prefetch the tags.
+        # A search loads the names with the memory (retrieval.records.load); lists prefetch the tags.
         names = getattr(memory, "tag_names", None)
         return sorted(tag.tag for tag in memory.tags.all()) if names is None else sorted(names)
 
@@ -395,7 +396,7 @@ class SearchFiltersSerializer(StrictSerializer):
     min_confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
-    time_range = serializers.ChoiceField(["last_day", "last_week", "last_month"], required=False,
+    time_range = serializers.ChoiceField(list(TIME_PRESETS), required=False,
                                          help_text="Shorthand for created_after.")
     valid_at = serializers.DateTimeField(required=False)
     tags = serializers.ListField(child=TagField(), required=False)
@@ -409,8 +410,6 @@ class SearchFiltersSerializer(StrictSerializer):
 
     @staticmethod
     def to_filters(data: dict):
-        from memories.search import SearchFilters, time_preset
-
         return SearchFilters(
             agent_ids=data.get("agent", []), session_id=data.get("session"), namespace=data.get("namespace"),
             categories=data.get("category", []), memory_types=data.get("memory_type", []),

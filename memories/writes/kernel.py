@@ -225,7 +225,7 @@ def enqueue_embedding(org_id, memory_ids: list) -> None:
 
 def refresh_hot_set(memory: Memory) -> None:
     """After commit, keep the agent's hot set (Redis) in step: live memories in, others out."""
-    if memory.status == Memory.Status.ACTIVE and memory.deleted_at is None:
+    if memory.is_live:
         transaction.on_commit(lambda: cache.hot_memory_update(memory))
     else:
         transaction.on_commit(lambda: cache.hot_memory_remove(memory))

@@ -74,3 +74,33 @@ def test_query_embeddings_are_cached_in_redis(api_a):
     cache._embed_query_cached.cache_clear()
     again = cache.query_embedding(text)  # from Redis this time
     assert again == pytest.approx(first, abs=1e-6)
+
+
+def test_the_hot_score_is_the_same_in_python_and_in_sql(tenant_a, api_a):
+    """One formula (cache.HOT_WEIGHTS and its constants), two spellings: hot_score as a write
+    scores a memory, hot_score_sql as the set is rebuilt from PostgreSQL."""
+    from datetime import timedelta
+
+    from django.db import connection
+
+    from memories.retrieval import hot
+
+    ids = [api_a.post("/api/v1/memories", {"content": f"Scored fact {i}"}).json()["memory"]["id"] for i in range(4)]
+    with tenant_context(tenant_a.org.id):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT now()")
+            now = cursor.fetchone()[0]
+        for memory_id, (confidence, age, retrievals) in zip(ids, [(0.9, timedelta(0), 0), (0.5, timedelta(hours=5), 3),
+                                                                  (0.2, timedelta(days=2), 10),
+                                                                  (0.7, timedelta(days=40), 25)]):
+            Memory.objects.filter(pk=memory_id).update(confidence=confidence, created_at=now - age)
+            MemoryUsage.objects.update_or_create(org=tenant_a.org, memory_id=memory_id,
+                                                 defaults={"retrieval_count": retrievals})
+        with connection.cursor() as cursor:
+            cursor.execute(hot.HOT_SCORE_SQL, [tenant_a.org.id, tenant_a.agent.id, 100])
+            in_sql = {memory_id: float(score) for memory_id, score in cursor.fetchall()}
+        memories = Memory.objects.filter(org=tenant_a.org, agent=tenant_a.agent)
+        in_python = {str(m.pk): cache.hot_score(confidence=m.confidence, created_at=m.created_at,
+                                                retrieval_count=m.retrieval_count, now=now) for m in memories}
+    assert set(ids) <= set(in_sql)
+    assert in_sql == pytest.approx(in_python, abs=1e-9)

@@ -9,6 +9,8 @@ from django.db import connection, connections, transaction
 
 from memories import vector_index
 from memories.models import EMBEDDING_DIMENSIONS, Memory
+from memories.retrieval import fulltext, vector
+from memories.retrieval.filters import SearchFilters
 from tenants.context import tenant_context
 from tests import factories
 from tests.knobs import with_search_knobs
@@ -21,11 +23,11 @@ def bulk_memories(org, agent, count, seed):
     vectors = np.random.default_rng(seed).normal(size=(count, EMBEDDING_DIMENSIONS))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     rows = []
-    for i, vector in enumerate(vectors):
+    for i, embedding in enumerate(vectors):
         content = f"memory {seed}-{i}"
         rows.append(Memory(
             org=org, agent=agent, content=content, content_hash=f"{seed:032x}{i:032x}"[-64:],
-            category="factual", embedding=vector, embedding_model="all-MiniLM-L6-v2",
+            category="factual", embedding=embedding, embedding_model="all-MiniLM-L6-v2",
             embedding_dimensions=EMBEDDING_DIMENSIONS,
         ))
     with tenant_context(org.id):
@@ -99,22 +101,18 @@ def test_vector_search_uses_the_index(populated, kind, knob_sql, settings):
 def hnsw_searching_with(settings, *, exact_scan_rows: int) -> None:
     """An HNSW index over the rows present, searched with these knobs. A small table: a modest
     ef_search, or the planner rightly finds sorting a few thousand rows cheaper."""
-    from memories import search
-
     settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, "SEARCH": {
         **settings.MEMORY_PLATFORM["SEARCH"], "EXACT_SCAN_ROWS": exact_scan_rows, "HNSW_EF_SEARCH": 40}}
     with transaction.atomic(using="owner"):
         vector_index.rebuild("hnsw")
     analyze()
-    search._kind_cache.clear()
+    vector.reset_caches()
 
 
-def search_plan(org_id, vector, filters, k):
-    from memories import search
-
+def search_plan(org_id, embedding, filters, k):
     with tenant_context(org_id), connection.cursor() as cursor:
-        query = search.vector_query(cursor, org_id, vector, filters, k)
-        search.set_local(cursor, query.knobs)
+        query = vector.statement(cursor, org_id, embedding, filters, k)
+        vector.set_local(cursor, query.knobs)
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + query.sql, query.params)
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
@@ -123,19 +121,17 @@ def search_plan(org_id, vector, filters, k):
 
 @committing
 def test_the_search_uses_the_index_for_a_large_tenant_and_an_exact_scan_for_a_small_one(populated, org_b, settings):
-    from memories import search
-
     hnsw_searching_with(settings, exact_scan_rows=1000)
     small = factories.organization("Small tenant")
     small_agent = factories.services.agent_create(org=small, name="tiny")
     bulk_memories(small, small_agent, 20, seed=9)
     query = factories.unit_vector(11)
 
-    method, nodes = search_plan(populated.id, query, search.SearchFilters(), 10)
+    method, nodes = search_plan(populated.id, query, SearchFilters(), 10)
     assert method == "hnsw"
     assert any(n.get("Index Name") == vector_index.INDEX_NAME for n in nodes)
 
-    method, nodes = search_plan(small.id, query, search.SearchFilters(), 10)
+    method, nodes = search_plan(small.id, query, SearchFilters(), 10)
     assert method == "exact"
     assert not any(n.get("Index Name") == vector_index.INDEX_NAME for n in nodes)
 
@@ -145,14 +141,12 @@ def test_an_exact_search_reads_only_the_covering_index_of_live_vectors(populated
     """Below EXACT_SCAN_ROWS, the tenant's vectors come from memories_live_vectors (org_id,
     holding id, vector, expiry and the columns the ranking reads) by an index-only scan, not
     from the heap rows."""
-    from memories import search
-
     hnsw_searching_with(settings, exact_scan_rows=1000)
     small = factories.organization("Mid-size tenant")
     bulk_memories(small, factories.services.agent_create(org=small, name="mid"), 300, seed=20)
     with connections["owner"].cursor() as cursor:
         cursor.execute("VACUUM ANALYZE memories")  # marks pages all-visible, as autovacuum does
-    method, nodes = search_plan(small.id, factories.unit_vector(21), search.SearchFilters(), 10)
+    method, nodes = search_plan(small.id, factories.unit_vector(21), SearchFilters(), 10)
     assert method == "exact"
     scans = [n for n in nodes if "Scan" in n["Node Type"] and n.get("Relation Name") == "memories"]
     assert [(n["Node Type"], n.get("Index Name")) for n in scans] == [("Index Only Scan", "memories_live_vectors")]
@@ -163,14 +157,12 @@ def test_an_exact_search_reads_only_the_covering_index_of_live_vectors(populated
 def test_a_tiny_tenant_gets_k_results_even_through_the_index(populated, settings):
     """Force the approximate path for a tenant holding 0.3% of the rows: the iterative scan
     keeps going past the other tenants' rows until it has k of this one's."""
-    from memories import search
-
     hnsw_searching_with(settings, exact_scan_rows=0)
     tiny = factories.organization("Tiny tenant")
     agent = factories.services.agent_create(org=tiny, name="tiny")
     bulk_memories(tiny, agent, 20, seed=12)
     with tenant_context(tiny.id):
-        hits, method = search.vector_search(tiny.id, factories.unit_vector(13), search.SearchFilters(), 10)
+        hits, method = vector.search(tiny.id, factories.unit_vector(13), SearchFilters(), 10)
         exact = list(Memory.objects.filter(org=tiny).order_by(
             CosineDistance("embedding", factories.unit_vector(13))).values_list("pk", flat=True)[:10])
     assert method == "hnsw" and len(hits) == 10
@@ -181,12 +173,10 @@ def test_a_tiny_tenant_gets_k_results_even_through_the_index(populated, settings
 def test_searches_leave_no_prepared_statement_whose_generic_plan_could_drop_the_index(tenant_a):
     """Parameters are bound on the client, so PostgreSQL never plans a search once for all
     values (a generic plan can trade the vector index for a sequential scan)."""
-    from memories import search
-
     for seed in range(6):  # PostgreSQL switches a prepared statement to a generic plan after 5 runs
         with tenant_context(tenant_a.org.id):
-            search.vector_search(tenant_a.org.id, factories.unit_vector(seed), search.SearchFilters(), 5)
-            search.fulltext_search(tenant_a.org.id, "tea", search.SearchFilters(), 5)
+            vector.search(tenant_a.org.id, factories.unit_vector(seed), SearchFilters(), 5)
+            fulltext.search(tenant_a.org.id, "tea", SearchFilters(), 5)
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_prepared_statements")
         assert cursor.fetchone()[0] == 0
@@ -197,8 +187,6 @@ def test_full_text_reads_only_its_own_tenants_posting_lists_under_row_level_secu
     """The GIN index holds each tenant's lexemes apart (tenant_lexemes, migration 0013): a word
     thousands of B's memories hold costs A's search nothing. And tsvector @@ tsquery is marked
     LEAKPROOF, or RLS would keep the index out of the search altogether."""
-    from memories import search
-
     def notes(tenant, content, count, start=0):
         with tenant_context(tenant.org.id):
             Memory.objects.bulk_create([
@@ -210,11 +198,11 @@ def test_full_text_reads_only_its_own_tenants_posting_lists_under_row_level_secu
     notes(tenant_a, "The zeppelin planning meeting moved to day {}", 3, start=6000)
     analyze()
     with tenant_context(tenant_a.org.id):
-        sql, params = search.fulltext_statement(tenant_a.org.id, "planning", search.SearchFilters(), 5)
+        sql, params = fulltext.statement(tenant_a.org.id, "planning", SearchFilters(), 5)
         with connection.cursor() as cursor:
             cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
             plan = cursor.fetchone()[0]
-        hits = search.fulltext_search(tenant_a.org.id, "planning", search.SearchFilters(), 5)
+        hits = fulltext.search(tenant_a.org.id, "planning", SearchFilters(), 5)
     plan = json.loads(plan) if isinstance(plan, str) else plan
     scans = [node for node in plan_nodes(plan[0]["Plan"]) if node.get("Index Name") == "memories_tenant_fts"]
     assert scans and all(node["Actual Rows"] == 3 for node in scans if node["Actual Loops"])
@@ -222,26 +210,24 @@ def test_full_text_reads_only_its_own_tenants_posting_lists_under_row_level_secu
 
 
 @pytest.mark.django_db
-def test_the_hnsw_candidate_list_grows_for_a_tenant_holding_a_small_share_of_the_table(tenant_a, settings):
+def test_the_hnsw_candidate_list_grows_for_a_tenant_holding_a_small_share_of_the_table(tenant_a, settings,
+                                                                                      monkeypatch):
     """One pass over the index keeps only the tenant's share of what it visits: the list is
     long enough for k of its rows in one pass, within pgvector's limit of 1000."""
-    from django.utils import timezone
-
-    from memories import search
-
     settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, HNSW_EF_SEARCH=500)
     org = str(tenant_a.org.id)
-    try:
-        for share, k, expected in [(0.5, 50, 500), (0.1, 50, 600), (0.1, 10, 500), (0.02, 50, 1000), (1.0, 800, 960)]:
-            search._common_cache[org] = (timezone.now(), search.TenantText(
-                shares={}, rows=int(share * 1000), share=share))
-            assert search.hnsw_ef_search(org, k) == expected, (share, k)
-        search._common_cache[org] = (timezone.now(), search.TenantText(shares={}, rows=100, share=0.1))
-        with tenant_context(org), connection.cursor() as cursor:  # the search runs with it
-            query = search.vector_query(cursor, org, factories.unit_vector(3), search.SearchFilters(), 50, small=False)
-        assert query.method == "hnsw" and query.knobs["hnsw.ef_search"] == 600
-    finally:
-        search._common_cache.pop(org, None)
+
+    def measured(share: float, rows: int) -> None:  # the tenant as tenant_text would have estimated it
+        monkeypatch.setattr(fulltext, "tenant_text", lambda org_id: fulltext.TenantText(
+            shares={}, rows=rows, share=share))
+
+    for share, k, expected in [(0.5, 50, 500), (0.1, 50, 600), (0.1, 10, 500), (0.02, 50, 1000), (1.0, 800, 960)]:
+        measured(share, rows=int(share * 1000))
+        assert vector.hnsw_ef_search(org, k) == expected, (share, k)
+    measured(0.1, rows=100)
+    with tenant_context(org), connection.cursor() as cursor:  # the search runs with it
+        query = vector.statement(cursor, org, factories.unit_vector(3), SearchFilters(), 50, small=False)
+    assert query.method == "hnsw" and query.knobs["hnsw.ef_search"] == 600
 
 
 # --------------------------------------------------------------------------- tenants' own indexes
@@ -255,13 +241,11 @@ def tenant_indexes_at(settings, rows: int, most: int = 50) -> None:
 @pytest.fixture
 def no_tenant_index_left():
     """Indexes outlive the rows a committing test truncates: none may reach the next test."""
-    from memories import search
-
     yield
     with connections["owner"].cursor() as cursor:
         for org_id in vector_index.tenant_indexes(using="owner"):
             cursor.execute(f"DROP INDEX IF EXISTS {vector_index.tenant_index_name(org_id)}")
-    search._kind_cache.clear()
+    vector.reset_caches()
 
 
 @committing
@@ -270,8 +254,6 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
     import io
 
     from django.core.management import call_command
-
-    from memories import search
 
     hnsw_searching_with(settings, exact_scan_rows=1000)
     bulk_memories(populated, factories.services.agent_create(org=populated, name="more"), 200, seed=30)
@@ -282,16 +264,16 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
     assert f"created {own} (3,200 memories)" in out.getvalue()
     assert vector_index.tenant_indexes() == {populated.id: True}
     analyze()
-    search._kind_cache.clear()
+    vector.reset_caches()
 
     query = factories.unit_vector(31)
-    method, nodes = search_plan(populated.id, query, search.SearchFilters(), 10)
+    method, nodes = search_plan(populated.id, query, SearchFilters(), 10)
     assert method == "hnsw_tenant" and own in [n.get("Index Name") for n in nodes]
     with tenant_context(populated.id), connection.cursor() as cursor:
-        knobs = search.vector_query(cursor, populated.id, query, search.SearchFilters(), 10).knobs
+        knobs = vector.statement(cursor, populated.id, query, SearchFilters(), 10).knobs
     assert knobs["hnsw.ef_search"] == settings.MEMORY_PLATFORM["SEARCH"]["TENANT_INDEX_EF_SEARCH"]
     with tenant_context(populated.id):
-        hits, _ = search.vector_search(populated.id, query, search.SearchFilters(), 10)
+        hits, _ = vector.search(populated.id, query, SearchFilters(), 10)
         exact = list(Memory.objects.filter(org=populated).order_by(
             CosineDistance("embedding", query)).values_list("pk", flat=True)[:10])
     assert len({h.memory_id for h in hits} & set(exact)) >= 9
@@ -299,8 +281,8 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
     # Even where an exact scan would be chosen (a tenant this size below EXACT_SCAN_ROWS), an
     # unfiltered search takes its own index; a filter leaving few rows still goes exact.
     settings.MEMORY_PLATFORM["SEARCH"]["EXACT_SCAN_ROWS"] = 10_000
-    assert search_plan(populated.id, query, search.SearchFilters(), 10)[0] == "hnsw_tenant"
-    assert search_plan(populated.id, query, search.SearchFilters(categories=["preference"]), 10)[0] == "exact"
+    assert search_plan(populated.id, query, SearchFilters(), 10)[0] == "hnsw_tenant"
+    assert search_plan(populated.id, query, SearchFilters(categories=["preference"]), 10)[0] == "exact"
     settings.MEMORY_PLATFORM["SEARCH"]["EXACT_SCAN_ROWS"] = 1000
 
     # Asked for one of B's own vectors, A's search through its index still finds only A's rows.
@@ -308,13 +290,13 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
         b_vector = list(Memory.objects.filter(org=org_b).values_list("embedding", flat=True)[:1])[0]
         b_rows = set(Memory.objects.filter(org=org_b).values_list("pk", flat=True))
     with tenant_context(populated.id):
-        hits, method = search.vector_search(populated.id, list(b_vector), search.SearchFilters(), 10)
+        hits, method = vector.search(populated.id, list(b_vector), SearchFilters(), 10)
         a_rows = set(Memory.objects.filter(org=populated).values_list("pk", flat=True))
     assert method == "hnsw_tenant" and len(hits) == 10
     assert {h.memory_id for h in hits} <= a_rows and not {h.memory_id for h in hits} & b_rows
 
     # Another tenant's search cannot use it (its predicate names A) and goes through the shared one.
-    method, nodes = search_plan(org_b.id, query, search.SearchFilters(), 10)
+    method, nodes = search_plan(org_b.id, query, SearchFilters(), 10)
     names = [n.get("Index Name") for n in nodes]
     assert method == "hnsw" and vector_index.INDEX_NAME in names and own not in names
 
@@ -324,8 +306,8 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
     tenant_indexes_at(settings, rows=7000, most=1)  # ...and below half of this: it goes
     assert vector_index.sync_tenant_indexes().dropped == [populated.id]
     assert vector_index.tenant_indexes() == {}
-    search._kind_cache.clear()
-    method, nodes = search_plan(populated.id, query, search.SearchFilters(), 10)
+    vector.reset_caches()
+    method, nodes = search_plan(populated.id, query, SearchFilters(), 10)
     assert method == "hnsw" and vector_index.INDEX_NAME in [n.get("Index Name") for n in nodes]
 
 

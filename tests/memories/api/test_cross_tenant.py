@@ -86,29 +86,36 @@ def test_b_s_searches_events_and_hot_set_hold_nothing_of_a(tenant_a, tenant_b, a
     assert not a_ids & {r["id"] for r in stored}
 
 
-def test_a_search_that_claims_a_tenant_its_transaction_does_not_run_as_finds_and_writes_nothing(tenant_a, tenant_b):
-    """API views tell the search their authentication set the tenant (tenant_active), which
-    saves setting it again. Claimed wrongly, with no tenant or with another one, the search
-    fails closed: it finds nothing, and its retrieval event cannot be written."""
+def test_a_search_runs_as_the_tenant_its_caller_set_and_finds_nothing_without_it(tenant_a, tenant_b):
+    """Retrieval never sets the tenant: the caller's boundary has (API authentication, the
+    console's access check, tenant_context in jobs and tests). Run as A, a search finds A's
+    memories only, even for B's words; run as no tenant or as another, it fails closed (row-level
+    security): it finds nothing of any tenant, and its retrieval event cannot be written."""
     from django.db import DatabaseError, transaction
 
-    from memories import retrieval
     from memories.models import RetrievalEvent
-    from memories.search import SearchFilters
+    from memories.retrieval.events import retrieval_event_record
+    from memories.retrieval.filters import SearchFilters
+    from memories.retrieval.pipeline import memory_search
 
-    def search_a():
-        return retrieval.memory_search(org_id=tenant_a.org.id, query=tenant_a.memory.content,
-                                       filters=SearchFilters(), mode="fulltext", tenant_active=True)
+    def search(tenant, mode="fulltext"):
+        return memory_search(org_id=tenant.org.id, query=tenant.memory.content, filters=SearchFilters(), mode=mode)
 
     with tenant_context(tenant_a.org.id):  # what a view of A's has: A's memory is found
-        assert tenant_a.memory.id in {r.memory.pk for r in search_a().results}
+        assert tenant_a.memory.id in {r.memory.pk for r in search(tenant_a).results}
+        for mode in ("hybrid", "vector", "fulltext"):
+            found = memory_search(org_id=tenant_a.org.id, query=tenant_b.memory.content, filters=SearchFilters(),
+                                  mode=mode, limit=100).results
+            assert {r.memory.org_id for r in found} <= {tenant_a.org.id}
     for active in (None, tenant_b.org.id):
         with tenant_context(active) if active else transaction.atomic():
-            outcome = search_a()
+            outcome = search(tenant_a)
             assert outcome.results == []
+            if active is None:
+                assert search(tenant_b).results == []
             with pytest.raises(DatabaseError), transaction.atomic():
-                retrieval.retrieval_event_record(
+                retrieval_event_record(
                     org_id=tenant_a.org.id, kind=RetrievalEvent.Kind.SEARCH, query="q", scope="",
-                    filters=SearchFilters(), request={}, outcome=outcome, tenant_active=True)
+                    filters=SearchFilters(), request={}, outcome=outcome)
     with tenant_context(tenant_a.org.id):
         assert not RetrievalEvent.objects.filter(org_id=tenant_a.org.id, query="q").exists()

@@ -5,9 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories import embeddings, search
+from memories import embeddings
 from memories.embeddings import use_embedder
 from memories.models import Memory, RetrievalEvent
+from memories.retrieval import fulltext, ranking, size
+from memories.retrieval.filters import SearchFilters
 from tenants.context import tenant_context
 from tests.knobs import with_search_knobs
 from tests.markers import committing
@@ -169,7 +171,7 @@ def test_the_blend_reads_each_memory_as_it_is_however_it_was_found(tenant_a, api
     """The ranking's columns come with the rows of the vector and the full-text statements, and
     are read for an expansion's neighbours: each result's blend shows that memory's own
     importance, confidence and usage."""
-    from memories.retrieval import flush_retrievals
+    from memories.retrieval.events import flush_retrievals
 
     with tenant_context(tenant_a.org.id):
         for i, memory_id in enumerate(facts.values()):
@@ -192,7 +194,7 @@ def test_the_blend_reads_each_memory_as_it_is_however_it_was_found(tenant_a, api
             sources |= set(signals) & {"vector", "fulltext", "graph"}
             assert (signals["blend"]["importance"], signals["blend"]["confidence"]) == (
                 memory["importance"], memory["confidence"]), body
-            assert signals["blend"]["usage"] == round(search.usage(memory["retrieval_count"]), 6), body
+            assert signals["blend"]["usage"] == round(ranking.usage(memory["retrieval_count"]), 6), body
             assert result["memory"]["retrieval_count"] == memory["retrieval_count"], body
     assert sources == {"vector", "fulltext", "graph"}
 
@@ -257,7 +259,7 @@ def _counts(org_id, ids) -> dict:
 
 
 def test_search_counts_retrievals_in_batches(tenant_a, tenant_b, api_a, facts, django_capture_on_commit_callbacks):
-    from memories.retrieval import flush_retrievals
+    from memories.retrieval.events import flush_retrievals
 
     flush_retrievals()
     before = _counts(tenant_a.org.id, facts.values())
@@ -285,7 +287,7 @@ def test_a_retrieval_leaves_the_memory_row_as_it_was(tenant_a, api_a, facts, dja
     and index-only scans keep its page; memories migration 0009)."""
     from django.db import connection
 
-    from memories.retrieval import flush_retrievals
+    from memories.retrieval.events import flush_retrievals
 
     def row_version():
         with tenant_context(tenant_a.org.id), connection.cursor() as cursor:
@@ -302,7 +304,7 @@ def test_a_retrieval_leaves_the_memory_row_as_it_was(tenant_a, api_a, facts, dja
 
 def test_a_forged_retrieval_entry_cannot_touch_another_organisation(tenant_a, tenant_b):
     from memories import cache
-    from memories.retrieval import RETRIEVAL_COUNTS_KEY, RETRIEVALS_PENDING_KEY, flush_retrievals
+    from memories.retrieval.events import RETRIEVAL_COUNTS_KEY, RETRIEVALS_PENDING_KEY, flush_retrievals
 
     flush_retrievals()
     org_a, victim = str(tenant_a.org.id), tenant_b.memory
@@ -316,7 +318,7 @@ def test_retrievals_taken_from_redis_go_back_if_the_write_fails(tenant_a):
     from django.db import DatabaseError
 
     from memories import cache
-    from memories.retrieval import RETRIEVAL_COUNTS_KEY, RETRIEVALS_PENDING_KEY, flush_retrievals
+    from memories.retrieval.events import RETRIEVAL_COUNTS_KEY, RETRIEVALS_PENDING_KEY, flush_retrievals
 
     flush_retrievals()
     org_a = str(tenant_a.org.id)
@@ -426,14 +428,14 @@ def test_store_search_keeps_items_above_the_threshold(api_a):
 
 
 def test_reciprocal_rank_fusion_is_weighted_and_deterministic():
-    signals = {"vector": [search.Hit("a", 0.9, 1), search.Hit("b", 0.8, 2)],
-               "fulltext": [search.Hit("b", 1.0, 1), search.Hit("c", 0.5, 2)]}
-    fused = search.reciprocal_rank_fusion(signals, {"vector": 1.0, "fulltext": 2.0}, 60)
+    signals = {"vector": [ranking.Hit("a", 0.9, 1), ranking.Hit("b", 0.8, 2)],
+               "fulltext": [ranking.Hit("b", 1.0, 1), ranking.Hit("c", 0.5, 2)]}
+    fused = ranking.reciprocal_rank_fusion(signals, {"vector": 1.0, "fulltext": 2.0}, 60)
     assert fused == pytest.approx({"a": 1 / 61, "b": 1 / 62 + 2 / 61, "c": 2 / 62})
 
 
 def test_equal_scores_in_one_signal_share_a_rank():
-    hits = search.ranked_hits([("a", 0.9), ("b", 0.5), ("c", 0.5), ("d", 0.1)])
+    hits = ranking.ranked_hits([("a", 0.9), ("b", 0.5), ("c", 0.5), ("d", 0.1)])
     assert [(hit.memory_id, hit.rank) for hit in hits] == [("a", 1), ("b", 2), ("c", 2), ("d", 4)]
 
 
@@ -454,22 +456,22 @@ def test_rare_words_are_the_query_words_fewest_memories_hold(tenant_a, api_a):
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Weekly report number {i} for the team"}
                                                  for i in range(12)]})
     api_a.post("/api/v1/memories", {"content": "The zeppelin report is late"})
-    search._common_cache.clear()
+    fulltext.reset_caches()
     with tenant_context(tenant_a.org.id):
         # "the" is a stop word; "report" is in 13 of 15 memories, the most common.
-        assert search.rare_words(tenant_a.org.id, ["the", "weekly", "report", "zeppelin", "team"]) == [
+        assert fulltext.rare_words(tenant_a.org.id, ["the", "weekly", "report", "zeppelin", "team"]) == [
             "weekly", "zeppelin", "team"]
 
 
 def test_the_lexemes_of_a_word_are_asked_of_the_database_once_per_process(django_assert_num_queries):
-    search._lexeme_cache.clear()
+    fulltext.reset_caches()
     with django_assert_num_queries(1):
-        first = search.word_lexemes(["running", "the", "reports"])
+        first = fulltext.word_lexemes(["running", "the", "reports"])
     assert first == {"running": ["run"], "the": [], "reports": ["report"]}
     with django_assert_num_queries(0):
-        assert search.word_lexemes(["reports", "running"]) == {"reports": ["report"], "running": ["run"]}
+        assert fulltext.word_lexemes(["reports", "running"]) == {"reports": ["report"], "running": ["run"]}
     with django_assert_num_queries(1):  # only the new word
-        assert search.word_lexemes(["the", "zeppelins"]) == {"the": [], "zeppelins": ["zeppelin"]}
+        assert fulltext.word_lexemes(["the", "zeppelins"]) == {"the": [], "zeppelins": ["zeppelin"]}
 
 
 @committing
@@ -481,11 +483,11 @@ def test_a_tenant_is_measured_on_its_own_memories(tenant_a, tenant_b, api_a):
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Bulk fact {i}"} for i in range(40)]})
     with connections["owner"].cursor() as cursor:  # the table's row estimate, as autovacuum keeps it
         cursor.execute("ANALYZE memories")
-    search._common_cache.clear()
+    fulltext.reset_caches()
     with tenant_context(tenant_a.org.id):
-        a = search.tenant_text(tenant_a.org.id)
+        a = fulltext.tenant_text(tenant_a.org.id)
     with tenant_context(tenant_b.org.id):
-        b = search.tenant_text(tenant_b.org.id)
+        b = fulltext.tenant_text(tenant_b.org.id)
     assert a.rows == b.rows + 40
     assert a.share == pytest.approx(a.rows / (a.rows + b.rows)) and b.share == pytest.approx(b.rows / (a.rows + b.rows))
     assert a.shares["bulk"] == pytest.approx(40 / a.rows) and "bulk" not in b.shares
@@ -497,14 +499,14 @@ def test_an_unfiltered_search_takes_the_tenant_size_from_the_hourly_estimate(ten
 
     settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, EXACT_SCAN_ROWS=2, TEXT_SCAN_ROWS=2)
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Bulk fact {i}"} for i in range(10)]})
-    search._common_cache.clear()
+    fulltext.reset_caches()
     capped = lambda queries: [q for q in queries if "capped" in q["sql"]]  # noqa: E731
     with tenant_context(tenant_a.org.id), CaptureQueriesContext(connection) as queries:
-        assert search.candidate_count(tenant_a.org.id, search.SearchFilters()) == 12  # live, active
-        assert search.is_small(tenant_a.org.id, search.SearchFilters()) is False
-        assert search.is_small(tenant_a.org.id, search.SearchFilters(tags=["absent"])) is True
+        assert size.candidate_count(tenant_a.org.id, SearchFilters()) == 12  # live, active
+        assert size.is_small(tenant_a.org.id, SearchFilters()) is False
+        assert size.is_small(tenant_a.org.id, SearchFilters(tags=["absent"])) is True
     assert len(capped(queries.captured_queries)) == 1  # only the filtered search counted
-    search._common_cache.clear()
+    fulltext.reset_caches()
 
 
 def test_full_text_matches_row_by_row_only_the_few_rows_a_filter_leaves(tenant_a, api_a, facts):
@@ -533,9 +535,9 @@ def test_full_text_ranks_memories_holding_every_word_first(tenant_a, api_a, smal
     for content in ["Green apples are in the fridge", "The user drinks green tea every morning",
                     "Tea towels are in the drawer", "Tea, tea and more tea", "Invoices go out monthly"]:
         created[content] = api_a.post("/api/v1/memories", {"content": content, "category": "factual"}).json()["memory"]["id"]
-    search._common_cache.clear()
+    fulltext.reset_caches()
     with tenant_context(tenant_a.org.id):
-        hits = search.fulltext_search(tenant_a.org.id, query, search.SearchFilters(), 10, small=small)
+        hits = fulltext.search(tenant_a.org.id, query, SearchFilters(), 10, small=small)
     ids = [str(hit.memory_id) for hit in hits]
     # "Tea, tea and more tea" matches a single word best; only the green tea memory holds both.
     assert ids[0] == created["The user drinks green tea every morning"]
@@ -553,11 +555,11 @@ def test_full_text_on_a_large_tenant_ranks_two_rare_words_above_one_and_reads_si
     for content in ["The zeppelin hangar is by the harbour, past the old customs house on the quay",
                     "Zeppelin, zeppelin, zeppelin", "The harbour is calm tonight", "Invoices go out monthly"]:
         created[content] = api_a.post("/api/v1/memories", {"content": content, "category": "factual"}).json()["memory"]["id"]
-    search._common_cache.clear()
+    fulltext.reset_caches()
     with tenant_context(tenant_a.org.id):
-        hits = search.fulltext_search(tenant_a.org.id, "zeppelin harbour storm", search.SearchFilters(), 10)
-        short = search.fulltext_search(tenant_a.org.id, "zeppelin harbour storm", search.SearchFilters(), 10, enough=1)
-        none_short = search.fulltext_search(tenant_a.org.id, "zeppelin harbour storm", search.SearchFilters(), 10,
+        hits = fulltext.search(tenant_a.org.id, "zeppelin harbour storm", SearchFilters(), 10)
+        short = fulltext.search(tenant_a.org.id, "zeppelin harbour storm", SearchFilters(), 10, enough=1)
+        none_short = fulltext.search(tenant_a.org.id, "zeppelin harbour storm", SearchFilters(), 10,
                                             enough=0)
     ids = [str(hit.memory_id) for hit in hits]
     two_words = created["The zeppelin hangar is by the harbour, past the old customs house on the quay"]
@@ -569,8 +571,8 @@ def test_full_text_on_a_large_tenant_ranks_two_rare_words_above_one_and_reads_si
 
 
 def test_work_that_fails_while_full_text_runs_leaves_the_connection_usable(tenant_a, api_a):
-    """The statement is in flight (pipeline mode) when work() raises: the error surfaces and
-    the same transaction goes on."""
+    """The statement is in flight (pipeline mode) when the work done meanwhile raises: the
+    error surfaces and the same transaction goes on."""
     api_a.post("/api/v1/memories", {"content": "The zeppelin hangar opens at dawn", "category": "factual"})
 
     def failing():
@@ -578,7 +580,9 @@ def test_work_that_fails_while_full_text_runs_leaves_the_connection_usable(tenan
 
     with tenant_context(tenant_a.org.id):
         with pytest.raises(RuntimeError, match="fell over"):
-            search.fulltext_search_during(failing, tenant_a.org.id, "zeppelin", search.SearchFilters(), 5)
-        hits, done = search.fulltext_search_during(lambda: "embedded", tenant_a.org.id, "zeppelin",
-                                                   search.SearchFilters(), 5)
+            with fulltext.started(tenant_a.org.id, "zeppelin", SearchFilters(), 5):
+                failing()
+        with fulltext.started(tenant_a.org.id, "zeppelin", SearchFilters(), 5) as text:
+            done = "embedded"
+        hits = text.hits
     assert done == "embedded" and len(hits) == 1

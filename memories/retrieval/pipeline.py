@@ -1,0 +1,87 @@
+"""A search, top to bottom: signals -> fusion -> rank -> load (docs/adr/0035).
+
+Each signal ranks memories its own way into Hits (ranking.Hit); reciprocal-rank fusion adds
+them up, weighted by signal (RRF_WEIGHTS); the final rank blends the fused relevance with
+importance, confidence, recency and usage; whole records are loaded for the winners only.
+A new signal is a module whose search returns Hits, put in `signals` under its name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.utils import timezone
+
+from memories import cache
+from memories.retrieval import expansion, fulltext, ranking, records, size, vector
+from memories.retrieval.config import knobs
+from memories.retrieval.filters import SearchFilters
+from memories.retrieval.ranking import Hit, SearchOutcome
+
+
+@dataclass
+class Signals:
+    """What the query's own signals found: each one's Hits, best first, by name."""
+
+    hits: dict[str, list[Hit]] = field(default_factory=dict)
+    degraded: str | None = None  # "no_embedding" when the query could not be embedded
+    vector_method: str | None = None
+    filled_from_fulltext: int = 0
+
+
+def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mode: str,
+                  threshold: float | None) -> Signals:
+    """The vector and full-text signals, as `mode` asks for them ("hybrid", "vector" or
+    "fulltext"), each with up to CANDIDATES memories (at least `limit`)."""
+    k = max(limit, knobs()["CANDIDATES"])
+    rows = size.candidate_count(org_id, filters)
+    exact = rows <= knobs()["EXACT_SCAN_ROWS"]
+    # Full text: match row by row the few rows a filter leaves (docs/adr/0035).
+    small = filters.narrows() and rows <= knobs()["TEXT_SCAN_ROWS"]
+    embedding, text_hits = None, None
+    if mode == "hybrid":
+        with fulltext.started(org_id, query, filters, k, small, enough=limit) as text:
+            embedding = cache.query_embedding(query)  # while the database runs the full-text statement
+        text_hits = text.hits
+    elif mode == "vector":
+        embedding = cache.query_embedding(query)
+    found = Signals(degraded="no_embedding" if mode in ("hybrid", "vector") and embedding is None else None)
+    if embedding is not None:
+        hits, found.vector_method = vector.search(org_id, embedding, filters, k, exact)
+        if threshold is not None:  # seed 003's store search: only matches at least this similar
+            hits = [hit for hit in hits if hit.score >= threshold]
+        found.hits["vector"] = hits
+    if text_hits is not None:
+        found.hits["fulltext"] = text_hits
+    elif found.degraded or mode == "fulltext":
+        found.hits["fulltext"] = fulltext.search(org_id, query, filters, k, small, enough=limit)
+    elif len(found.hits["vector"]) < limit and threshold is None:
+        # Seed 001: too few vector matches (sparse memories) -> full text fills up.
+        seen = {hit.memory_id for hit in found.hits["vector"]}
+        extra = [hit for hit in fulltext.search(org_id, query, filters, k, small)
+                 if hit.memory_id not in seen][: limit - len(seen)]
+        if extra:
+            found.hits["fulltext"], found.filled_from_fulltext = extra, len(extra)
+    return found
+
+
+def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10, mode: str = "hybrid",
+                  expand: bool = False, threshold: float | None = None) -> SearchOutcome:
+    """Rank memories for a query, as the tenant the caller has set (memories.retrieval).
+    threshold (cosine similarity) keeps only vector matches at or above it (seed 003's store
+    search); expand adds the best results' neighbours (expansion)."""
+    weights, rrf_k = knobs()["RRF_WEIGHTS"], knobs()["RRF_K"]
+    # Signals, then fusion.
+    found = query_signals(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, threshold=threshold)
+    signals = found.hits
+    fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
+    if expand and fused:  # a signal seeded by the others' fusion, then fused with them
+        signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters)
+        fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
+    # Rank every candidate on a few columns, most of which came with the signals' rows.
+    rows = ranking.candidates_rows(org_id, signals, fused)
+    results = ranking.rank(rows, fused, ranking.explanations(signals), timezone.now())[:limit]
+    # Load whole records for the winners only.
+    records.fill(org_id, results, usage=rows)
+    return SearchOutcome(results=results, degraded=found.degraded, vector_method=found.vector_method,
+                         filled_from_fulltext=found.filled_from_fulltext)

@@ -1,0 +1,157 @@
+"""Vector search: the k memories nearest the query's embedding (docs/adr/0035).
+
+The search returns the k nearest rows of the tenant whatever the tenant's size:
+  * a tenant (after its cheap filters) with at most EXACT_SCAN_ROWS candidates is searched
+    exactly: its rows come from a b-tree index and are sorted by distance;
+  * a larger one goes through the approximate index with an iterative scan (pgvector 0.8),
+    which keeps scanning past rows the tenant filter rejects until k rows are found; a tenant
+    with an HNSW index of its own (memories.vector_index) goes through that one.
+The query knobs are set with SET LOCAL, so they end with the search's transaction.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from memories import vector_index
+from memories.embeddings import vector_literal
+from memories.retrieval import fulltext, size
+from memories.retrieval.config import knobs
+from memories.retrieval.filters import SearchFilters
+from memories.retrieval.ranking import Hit, ranked_hits, ranking_columns, usage_join
+
+_index_cache: dict = {}
+INDEX_CACHE_SECONDS = 60
+HNSW_EF_SEARCH_MAX = 1000  # pgvector's limit
+
+
+def reset_caches() -> None:
+    """Forget the indexes this process has read (read again at the next search)."""
+    _index_cache.clear()
+
+
+def _refresh_index_cache() -> None:
+    """Read what the database has (at most once a minute): the shared approximate index's kind
+    and options, and the tenants with a valid index of their own."""
+    now = timezone.now()
+    if not _index_cache or now - _index_cache["at"] > timedelta(seconds=INDEX_CACHE_SECONDS):
+        kind, options = vector_index.current_index(using="default")
+        own = {org for org, valid in vector_index.tenant_indexes(using="default").items() if valid}
+        _index_cache.update(kind=kind, options=options, own=own, at=now)
+
+
+def shared_index() -> tuple[str | None, dict]:
+    """The shared approximate index's kind ("hnsw", "ivfflat", or None) and options."""
+    _refresh_index_cache()
+    return _index_cache["kind"], _index_cache["options"]
+
+
+def has_own_index(org_id) -> bool:
+    """Whether the tenant has an HNSW index of its own (memories.vector_index)."""
+    _refresh_index_cache()
+    return uuid.UUID(str(org_id)) in _index_cache["own"]
+
+
+def ivfflat_probes(options: dict) -> int:
+    configured = knobs()["IVFFLAT_PROBES"]
+    return configured or max(1, round(math.sqrt(int(options.get("lists", 100)))))
+
+
+def set_local(cursor, settings_to_set: dict) -> None:
+    """SET LOCAL each of these, in one round trip: they last until the transaction ends."""
+    if settings_to_set:
+        cursor.execute("SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings_to_set)),
+                       [part for name, value in settings_to_set.items() for part in (name, str(value))])
+
+
+@dataclass
+class VectorQuery:
+    sql: str
+    params: list
+    method: str  # "exact", "hnsw", "ivfflat", or "hnsw_tenant" (the tenant's own HNSW index)
+    knobs: dict  # SET LOCAL name -> value
+
+
+def hnsw_ef_search(org_id, k: int) -> int:
+    """The HNSW candidate list for k rows of this tenant: HNSW_EF_SEARCH, longer for a tenant
+    holding a small share of the table. A pass over the index keeps only about that share of
+    the candidates it visits; when that falls short of k, the iterative scan makes another
+    pass, which costs more than a longer first one (at 1M memories, k 50 for a 10% tenant:
+    ef_search 500 took 12.4 / 22.2 ms p50 / p95, 600 took 9.7 / 15.2)."""
+    ef = max(knobs()["HNSW_EF_SEARCH"], k)
+    share = fulltext.tenant_text(org_id).share
+    if share > 0:
+        ef = max(ef, math.ceil(1.2 * k / share))
+    return min(ef, HNSW_EF_SEARCH_MAX)
+
+
+def statement(cursor, org_id, embedding: list[float], filters: SearchFilters, k: int,
+              small: bool | None = None) -> VectorQuery:
+    """The statement search runs, and the settings it runs under. small: whether the
+    candidate rows are few (size.is_small), if the caller knows already."""
+    where, params = filters.where(org_id)
+    exact_limit = knobs()["EXACT_SCAN_ROWS"]
+    kind, options = shared_index() if filters.uses_live_index() else (None, {})
+    own = filters.uses_live_index() and has_own_index(org_id)
+    settings_for_search: dict = {}
+    if own and not filters.narrows():
+        small = False  # its own index holds exactly the rows searched: faster than any exact scan
+    elif small is None:
+        small = size.capped_count(cursor, where, params, exact_limit) <= exact_limit
+    if small or (kind is None and not own):
+        method = "exact"
+        # "+ 0" keeps the planner from ordering through the approximate index: the rows come
+        # from the tenant's b-tree indexes and are sorted by their true distance.
+        distance = "(m.embedding <=> %s::vector) + 0"
+    else:
+        method = "hnsw_tenant" if own else kind
+        distance = "m.embedding <=> %s::vector"
+        if kind == "ivfflat":
+            settings_for_search = {"ivfflat.probes": ivfflat_probes(options),
+                                   "ivfflat.iterative_scan": "relaxed_order",
+                                   "ivfflat.max_probes": knobs()["IVFFLAT_MAX_PROBES"]}
+        if own or kind == "hnsw":
+            # The tenant's own index holds its rows only: no share of the candidates is lost.
+            ef = (min(max(knobs()["TENANT_INDEX_EF_SEARCH"], k), HNSW_EF_SEARCH_MAX) if own
+                  else hnsw_ef_search(org_id, k))
+            settings_for_search |= {"hnsw.ef_search": ef,
+                                    "hnsw.iterative_scan": "relaxed_order",
+                                    "hnsw.max_scan_tuples": knobs()["HNSW_MAX_SCAN_TUPLES"]}
+    # The distance is computed once a row and sorted on by its name: an expression in the
+    # select list beside another in ORDER BY is computed twice for every row an exact search
+    # reads (a quarter of its time at 10,000 rows). The inner query may return rows slightly out
+    # of order (relaxed iterative scan); the outer one puts them in exact order.
+    # The ranking's columns come with the rows: from the heap tuple an index scan reads, or
+    # from the covering index an exact scan reads (memories migration 0012).
+    sql = f"""
+        SELECT nearest.id, 1 - nearest.distance AS similarity, {ranking_columns("nearest")}
+        FROM (
+            SELECT m.id, m.importance, m.confidence, m.created_at, {distance} AS distance
+            FROM memories m
+            WHERE {where} AND m.embedding IS NOT NULL
+            ORDER BY distance
+            LIMIT %s
+        ) nearest {usage_join("nearest")}
+        ORDER BY nearest.distance, nearest.id
+    """
+    return VectorQuery(sql, [vector_literal(embedding), *params, k, org_id], method, settings_for_search)
+
+
+def search(org_id, embedding: list[float], filters: SearchFilters, k: int,
+           small: bool | None = None) -> tuple[list[Hit], str]:
+    """The k nearest memories by cosine similarity, and how they were found ("exact" or the
+    index kind). Its index settings are SET LOCAL: they stay until the transaction ends (a
+    savepoint's release would not end them either), and each search sets its own."""
+    with connection.cursor() as cursor:
+        query = statement(cursor, org_id, embedding, filters, k, small)
+        set_local(cursor, query.knobs)
+        cursor.execute(query.sql, query.params)
+        rows = cursor.fetchall()
+    return ranked_hits(((memory_id, max(0.0, min(1.0, float(similarity))), *ranking)
+                        for memory_id, similarity, *ranking in rows), measure="similarity"), query.method
