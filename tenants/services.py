@@ -1,4 +1,10 @@
-"""Writes for tenancy: organisations, agents, API keys."""
+"""Writes for tenancy: organisations, agents, API keys, memberships.
+
+Like every service, these assume their caller's boundary set the context (docs/architecture.md,
+"One tenant rule"): creating an organisation is cross-tenant work, done as the service account
+(`with service_account():` in a command, Django admin's own context); the others act within
+the organisation they name (`with tenant_context(org.id):`, or the console's access check).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,6 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from tenants.context import service_account, tenant_context
 from tenants.models import Agent, ApiKey, Membership, Organization
 
 API_KEY_PREFIX = "mp_"
@@ -21,24 +26,20 @@ def api_key_hash(key: str) -> str:
 
 
 def organization_create(*, name: str, slug: str | None = None) -> Organization:
-    """Create an organisation. Creating a tenant is cross-tenant work: it runs as the service account."""
-    with service_account():
-        return Organization.objects.create(name=name, slug=slug or slugify(name)[:64])
+    """Create an organisation (as the service account: it is no tenant's yet)."""
+    return Organization.objects.create(name=name, slug=slug or slugify(name)[:64])
 
 
 def organization_get_or_create(*, name: str, slug: str) -> tuple[Organization, bool]:
-    with service_account():
-        return Organization.objects.get_or_create(slug=slug, defaults={"name": name})
+    return Organization.objects.get_or_create(slug=slug, defaults={"name": name})
 
 
 def agent_create(*, org: Organization, name: str, description: str = "") -> Agent:
-    with tenant_context(org.id):
-        return Agent.objects.create(org=org, name=name, description=description)
+    return Agent.objects.create(org=org, name=name, description=description)
 
 
 def agent_get_or_create(*, org: Organization, name: str) -> tuple[Agent, bool]:
-    with tenant_context(org.id):
-        return Agent.objects.get_or_create(org=org, name=name)
+    return Agent.objects.get_or_create(org=org, name=name)
 
 
 def api_key_namespaces(namespaces) -> list[str]:
@@ -68,17 +69,15 @@ def api_key_issue(*, agent: Agent, name: str = "", created_by=None, namespaces=(
     """Issue a key for an agent. Returns the row and the key itself: show it once."""
     api_key, key = api_key_new(agent=agent, name=name, created_by=created_by, namespaces=namespaces,
                                read_only=read_only)
-    with tenant_context(agent.org_id):
-        api_key.save(force_insert=True)
+    api_key.save(force_insert=True)
     return api_key, key
 
 
 @transaction.atomic
 def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
-    with tenant_context(api_key.org_id):
-        if api_key.revoked_at is None:
-            api_key.revoked_at = timezone.now()
-            api_key.save(update_fields=["revoked_at"])
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
     return api_key
 
 
@@ -86,8 +85,7 @@ def membership_set(*, org: Organization, user, role: str) -> Membership:
     """Give an operator a role in an organisation (adding them, or changing their role)."""
     if role not in Membership.Role.values:
         raise ValueError(f"role must be one of {', '.join(Membership.Role.values)}")
-    with tenant_context(org.id):
-        membership, _ = Membership.objects.update_or_create(org=org, user=user, defaults={"role": role})
+    membership, _ = Membership.objects.update_or_create(org=org, user=user, defaults={"role": role})
     return membership
 
 

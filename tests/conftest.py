@@ -69,10 +69,8 @@ def api_client_for():
     """An API client authenticated with a fresh key of the given agent."""
     from rest_framework.test import APIClient
 
-    from tenants import services
-
     def make(agent):
-        _, key = services.api_key_issue(agent=agent, name="test client")
+        _, key = factories.api_key(agent=agent, name="test client")
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
         client.key = key

@@ -24,14 +24,26 @@ from memories.models import (
 )
 from memories.writes.kernel import content_hash
 from tenants import services
-from tenants.context import tenant_context
+from tenants.context import service_account, tenant_context
 from tenants.models import Agent, ApiKey, Membership, Organization, Session
 
 _sequence = count(1)
 
 
 def organization(name: str) -> Organization:
-    return services.organization_create(name=name, slug=f"{name.lower().replace(' ', '-')}-{next(_sequence)}")
+    with service_account():
+        return services.organization_create(name=name, slug=f"{name.lower().replace(' ', '-')}-{next(_sequence)}")
+
+
+def agent(*, org: Organization, name: str) -> Agent:
+    with tenant_context(org.id):
+        return services.agent_create(org=org, name=name)
+
+
+def api_key(*, agent: Agent, name: str = "test key", **reach) -> tuple[ApiKey, str]:
+    """A key of the agent, and the key itself; reach: namespaces=..., read_only=..."""
+    with tenant_context(agent.org_id):
+        return services.api_key_issue(agent=agent, name=name, **reach)
 
 
 def unit_vector(seed: int, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
@@ -85,19 +97,19 @@ class Tenant:
 def populated_tenant(org: Organization) -> Tenant:
     """An organisation with at least one row in every tenant table."""
     n = next(_sequence)
-    agent = services.agent_create(org=org, name=f"agent-{n}")
-    api_key, _ = services.api_key_issue(agent=agent, name="test key")
+    agent_row = agent(org=org, name=f"agent-{n}")
+    key_row, _ = api_key(agent=agent_row)
     user = get_user_model().objects.create_user(username=f"operator-{n}", password="not-used-here")
     with tenant_context(org.id):
-        session = Session.objects.create(org=org, agent=agent, scope="memories/user-1")
+        session = Session.objects.create(org=org, agent=agent_row, scope="memories/user-1")
         membership = Membership.objects.create(org=org, user=user, role=Membership.Role.OPERATOR)
-        first = memory(org=org, agent=agent, session=session, scope="memories/user-1",
+        first = memory(org=org, agent=agent_row, session=session, scope="memories/user-1",
                        content=f"{org.name} prefers tea over coffee")
-        second = memory(org=org, agent=agent, scope="memories/user-1", content=f"{org.name} works in Lisbon")
+        second = memory(org=org, agent=agent_row, scope="memories/user-1", content=f"{org.name} works in Lisbon")
         version = MemoryVersion.objects.create(
             org=org, memory=first, version_num=1, operation="create", content=first.content,
             category=first.category, confidence=first.confidence, status=first.status,
-            changed_by_type="agent", changed_by_agent=agent,
+            changed_by_type="agent", changed_by_agent=agent_row,
         )
         relationship = MemoryRelationship.objects.create(
             org=org, source=second, target=first, relation_type="supports"
@@ -108,17 +120,17 @@ def populated_tenant(org: Organization) -> Tenant:
         )
         link = MemoryArtifact.objects.create(org=org, memory=first, artifact=artifact, scope="memories/user-1")
         event = RetrievalEvent.objects.create(
-            org=org, kind="search", agent=agent, query="what does the user drink?",
+            org=org, kind="search", agent=agent_row, query="what does the user drink?",
             returned_memory_ids=[first.id], returned_scores=[0.9], returned_artifact_ids=[artifact.id],
         )
         provenance = Provenance.objects.create(org=org, memory=first, source_identity="chat", source_event="turn-1")
         duplicate = DuplicateCandidate.objects.create(org=org, memory=second, candidate=first, similarity=0.95)
         idempotency = IdempotencyRecord.objects.create(
-            org=org, agent=agent, key=f"key-{n}", request_fingerprint="f" * 64, response_status=201, response_body={}
+            org=org, agent=agent_row, key=f"key-{n}", request_fingerprint="f" * 64, response_status=201, response_body={}
         )
         usage = MemoryUsage.objects.create(org=org, memory=second)
     return Tenant(
-        org=org, agent=agent, session=session, api_key=api_key, membership=membership, memory=first,
+        org=org, agent=agent_row, session=session, api_key=key_row, membership=membership, memory=first,
         other_memory=second, version=version, relationship=relationship, tag=tag, artifact=artifact,
         memory_artifact=link, retrieval_event=event, provenance=provenance, duplicate_candidate=duplicate,
         idempotency_record=idempotency, usage=usage,

@@ -20,7 +20,8 @@ from memories.writes import change, kernel, tagging
 from tests.console.conftest import operator, remember
 from tests.markers import committing
 from tenants import services as tenant_services
-from tenants.context import tenant_context
+from tenants.context import service_account, tenant_context
+from tests import factories
 
 pytestmark = [committing, pytest.mark.slow]
 
@@ -79,8 +80,9 @@ def page(browser, live_server):
 @pytest.fixture
 def world():
     """One organisation, its agent, and an operator who can sign in."""
-    org = tenant_services.organization_create(name="Acme Robotics", slug="acme")
-    agent = tenant_services.agent_create(org=org, name="support-bot")
+    with service_account():
+        org = tenant_services.organization_create(name="Acme Robotics", slug="acme")
+    agent = factories.agent(org=org, name="support-bot")
     user = operator(org, "operator")
     user.set_password(PASSWORD)
     user.save()

@@ -7,9 +7,9 @@ from rest_framework.test import APIClient
 
 from memories.writes import change, kernel
 from memories.models import RetrievalEvent
-from tenants import services as tenant_services
 from tenants.context import tenant_context
 from tenants.models import Agent, ApiKey
+from tests import factories
 from tests.console.conftest import remember
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,7 @@ def test_a_search_asked_with_secrets_is_not_replayed_and_the_operator_is_told_wh
 
 
 def test_events_filter_by_agent(console_as, tenant_a, api_a, api_client_for):
-    other = tenant_services.agent_create(org=tenant_a.org, name="other-agent")
+    other = factories.agent(org=tenant_a.org, name="other-agent")
     api_client_for(other).post("/api/v1/search", {"query": "from the other agent"})
     api_a.post("/api/v1/search", {"query": "from the first agent"})
     client = console_as(tenant_a.org, "viewer")

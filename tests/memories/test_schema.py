@@ -37,7 +37,7 @@ def test_the_same_content_may_live_again_once_the_first_is_deleted_or_superseded
 
 
 def test_the_same_content_is_fine_for_another_agent_or_organisation(tenant_a, tenant_b):
-    other_agent = factories.services.agent_create(org=tenant_a.org, name="second agent")
+    other_agent = factories.agent(org=tenant_a.org, name="second agent")
     factories.memory(org=tenant_a.org, agent=other_agent, content=tenant_a.memory.content)
     factories.memory(org=tenant_b.org, agent=tenant_b.agent, content=tenant_a.memory.content)
 

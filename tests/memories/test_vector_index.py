@@ -66,8 +66,8 @@ def analyze():
 
 @pytest.fixture
 def populated(org_a, org_b):
-    agent_a = factories.services.agent_create(org=org_a, name="big")
-    agent_b = factories.services.agent_create(org=org_b, name="big")
+    agent_a = factories.agent(org=org_a, name="big")
+    agent_b = factories.agent(org=org_b, name="big")
     with connections["owner"].cursor() as cursor:
         cursor.execute(vector_index.DROP_SQL)  # loading is faster without it; the test builds one
     bulk_memories(org_a, agent_a, ROWS_PER_TENANT, seed=1)
@@ -123,7 +123,7 @@ def search_plan(org_id, embedding, filters, k):
 def test_the_search_uses_the_index_for_a_large_tenant_and_an_exact_scan_for_a_small_one(populated, org_b, settings):
     hnsw_searching_with(settings, exact_scan_rows=1000)
     small = factories.organization("Small tenant")
-    small_agent = factories.services.agent_create(org=small, name="tiny")
+    small_agent = factories.agent(org=small, name="tiny")
     bulk_memories(small, small_agent, 20, seed=9)
     query = factories.unit_vector(11)
 
@@ -143,7 +143,7 @@ def test_an_exact_search_reads_only_the_covering_index_of_live_vectors(populated
     from the heap rows."""
     hnsw_searching_with(settings, exact_scan_rows=1000)
     small = factories.organization("Mid-size tenant")
-    bulk_memories(small, factories.services.agent_create(org=small, name="mid"), 300, seed=20)
+    bulk_memories(small, factories.agent(org=small, name="mid"), 300, seed=20)
     with connections["owner"].cursor() as cursor:
         cursor.execute("VACUUM ANALYZE memories")  # marks pages all-visible, as autovacuum does
     method, nodes = search_plan(small.id, factories.unit_vector(21), SearchFilters(), 10)
@@ -159,7 +159,7 @@ def test_a_tiny_tenant_gets_k_results_even_through_the_index(populated, settings
     keeps going past the other tenants' rows until it has k of this one's."""
     hnsw_searching_with(settings, exact_scan_rows=0)
     tiny = factories.organization("Tiny tenant")
-    agent = factories.services.agent_create(org=tiny, name="tiny")
+    agent = factories.agent(org=tiny, name="tiny")
     bulk_memories(tiny, agent, 20, seed=12)
     with tenant_context(tiny.id):
         hits, method = vector.search(tiny.id, factories.unit_vector(13), SearchFilters(), 10)
@@ -256,7 +256,7 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
     from django.core.management import call_command
 
     hnsw_searching_with(settings, exact_scan_rows=1000)
-    bulk_memories(populated, factories.services.agent_create(org=populated, name="more"), 200, seed=30)
+    bulk_memories(populated, factories.agent(org=populated, name="more"), 200, seed=30)
     tenant_indexes_at(settings, rows=2000, most=1)  # both tenants are large; A (3,200 rows) is the largest
     out = io.StringIO()
     call_command("rebuild_vector_index", "--tenants", stdout=out, stderr=io.StringIO())

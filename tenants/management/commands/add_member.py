@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from tenants import services
+from tenants.context import tenant_context
 from tenants.management import lookups
 from tenants.models import Membership
 
@@ -17,7 +18,8 @@ class Command(BaseCommand):
     def handle(self, *args, organization, username, role, **options):
         org = lookups.organization_find(organization)
         user, password = services.operator_account(username=username)
-        services.membership_set(org=org, user=user, role=role)
+        with tenant_context(org.id):
+            services.membership_set(org=org, user=user, role=role)
         self.stdout.write(f"{username} is {role} in {org.slug}")
         if password:
             self.stdout.write(f"new user {username}, password (shown once): {password}")

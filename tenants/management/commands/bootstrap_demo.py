@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand
 
 from memory_platform.security import DEFAULT_BIND, base_url
 from tenants import services
+from tenants.context import service_account, tenant_context
 from tenants.models import Membership
 
 
@@ -17,15 +18,17 @@ class Command(BaseCommand):
 
     def handle(self, *args, url=None, **options):
         url = (url or base_url(os.environ.get("MEMORY_PLATFORM_BIND") or DEFAULT_BIND)).rstrip("/")
-        org, _ = services.organization_get_or_create(name="Demo organisation", slug="demo")
-        agent, _ = services.agent_get_or_create(org=org, name="demo-agent")
-        api_key, key = services.api_key_issue(agent=agent, name="demo key")
+        with service_account():
+            org, _ = services.organization_get_or_create(name="Demo organisation", slug="demo")
         # The console's demo operator gets a fresh password on every run, printed like the key.
         user, _ = services.operator_account(username="demo")
         password = secrets.token_urlsafe(12)
         user.set_password(password)
         user.save(update_fields=["password"])
-        services.membership_set(org=org, user=user, role=Membership.Role.ADMIN)
+        with tenant_context(org.id):
+            agent, _ = services.agent_get_or_create(org=org, name="demo-agent")
+            api_key, key = services.api_key_issue(agent=agent, name="demo key")
+            services.membership_set(org=org, user=user, role=Membership.Role.ADMIN)
         self.stdout.write(
             "\n".join(
                 [

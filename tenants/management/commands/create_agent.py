@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 
 from tenants import services
+from tenants.context import tenant_context
 from tenants.management import lookups
 
 
@@ -16,11 +17,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, organization, name, description, no_key, **options):
         org = lookups.organization_find(organization)
-        try:
-            agent = services.agent_create(org=org, name=name, description=description)
-        except IntegrityError:
-            raise CommandError(f"{org.slug} already has an agent named {name!r}") from None
-        self.stdout.write(f"agent {agent.name} created in {org.slug}: id {agent.id}")
-        if not no_key:
-            api_key, key = services.api_key_issue(agent=agent, name="first key")
-            self.stdout.write(f"API key {api_key.prefix}… (shown once): {key}")
+        with tenant_context(org.id):
+            try:
+                agent = services.agent_create(org=org, name=name, description=description)
+            except IntegrityError:
+                raise CommandError(f"{org.slug} already has an agent named {name!r}") from None
+            self.stdout.write(f"agent {agent.name} created in {org.slug}: id {agent.id}")
+            if not no_key:
+                api_key, key = services.api_key_issue(agent=agent, name="first key")
+                self.stdout.write(f"API key {api_key.prefix}… (shown once): {key}")

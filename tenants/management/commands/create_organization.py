@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 
 from tenants import services
+from tenants.context import service_account
 
 
 class Command(BaseCommand):
@@ -13,7 +14,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, name, slug=None, **options):
         try:
-            org = services.organization_create(name=name, slug=slug)
+            with service_account():
+                org = services.organization_create(name=name, slug=slug)
         except IntegrityError:
             raise CommandError(f"an organisation with slug {slug or name!r} already exists") from None
         self.stdout.write(f"organisation {org.name} created: id {org.id}, slug {org.slug}")

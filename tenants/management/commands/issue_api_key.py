@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from tenants import services
+from tenants.context import tenant_context
 from tenants.management import lookups
 
 
@@ -18,7 +19,9 @@ class Command(BaseCommand):
     def handle(self, *args, organization, agent, name, namespaces, read_only, **options):
         agent = lookups.agent_find(lookups.organization_find(organization), agent)
         try:
-            api_key, key = services.api_key_issue(agent=agent, name=name, namespaces=namespaces, read_only=read_only)
+            with tenant_context(agent.org_id):
+                api_key, key = services.api_key_issue(agent=agent, name=name, namespaces=namespaces,
+                                                      read_only=read_only)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         reach = ", ".join(api_key.namespaces) or "the whole organisation"

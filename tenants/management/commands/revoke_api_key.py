@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from tenants import services
+from tenants.context import tenant_context
 from tenants.management import lookups
 
 
@@ -13,5 +14,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, organization, key, **options):
         api_key = lookups.api_key_find(lookups.organization_find(organization), key)
-        services.api_key_revoke(api_key=api_key)
+        with tenant_context(api_key.org_id):
+            services.api_key_revoke(api_key=api_key)
         self.stdout.write(f"API key {api_key.prefix}… revoked")

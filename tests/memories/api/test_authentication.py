@@ -36,7 +36,7 @@ def test_a_revoked_key_gets_401(tenant_a, api_a):
     assert api_a.get("/api/v1/memories").status_code == 200
     with tenant_context(tenant_a.org.id):
         key = ApiKey.objects.get(key_hash=services.api_key_hash(api_a.key))
-    services.api_key_revoke(api_key=key)
+        services.api_key_revoke(api_key=key)
     response = api_a.get("/api/v1/memories")
     assert response.status_code == 401 and error(response)["message"] == "this API key has been revoked"
 

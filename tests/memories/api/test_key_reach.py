@@ -10,7 +10,6 @@ from django.core.management import call_command
 from django.urls import get_resolver
 
 from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryVersion
-from tenants import services as tenant_services
 from tenants.context import tenant_context
 from tests import factories
 from tests.memories.api.doors import EVENT_DOORS, MEMORY_DOORS, door_ids, fill
@@ -44,7 +43,7 @@ def key_for(tenant_a):
     from rest_framework.test import APIClient
 
     def make(**reach):
-        _, key = tenant_services.api_key_issue(agent=tenant_a.agent, name="limited", **reach)
+        _, key = factories.api_key(agent=tenant_a.agent, name="limited", **reach)
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
         return client

@@ -11,6 +11,7 @@ from memories.models import Memory, RetrievalEvent
 from memories.retrieval import fulltext, ranking, size
 from memories.retrieval.filters import SearchFilters
 from tenants.context import tenant_context
+from tests import factories
 from tests.knobs import with_search_knobs
 from tests.markers import committing
 from tests.memories.test_jobs import BrokenModel
@@ -98,9 +99,7 @@ def test_filters(tenant_a, api_a, facts, filters, expected):
 
 
 def test_agent_session_and_namespace_filters(tenant_a, api_a, api_client_for):
-    from tenants import services
-
-    other = api_client_for(services.agent_create(org=tenant_a.org, name="other-agent"))
+    other = api_client_for(factories.agent(org=tenant_a.org, name="other-agent"))
     mine = api_a.post("/api/v1/memories", {"content": "Cats sleep most of the day", "namespace": ["pets", "u1"],
                                            "session_id": str(tenant_a.session.id)}).json()["memory"]["id"]
     theirs = other.post("/api/v1/memories", {"content": "Cats hunt at night", "namespace": ["pets", "u2"]}
