@@ -107,7 +107,12 @@ SECURE_REFERRER_POLICY = "same-origin"
 # --------------------------------------------------------------------------- database
 # Two connections to one database: `default` is the runtime role (no superuser, no
 # BYPASSRLS, owns nothing; row-level security applies), `owner` owns the schema and is used
-# only by migrate and flush. With no DATABASE_URL the embedded PostgreSQL is started.
+# only by migrate and flush. With no DATABASE_URL it is the embedded PostgreSQL.
+#
+# Importing the settings starts no server: the embedded ones listen at addresses fixed by the
+# data folder, and the entry points start those no URL replaces (EMBEDDED_SERVERS_TO_START):
+# manage.py and the WSGI app before anything else, the test suite when a test needs them
+# (local_services.start_for_settings).
 
 
 def _database(url: str) -> dict:
@@ -125,16 +130,19 @@ def _database(url: str) -> dict:
     return config
 
 
+EMBEDDED_SERVERS_TO_START: list[str] = []
+
 if env("DATABASE_URL", default=""):
     DATABASE_URL = env("DATABASE_URL")
     DATABASE_OWNER_URL = env("DATABASE_OWNER_URL", default=DATABASE_URL)
     # `manage.py run` hands the embedded servers' URLs to its children and says so here.
     EMBEDDED_POSTGRES = env.bool("MEMORY_PLATFORM_EMBEDDED_POSTGRES", default=False)
 else:
-    _postgres = local_services.ensure_postgres()
+    _postgres = local_services.postgres_endpoint()
     DATABASE_URL = _postgres.url(user=local_services.APP_ROLE)
     DATABASE_OWNER_URL = _postgres.url(user=local_services.OWNER_ROLE)
     EMBEDDED_POSTGRES = True
+    EMBEDDED_SERVERS_TO_START.append("postgres")
 
 DATABASES = {"default": _database(DATABASE_URL), "owner": _database(DATABASE_OWNER_URL)}
 DATABASE_ROUTERS = ["memory_platform.db_routers.OwnerMigratesRouter"]
@@ -146,8 +154,9 @@ if env("REDIS_URL", default=""):
     REDIS_URL = env("REDIS_URL")
     EMBEDDED_REDIS = env.bool("MEMORY_PLATFORM_EMBEDDED_REDIS", default=False)
 else:
-    REDIS_URL = local_services.ensure_redis().url
+    REDIS_URL = local_services.redis_endpoint().url
     EMBEDDED_REDIS = True
+    EMBEDDED_SERVERS_TO_START.append("redis")
 
 CACHES = {
     "default": {
