@@ -364,6 +364,9 @@ def main() -> None:
 
     configure()
     django.setup()
+    from memory_platform import local_services
+
+    local_services.start_for_settings()  # the embedded Redis (configure() started PostgreSQL)
     from django.core.management import call_command
 
     texts, vectors, query_texts, query_vectors = corpus()
