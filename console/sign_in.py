@@ -21,16 +21,21 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 
 from memory_platform import rate_limits
+from memory_platform.config import config
 
 
 def _counters(username: str, address: str) -> list[tuple[str, str]]:
-    """(counter, the RATE_LIMITS entry holding its limit) for this attempt."""
-    counters = [(rate_limits.key("sign_in", "address", address), "SIGN_IN_FAILURES_PER_ADDRESS")]
+    """(counter, the config().rate_limits field holding its limit) for this attempt."""
+    counters = [(rate_limits.key("sign_in", "address", address), "sign_in_failures_per_address")]
     if username:
         # Usernames compare case-insensitively here, so "Alice" and "alice" share one lockout.
         name = rate_limits.hidden(username.strip().casefold())
-        counters.append((rate_limits.key("sign_in", "username", name), "SIGN_IN_FAILURES_PER_USERNAME"))
+        counters.append((rate_limits.key("sign_in", "username", name), "sign_in_failures_per_username"))
     return counters
+
+
+def _limit(name: str) -> int:
+    return getattr(config().rate_limits, name)
 
 
 def sign_in_locked_for(*, username: str, address: str) -> int:
@@ -38,7 +43,7 @@ def sign_in_locked_for(*, username: str, address: str) -> int:
     waits = []
     for counter, limit_name in _counters(username, address):
         count = rate_limits.peek(counter)
-        if count is not None and count.hits >= int(rate_limits.configured(limit_name)):
+        if count is not None and count.hits >= _limit(limit_name):
             waits.append(count.retry_after)
     return max(waits, default=0)
 
@@ -48,26 +53,26 @@ class SignInAttempt:
     pass a limit they would only reach together. A right password takes its count back."""
 
     def __init__(self, *, username: str, address: str):
-        window = int(rate_limits.configured("SIGN_IN_WINDOW_SECONDS"))
+        window = config().rate_limits.sign_in_window_seconds
         self.counts = [(counter, limit_name, rate_limits.hit(counter, window_seconds=window))
                        for counter, limit_name in _counters(username, address)]
         # Over a limit (the attempts before this one used it up): refused unchecked.
         self.locked_for = max((count.retry_after for _, limit_name, count in self.counts
-                               if count is not None and count.hits > int(rate_limits.configured(limit_name))),
+                               if count is not None and count.hits > _limit(limit_name)),
                               default=0)
 
     def failed(self) -> None:
         """A wrong password: the one that reaches a limit starts that counter's lockout."""
-        lockout = int(rate_limits.configured("SIGN_IN_LOCKOUT_SECONDS"))
+        lockout = config().rate_limits.sign_in_lockout_seconds
         for counter, limit_name, count in self.counts:
-            if count is not None and count.hits >= int(rate_limits.configured(limit_name)):
+            if count is not None and count.hits >= _limit(limit_name):
                 rate_limits.extend(counter, lockout)
 
     def succeeded(self) -> None:
         """A right password clears the username's failures; of the address's it takes back this
         attempt only (one account known to an attacker must not reset their guesses at others)."""
         for counter, limit_name, count in self.counts:
-            if limit_name == "SIGN_IN_FAILURES_PER_USERNAME":
+            if limit_name == "sign_in_failures_per_username":
                 rate_limits.forget(counter)
             elif count is not None:
                 rate_limits.undo(counter)

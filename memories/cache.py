@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from memories.embeddings import MODEL_NAME, EmbeddingError, get_query_embedder, query_precision
 from memory_platform.after_response import after_response
+from memory_platform.config import config
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def _hot_key(org_id, agent_id) -> str:
 
 def hot_memory_update(memory) -> None:
     """Add or re-score a live memory in its agent's hot set, trim it, refresh its TTL."""
-    size, ttl = settings.MEMORY_PLATFORM["HOT_CACHE_SIZE"], settings.MEMORY_PLATFORM["HOT_CACHE_TTL_SECONDS"]
+    size, ttl = config().hot_cache_size, config().hot_cache_ttl_seconds
     key = _hot_key(memory.org_id, memory.agent_id)
     score = hot_score(confidence=memory.confidence, created_at=memory.created_at,
                       retrieval_count=memory.retrieval_count)
@@ -108,7 +109,7 @@ def hot_memories_fill(org_id, agent_id, scored: list[tuple[str, float]]) -> None
         with client().pipeline(transaction=True) as pipe:
             pipe.delete(key)
             pipe.zadd(key, dict(scored))
-            pipe.expire(key, settings.MEMORY_PLATFORM["HOT_CACHE_TTL_SECONDS"])
+            pipe.expire(key, config().hot_cache_ttl_seconds)
             pipe.execute()
     except redis.RedisError as exc:
         logger.warning("hot cache not rebuilt (%s)", type(exc).__name__)
@@ -137,7 +138,7 @@ def _embed_query_cached(text: str) -> tuple[float, ...]:
 
     def store():
         try:
-            client().set(key, packed, ex=settings.MEMORY_PLATFORM["SEARCH"]["QUERY_EMBEDDING_CACHE_SECONDS"])
+            client().set(key, packed, ex=config().search.query_embedding_cache_seconds)
         except redis.RedisError:
             pass
 

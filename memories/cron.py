@@ -1,15 +1,15 @@
 """Periodic jobs, run by `manage.py rqcron memories.cron` (started by `manage.py run`)."""
 
-from django.conf import settings
 from rq import cron
 
 from memories import jobs, vector_index
 from memories.retrieval import events
+from memory_platform.config import config
 
 # Completes embeddings deferred by a failed model call or an unreachable Redis.
 cron.register(jobs.embed_pending, jobs.QUEUE, interval=60)
 cron.register(jobs.purge_idempotency_records, "maintenance", interval=3600)
 # Writes the retrievals counted in Redis (memories.retrieval.events.reinforce_after_commit).
-cron.register(events.flush_retrievals, "default", interval=settings.MEMORY_PLATFORM["RETRIEVALS_FLUSH_SECONDS"])
+cron.register(events.flush_retrievals, "default", interval=config().retrievals_flush_seconds)
 # Gives large tenants an HNSW index of their own, drops those no longer needed.
 cron.register(vector_index.sync_tenant_indexes, "maintenance", interval=3600)

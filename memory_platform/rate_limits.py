@@ -7,7 +7,7 @@ the record of anything: when Redis is unreachable every check allows the request
 one failure this process stops asking Redis for REDIS_RETRY_SECONDS, so an outage costs one
 timeout per process and window, not one per request.
 
-The rates live in settings.MEMORY_PLATFORM["RATE_LIMITS"] (README, "Rate limits").
+The rates are config().rate_limits (README, "Rate limits").
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import redis
 from django.conf import settings
 from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
+
+from memory_platform.config import config
 
 logger = logging.getLogger(__name__)
 
@@ -56,15 +58,12 @@ class Rate:
         return cls(requests=int(match["requests"]), seconds=seconds)
 
 
-def configured(name: str) -> dict | str | int:
-    return settings.MEMORY_PLATFORM["RATE_LIMITS"][name]
-
-
 def configured_rate(name: str) -> Rate | None:
-    return Rate.parse(configured(name))
+    """The rate config().rate_limits holds as `name` ("api_key", "search"...); None when off."""
+    return Rate.parse(getattr(config().rate_limits, name))
 
 
-RATE_NAMES = ("API_KEY", "API_KEY_BURST", "SEARCH", "BATCH", "UNAUTHENTICATED")
+RATE_NAMES = ("api_key", "api_key_burst", "search", "batch", "unauthenticated")
 
 
 @register()
@@ -75,7 +74,7 @@ def rate_limit_settings(app_configs, **kwargs) -> list[Error]:
         try:
             configured_rate(name)
         except ImproperlyConfigured as exc:
-            errors.append(Error(f"MEMORY_PLATFORM_RATE_LIMIT_{name}: {exc}", id="memory_platform.E001"))
+            errors.append(Error(f"MEMORY_PLATFORM_RATE_LIMIT_{name.upper()}: {exc}", id="memory_platform.E001"))
     return errors
 
 
@@ -107,7 +106,7 @@ def client() -> redis.Redis | None:
 
 def _redis_failed(exc: Exception) -> None:
     global _redis_down_until
-    retry = int(configured("REDIS_RETRY_SECONDS"))
+    retry = config().rate_limits.redis_retry_seconds
     _redis_down_until = time.monotonic() + retry
     logger.warning("rate limits and sign-in lockouts are off for %s s: Redis is unreachable (%s)",
                    retry, type(exc).__name__)
@@ -214,7 +213,7 @@ def client_address(request) -> str:
     the address the nth proxy from the right of X-Forwarded-For saw. X-Forwarded-For is not
     read otherwise: any client can write it."""
     remote = request.META.get("REMOTE_ADDR", "") or "unknown"
-    proxies = int(configured("TRUSTED_PROXIES"))
+    proxies = config().rate_limits.trusted_proxies
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
     if proxies <= 0 or not forwarded:
         return remote

@@ -26,9 +26,9 @@ class RateLimited(exceptions.Throttled):
 
 
 class ApiKeyThrottle(throttling.BaseThrottle):
-    """One rate per API key, RATE_LIMITS[rate_name], read at each request (tests change it)."""
+    """One rate per API key, config().rate_limits.<rate_name>, read at each request (tests change it)."""
 
-    rate_name = "API_KEY"
+    rate_name = "api_key"
 
     def rate_name_for(self, request, view) -> str | None:
         """Which rate this request counts against; None when this throttle does not apply."""
@@ -43,7 +43,7 @@ class ApiKeyThrottle(throttling.BaseThrottle):
         rate = rate_limits.configured_rate(name) if name else None
         if rate is None:
             return True
-        count = rate_limits.hit(rate_limits.key("api_key", str(api_key.pk), name.lower()),
+        count = rate_limits.hit(rate_limits.key("api_key", str(api_key.pk), name),
                                  window_seconds=rate.seconds)
         if count is None or count.hits <= rate.requests:  # None: Redis is down, serve the request
             return True
@@ -55,23 +55,22 @@ class ApiKeyThrottle(throttling.BaseThrottle):
 
 
 class ApiKeyBurstThrottle(ApiKeyThrottle):
-    rate_name = "API_KEY_BURST"
+    rate_name = "api_key_burst"
 
 
 class ApiKeyScopeThrottle(ApiKeyThrottle):
-    """The heavier requests' own rate (RATE_LIMITS["SEARCH"], ["BATCH"]), named by the view."""
+    """The heavier requests' own rate (config().rate_limits.search, .batch), named by the view."""
 
     def rate_name_for(self, request, view) -> str | None:
         scope_for = getattr(view, "rate_limit_scope_for", None)
-        scope = scope_for(request) if scope_for else None
-        return scope.upper() if scope else None
+        return scope_for(request) if scope_for else None
 
 
 def unauthenticated_request_counted(request) -> None:
     """Count a request that carried no valid API key against its client address; raise
-    RateLimited (429) once the address is over RATE_LIMITS["UNAUTHENTICATED"]. Valid keys from
+    RateLimited (429) once the address is over config().rate_limits.unauthenticated. Valid keys from
     the same address are not refused: agents behind one NAT keep working beside a broken one."""
-    rate = rate_limits.configured_rate("UNAUTHENTICATED")
+    rate = rate_limits.configured_rate("unauthenticated")
     if rate is None:
         return
     address = rate_limits.client_address(request)

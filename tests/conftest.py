@@ -3,7 +3,8 @@
 The suite runs against real PostgreSQL + pgvector and Redis (embedded servers under
 .data/test unless DATABASE_URL / REDIS_URL say otherwise), connected as the same two roles
 as production: tests read and write through `default`, the runtime role that row-level
-security applies to; the test database is created and migrated through `owner`.
+security applies to; the test database is created and migrated through `owner`. The embedded
+servers start when the first test needing them does (`embedded_servers`), not before.
 """
 
 from __future__ import annotations
@@ -12,12 +13,21 @@ import pytest
 from django.conf import settings
 from django.db import connections
 
+from memory_platform import local_services
 from tests import factories
 from tests.knobs import with_rate_limits, with_search_knobs
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_test_environment, django_db_blocker):
+def embedded_servers():
+    """The embedded PostgreSQL and Redis the settings point at (none with DATABASE_URL and
+    REDIS_URL set), started for the session's first test that needs them: every test using the
+    database, through django_db_setup, and a test using Redis alone, by asking for this."""
+    local_services.start_for_settings()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_test_environment, django_db_blocker, embedded_servers):
     """Create the test database as the owner role, and point the runtime role at it.
 
     Django's own set-up would create and migrate the database through `default`, which may
@@ -103,7 +113,7 @@ def int8_queries(settings):
 
 
 @pytest.fixture
-def rate_limits(settings):
+def rate_limits(settings, embedded_servers):
     """Set low rate limits for one test: `rate_limits(API_KEY="3/min", ...)`. Every counter in
     Redis is cleared before and after, and a Redis failure an earlier test left behind is
     forgotten, so no test sees another's counts."""

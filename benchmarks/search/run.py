@@ -201,11 +201,14 @@ def load(rows: int, texts: list[str], vectors: np.ndarray) -> dict:
 
 def build_index(kind: str, rows: int) -> dict:
     from django.conf import settings
+    from django.test import override_settings
 
     from memories import vector_index
 
-    settings.MEMORY_PLATFORM["IVFFLAT_LISTS"] = max(rows // 1000, 10) if rows <= 1_000_000 else int(rows ** 0.5)
-    with owner_connection() as conn:
+    lists = max(rows // 1000, 10) if rows <= 1_000_000 else int(rows ** 0.5)
+    # Changed through override_settings, whose signal memory_platform.config follows.
+    with override_settings(MEMORY_PLATFORM={**settings.MEMORY_PLATFORM, "IVFFLAT_LISTS": lists}), \
+            owner_connection() as conn:
         for org_id in vector_index.tenant_indexes(using="owner"):  # the shared index is measured alone
             conn.execute(f"DROP INDEX IF EXISTS {vector_index.tenant_index_name(org_id)}")
         conn.execute("DROP INDEX IF EXISTS memories_embedding_ann")
@@ -215,7 +218,7 @@ def build_index(kind: str, rows: int) -> dict:
         conn.execute("ANALYZE memories")
         size = conn.execute("SELECT pg_relation_size('memories_embedding_ann')").fetchone()[0]
     return {"build_seconds": round(seconds, 1), "index_mb": round(size / 2**20, 1),
-            **({"lists": settings.MEMORY_PLATFORM["IVFFLAT_LISTS"]} if kind == "ivfflat" else {})}
+            **({"lists": lists} if kind == "ivfflat" else {})}
 
 
 def build_tenant_indexes(tenants: dict) -> dict:
@@ -366,6 +369,9 @@ def main() -> None:
 
     configure()
     django.setup()
+    from memory_platform import local_services
+
+    local_services.start_for_settings()  # the embedded Redis (configure() started PostgreSQL)
     from django.core.management import call_command
 
     texts, vectors, query_texts, query_vectors = corpus()
@@ -404,18 +410,17 @@ def main() -> None:
                "machine": machine(), "indexes": {}}
     kinds = args.kinds.split(",")
     from django.conf import settings
-
-    search_knobs = settings.MEMORY_PLATFORM["SEARCH"]
+    from django.test import override_settings
 
     def measure_variants(title: str, variants: dict) -> dict:
-        """The measurement again with each label's search settings, the defaults restored after."""
-        defaults, measured = dict(search_knobs), {}
+        """The measurement again with each label's search settings, the defaults restored after
+        (through override_settings, whose signal memory_platform.config follows)."""
+        measured = {}
         for label, change in variants.items():
-            search_knobs.update(change)
-            print(title, label)
-            measured[label] = measure(tenants, queries, exact)
-            search_knobs.clear()
-            search_knobs.update(defaults)
+            search_knobs = {**settings.MEMORY_PLATFORM["SEARCH"], **change}
+            with override_settings(MEMORY_PLATFORM={**settings.MEMORY_PLATFORM, "SEARCH": search_knobs}):
+                print(title, label)
+                measured[label] = measure(tenants, queries, exact)
         return measured
 
     for kind in kinds:

@@ -100,6 +100,9 @@ def main() -> None:
 
     run.configure()
     django.setup()
+    from memory_platform import local_services
+
+    local_services.start_for_settings()  # the embedded Redis (configure() started PostgreSQL)
     from django.core.management import call_command
     from django.test import Client
 

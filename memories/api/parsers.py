@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import math
 
-from django.conf import settings
 from rest_framework import exceptions, parsers
 from rest_framework.request import Request
 
 from memories.api import storable
+from memory_platform.config import config
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -49,7 +49,7 @@ class LimitedJSONParser(parsers.BaseParser):
     media_type = "application/json"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.MEMORY_PLATFORM["MAX_REQUEST_BYTES"]
+        limit = config().max_request_bytes
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
         if declared and declared.isdigit() and int(declared) > limit:

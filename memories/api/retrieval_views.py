@@ -3,7 +3,6 @@ retrieval events with replay."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers as drf
 from rest_framework.pagination import CursorPagination
@@ -16,6 +15,7 @@ from memories.errors import OutOfReach
 from memories.models import MemoryArtifact, RetrievalEvent
 from memories.retrieval import events, hot, pipeline
 from memories.retrieval.filters import SearchFilters
+from memory_platform.config import config
 
 EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank": 2, "score": 0.1},
                    "fused": 0.0325, "blend": {"relevance": 1.0, "importance": 0.4, "confidence": 0.9,
@@ -124,7 +124,7 @@ class StoreSearchView(AgentAPIView):
         operation_id="store_search")
     def post(self, request):
         body = self.validated(s.StoreSearchRequestSerializer, request.data)
-        threshold = body.get("threshold", settings.MEMORY_PLATFORM["SEARCH"]["STORE_SIMILARITY_THRESHOLD"])
+        threshold = body.get("threshold", config().search.store_similarity_threshold)
         filters = SearchFilters(namespace=body["namespace"], within=self.reach.namespaces)
         outcome = pipeline.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
                                          limit=body["limit"], mode="vector", threshold=threshold)
@@ -148,7 +148,7 @@ class HotView(AgentAPIView):
         query = self.validated(s.HotQuerySerializer, s.query_data(request.query_params, ()))
         # A limited key sees the hot memories in its reach: all of the set is read, then cut.
         hottest = hot.hot_memories(org_id=self.org_id, agent_id=self.agent_id,
-                                   limit=settings.MEMORY_PLATFORM["HOT_CACHE_SIZE"] if self.reach.limited
+                                   limit=config().hot_cache_size if self.reach.limited
                                    else query["limit"])
         memories = [memory for memory in hottest if self.reach.covers(memory.scope)][:query["limit"]]
         return Response({"results": s.MemorySerializer(memories, many=True).data})

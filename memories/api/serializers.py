@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.models import CONTENT_MAX_CHARS, Memory, MemoryRelationship, MemoryVersion, RetrievalEvent
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
+from memory_platform.config import config
 
 NAMESPACE_SEPARATOR = "/"
 
@@ -139,7 +139,7 @@ class MemoryBatchCreateSerializer(StrictSerializer):
     memories = serializers.ListField(child=serializers.DictField(), min_length=1)
 
     def validate_memories(self, items):
-        limit = settings.MEMORY_PLATFORM["BATCH_LIMIT"]
+        limit = config().batch_limit
         if len(items) > limit:
             raise serializers.ValidationError(f"at most {limit} memories per batch")
         validated, problems = [], {}

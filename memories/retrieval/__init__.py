@@ -9,8 +9,8 @@ A search (pipeline.memory_search) reads top to bottom as signals -> fusion -> ra
   * load: whole records for the few results returned (records.py).
 
 Around it: filters.py (what a search may return), size.py (how many rows that is, which picks
-each signal's path), config.py (the knobs), events.py (retrieval events, reinforcement,
-replay), hot.py (each agent's hot memories).
+each signal's path), events.py (retrieval events, reinforcement, replay), hot.py (each agent's
+hot memories). Knobs come from memory_platform.config (config().search).
 
 Every function here runs as the tenant its caller set (API authentication, the console's
 access check, tenant_context in jobs, commands and tests) and filters by organisation itself

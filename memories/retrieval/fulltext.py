@@ -22,7 +22,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memories.models import LIVE_SQL
-from memories.retrieval.config import knobs
+from memory_platform.config import config
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, ranked_hits, ranking_columns, usage_join
 
@@ -115,7 +115,7 @@ def rare_words(org_id, words: list[str]) -> list[str]:
     shares = tenant_text(org_id).shares
     lexemes = {word: found for word, found in word_lexemes(words).items() if found}  # stop words have none
     share = {word: max(shares.get(lexeme, 0.0) for lexeme in found) for word, found in lexemes.items()}
-    rarest = set(sorted(share, key=lambda word: (share[word], words.index(word)))[: knobs()["RARE_WORDS"]])
+    rarest = set(sorted(share, key=lambda word: (share[word], words.index(word)))[: config().search.rare_words])
     return [word for word in words if word in rarest]
 
 
@@ -182,7 +182,7 @@ def statement(org_id, text: str, filters: SearchFilters, k: int, small: bool = F
 
     pairs = list(itertools.combinations(rare, 2))
     two_of_them = " || ".join(["websearch_to_tsquery('english', %s)"] * len(pairs)) or "NULL::tsquery"
-    ranked = knobs()["OR_MATCHES_RANKED"]
+    ranked = config().search.or_matches_ranked
     return f"""
         WITH held_all AS (
             SELECT id, importance, confidence, created_at, score FROM (
@@ -220,7 +220,7 @@ def statement(org_id, text: str, filters: SearchFilters, k: int, small: bool = F
             LIMIT %s
         ) best {usage_join("best")}
         ORDER BY best.tier, best.score DESC, best.created_at DESC, best.id
-    """, [" ".join(words), *params, tagged_query(org_id, [holding(*rare)]) or None, knobs()["ALL_WORDS_RANKED"], k,
+    """, [" ".join(words), *params, tagged_query(org_id, [holding(*rare)]) or None, config().search.all_words_ranked, k,
           *[" ".join(pair) for pair in pairs], " OR ".join(rare), k,
           *params, tagged_query(org_id, [holding(*pair) for pair in pairs]) or None, ranked,
           " OR ".join(rare), k if enough is None else min(enough, k),

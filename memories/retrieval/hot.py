@@ -11,7 +11,7 @@ from django.db import connection
 from memories import cache
 from memories.models import Memory, live_sql
 from memories.retrieval import records
-from memories.retrieval.config import hot_cache_size
+from memory_platform.config import config
 
 HOT_SCORE_SQL = f"""
     SELECT m.id::text,
@@ -31,7 +31,7 @@ def hot_memories(*, org_id, agent_id, limit: int) -> list[Memory]:
     ids = cache.hot_memory_ids(org_id, agent_id, limit)
     if ids is None:
         with connection.cursor() as cursor:
-            cursor.execute(HOT_SCORE_SQL, [org_id, agent_id, hot_cache_size()])
+            cursor.execute(HOT_SCORE_SQL, [org_id, agent_id, config().hot_cache_size])
             scored = [(memory_id, float(score)) for memory_id, score in cursor.fetchall()]
         cache.hot_memories_fill(org_id, agent_id, scored)
         ids = [memory_id for memory_id, _ in scored[:limit]]

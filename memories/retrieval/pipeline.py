@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from memories import cache
 from memories.retrieval import expansion, fulltext, ranking, records, size, vector
-from memories.retrieval.config import knobs
+from memory_platform.config import config
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, SearchOutcome
 
@@ -33,11 +33,11 @@ def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mod
                   threshold: float | None) -> Signals:
     """The vector and full-text signals, as `mode` asks for them ("hybrid", "vector" or
     "fulltext"), each with up to CANDIDATES memories (at least `limit`)."""
-    k = max(limit, knobs()["CANDIDATES"])
+    k = max(limit, config().search.candidates)
     rows = size.candidate_count(org_id, filters)
-    exact = rows <= knobs()["EXACT_SCAN_ROWS"]
+    exact = rows <= config().search.exact_scan_rows
     # Full text: match row by row the few rows a filter leaves (docs/adr/0035).
-    small = filters.narrows() and rows <= knobs()["TEXT_SCAN_ROWS"]
+    small = filters.narrows() and rows <= config().search.text_scan_rows
     embedding, text_hits = None, None
     if mode == "hybrid":
         with fulltext.started(org_id, query, filters, k, small, enough=limit) as text:
@@ -70,7 +70,7 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     """Rank memories for a query, as the tenant the caller has set (memories.retrieval).
     threshold (cosine similarity) keeps only vector matches at or above it (seed 003's store
     search); expand adds the best results' neighbours (expansion)."""
-    weights, rrf_k = knobs()["RRF_WEIGHTS"], knobs()["RRF_K"]
+    weights, rrf_k = config().search.rrf_weights, config().search.rrf_k
     # Signals, then fusion.
     found = query_signals(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, threshold=threshold)
     signals = found.hits

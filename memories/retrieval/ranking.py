@@ -16,7 +16,7 @@ from typing import NamedTuple
 from django.db import connection
 
 from memories.models import Memory
-from memories.retrieval.config import knobs
+from memory_platform.config import config
 
 
 @dataclass
@@ -165,7 +165,7 @@ def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> li
     """The final score: relevance (fused, scaled to [0, 1]) blended with importance,
     confidence, recency and usage, weights from settings (RANKING_WEIGHTS). `memories` maps
     each id to its RankingRow."""
-    weights = knobs()["RANKING_WEIGHTS"]
+    weights = config().search.ranking_weights
     top = max(fused.values(), default=1.0) or 1.0
     results = []
     for memory_id, relevance in fused.items():
@@ -176,7 +176,7 @@ def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> li
             "relevance": relevance / top,
             "importance": float(memory.importance),
             "confidence": float(memory.confidence),
-            "recency": recency(memory.created_at, now, knobs()["RECENCY_HALF_LIFE_DAYS"]),
+            "recency": recency(memory.created_at, now, config().search.recency_half_life_days),
             "usage": usage(memory.retrieval_count),
         }
         score = sum(weights[name] * value for name, value in parts.items())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db import connection
 
 from memories.retrieval import fulltext
-from memories.retrieval.config import knobs
+from memory_platform.config import config
 from memories.retrieval.filters import SearchFilters
 
 
@@ -28,7 +28,7 @@ def candidate_count(org_id, filters: SearchFilters) -> int:
     the iterative index scan keeps going until it has k of the tenant's rows."""
     if not filters.narrows():
         return fulltext.tenant_text(org_id).rows
-    cap = max(knobs()["EXACT_SCAN_ROWS"], knobs()["TEXT_SCAN_ROWS"])
+    cap = max(config().search.exact_scan_rows, config().search.text_scan_rows)
     where, params = filters.where(org_id)
     with connection.cursor() as cursor:
         return capped_count(cursor, where, params, cap)
@@ -37,4 +37,4 @@ def candidate_count(org_id, filters: SearchFilters) -> int:
 def is_small(org_id, filters: SearchFilters) -> bool:
     """Whether the rows a search may return are few enough to rank them all by their true
     distance (at most EXACT_SCAN_ROWS): then the approximate index only costs."""
-    return candidate_count(org_id, filters) <= knobs()["EXACT_SCAN_ROWS"]
+    return candidate_count(org_id, filters) <= config().search.exact_scan_rows

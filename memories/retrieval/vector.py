@@ -22,7 +22,7 @@ from django.utils import timezone
 from memories import vector_index
 from memories.embeddings import vector_literal
 from memories.retrieval import fulltext, size
-from memories.retrieval.config import knobs
+from memory_platform.config import config
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, ranked_hits, ranking_columns, usage_join
 
@@ -59,7 +59,7 @@ def has_own_index(org_id) -> bool:
 
 
 def ivfflat_probes(options: dict) -> int:
-    configured = knobs()["IVFFLAT_PROBES"]
+    configured = config().search.ivfflat_probes
     return configured or max(1, round(math.sqrt(int(options.get("lists", 100)))))
 
 
@@ -84,7 +84,7 @@ def hnsw_ef_search(org_id, k: int) -> int:
     the candidates it visits; when that falls short of k, the iterative scan makes another
     pass, which costs more than a longer first one (at 1M memories, k 50 for a 10% tenant:
     ef_search 500 took 12.4 / 22.2 ms p50 / p95, 600 took 9.7 / 15.2)."""
-    ef = max(knobs()["HNSW_EF_SEARCH"], k)
+    ef = max(config().search.hnsw_ef_search, k)
     share = fulltext.tenant_text(org_id).share
     if share > 0:
         ef = max(ef, math.ceil(1.2 * k / share))
@@ -96,7 +96,7 @@ def statement(cursor, org_id, embedding: list[float], filters: SearchFilters, k:
     """The statement search runs, and the settings it runs under. small: whether the
     candidate rows are few (size.is_small), if the caller knows already."""
     where, params = filters.where(org_id)
-    exact_limit = knobs()["EXACT_SCAN_ROWS"]
+    exact_limit = config().search.exact_scan_rows
     kind, options = shared_index() if filters.uses_live_index() else (None, {})
     own = filters.uses_live_index() and has_own_index(org_id)
     settings_for_search: dict = {}
@@ -115,14 +115,14 @@ def statement(cursor, org_id, embedding: list[float], filters: SearchFilters, k:
         if kind == "ivfflat":
             settings_for_search = {"ivfflat.probes": ivfflat_probes(options),
                                    "ivfflat.iterative_scan": "relaxed_order",
-                                   "ivfflat.max_probes": knobs()["IVFFLAT_MAX_PROBES"]}
+                                   "ivfflat.max_probes": config().search.ivfflat_max_probes}
         if own or kind == "hnsw":
             # The tenant's own index holds its rows only: no share of the candidates is lost.
-            ef = (min(max(knobs()["TENANT_INDEX_EF_SEARCH"], k), HNSW_EF_SEARCH_MAX) if own
+            ef = (min(max(config().search.tenant_index_ef_search, k), HNSW_EF_SEARCH_MAX) if own
                   else hnsw_ef_search(org_id, k))
             settings_for_search |= {"hnsw.ef_search": ef,
                                     "hnsw.iterative_scan": "relaxed_order",
-                                    "hnsw.max_scan_tuples": knobs()["HNSW_MAX_SCAN_TUPLES"]}
+                                    "hnsw.max_scan_tuples": config().search.hnsw_max_scan_tuples}
     # The distance is computed once a row and sorted on by its name: an expression in the
     # select list beside another in ORDER BY is computed twice for every row an exact search
     # reads (a quarter of its time at 10,000 rows). The inner query may return rows slightly out

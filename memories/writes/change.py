@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memories.errors import Conflict, InvalidInput
 from memories.models import Memory, MemoryRelationship, MemoryVersion
 from memories.redaction import redactor_for
+from memory_platform.config import config
 from memories.writes.create import WriteResult, insert_memory
 from memories.writes.kernel import (
     UPDATABLE_FIELDS,
@@ -210,7 +210,7 @@ def memory_feedback(*, org_id, memory_id, useful: bool | None = None, score: flo
     """Fold one usefulness signal into usefulness_score (an exponential moving average).
     A usage signal, like retrieval counts: it changes no content and writes no version."""
     signal = Decimal(str(score)) if score is not None else Decimal(1 if useful else 0)
-    weight = Decimal(str(settings.MEMORY_PLATFORM["FEEDBACK_WEIGHT"]))
+    weight = Decimal(str(config().feedback_weight))
     with transaction.atomic():
         memory = locked(org_id, memory_id)
         if memory.deleted_at is not None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
 from django.db import connection
 
 from memories.models import DuplicateCandidate, Memory, live_sql
+from memory_platform.config import config
 
 NEAR_DUPLICATES_SQL = f"""
     SELECT written.id, candidate.id, 1 - (candidate.embedding <=> written.embedding) AS similarity
@@ -31,7 +31,7 @@ NEAR_DUPLICATES_SQL = f"""
 def near_duplicates(org_id, memory_ids: list, *, limit: int = 5) -> dict[uuid.UUID, list[tuple[Memory, float]]]:
     """For each written memory, the live memories of the same agent and namespace at or above
     the near-duplicate similarity, closest first: one statement for the whole batch."""
-    threshold = settings.MEMORY_PLATFORM["NEAR_DUPLICATE_SIMILARITY"]
+    threshold = config().near_duplicate_similarity
     with connection.cursor() as cursor:
         cursor.execute(NEAR_DUPLICATES_SQL, {"limit": limit, "org_id": org_id, "ids": [str(i) for i in memory_ids],
                                              "threshold": threshold})

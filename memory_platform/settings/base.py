@@ -107,7 +107,12 @@ SECURE_REFERRER_POLICY = "same-origin"
 # --------------------------------------------------------------------------- database
 # Two connections to one database: `default` is the runtime role (no superuser, no
 # BYPASSRLS, owns nothing; row-level security applies), `owner` owns the schema and is used
-# only by migrate and flush. With no DATABASE_URL the embedded PostgreSQL is started.
+# only by migrate and flush. With no DATABASE_URL it is the embedded PostgreSQL.
+#
+# Importing the settings starts no server: the embedded ones listen at addresses fixed by the
+# data folder, and the entry points start those no URL replaces (EMBEDDED_SERVERS_TO_START):
+# manage.py and the WSGI app before anything else, the test suite when a test needs them
+# (local_services.start_for_settings).
 
 
 def _database(url: str) -> dict:
@@ -125,16 +130,19 @@ def _database(url: str) -> dict:
     return config
 
 
+EMBEDDED_SERVERS_TO_START: list[str] = []
+
 if env("DATABASE_URL", default=""):
     DATABASE_URL = env("DATABASE_URL")
     DATABASE_OWNER_URL = env("DATABASE_OWNER_URL", default=DATABASE_URL)
     # `manage.py run` hands the embedded servers' URLs to its children and says so here.
     EMBEDDED_POSTGRES = env.bool("MEMORY_PLATFORM_EMBEDDED_POSTGRES", default=False)
 else:
-    _postgres = local_services.ensure_postgres()
+    _postgres = local_services.postgres_endpoint()
     DATABASE_URL = _postgres.url(user=local_services.APP_ROLE)
     DATABASE_OWNER_URL = _postgres.url(user=local_services.OWNER_ROLE)
     EMBEDDED_POSTGRES = True
+    EMBEDDED_SERVERS_TO_START.append("postgres")
 
 DATABASES = {"default": _database(DATABASE_URL), "owner": _database(DATABASE_OWNER_URL)}
 DATABASE_ROUTERS = ["memory_platform.db_routers.OwnerMigratesRouter"]
@@ -146,8 +154,9 @@ if env("REDIS_URL", default=""):
     REDIS_URL = env("REDIS_URL")
     EMBEDDED_REDIS = env.bool("MEMORY_PLATFORM_EMBEDDED_REDIS", default=False)
 else:
-    REDIS_URL = local_services.ensure_redis().url
+    REDIS_URL = local_services.redis_endpoint().url
     EMBEDDED_REDIS = True
+    EMBEDDED_SERVERS_TO_START.append("redis")
 
 CACHES = {
     "default": {
@@ -226,99 +235,55 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --------------------------------------------------------------------------- the product's own knobs
+# The code reads them as memory_platform.config.config(), where each one's meaning is written
+# on its field (the key in lower case); README ("Settings") lists their variables.
 
 MEMORY_PLATFORM = {
-    # Vector index on memories.embedding: "hnsw" (default) or "ivfflat". Changing it later
-    # takes `manage.py rebuild_vector_index`.
     "VECTOR_INDEX": env.str("MEMORY_PLATFORM_VECTOR_INDEX", default="hnsw"),
     "HNSW_M": env.int("MEMORY_PLATFORM_HNSW_M", default=16),
     "HNSW_EF_CONSTRUCTION": env.int("MEMORY_PLATFORM_HNSW_EF_CONSTRUCTION", default=64),
     "IVFFLAT_LISTS": env.int("MEMORY_PLATFORM_IVFFLAT_LISTS", default=100),
-    # A new memory whose cosine similarity to a live memory of the same agent and namespace
-    # reaches this is recorded as a near-duplicate candidate for review.
     "NEAR_DUPLICATE_SIMILARITY": env.float("MEMORY_PLATFORM_NEAR_DUPLICATE_SIMILARITY", default=0.92),
-    # Weight of one usefulness signal in the moving average of usefulness_score.
     "FEEDBACK_WEIGHT": env.float("MEMORY_PLATFORM_FEEDBACK_WEIGHT", default=0.2),
-    # Most memories one batch create may carry.
     "BATCH_LIMIT": env.int("MEMORY_PLATFORM_BATCH_LIMIT", default=100),
-    # Retrieval (docs/adr/0035): how the vector search finds k rows for tenants of every size,
-    # how signals are fused and how the final score blends relevance with the rest.
     "SEARCH": {
-        # A search whose tenant (after cheap filters) has at most this many rows is exact.
         "EXACT_SCAN_ROWS": env.int("MEMORY_PLATFORM_EXACT_SCAN_ROWS", default=12000),
-        # Full text on at most this many rows left by a search's filters matches them one by one
-        # instead of through the GIN index, which finds the tenant's matches first and applies
-        # the filters after. An unfiltered search always takes the index: its posting lists hold
-        # the tenant's rows only (memories migration 0013).
         "TEXT_SCAN_ROWS": env.int("MEMORY_PLATFORM_TEXT_SCAN_ROWS", default=2500),
         "HNSW_EF_SEARCH": env.int("MEMORY_PLATFORM_HNSW_EF_SEARCH", default=500),
-        # A tenant holding at least this many live memories gets an HNSW index of its own (the
-        # TENANT_INDEXES_MAX largest such tenants; memories.vector_index.sync_tenant_indexes),
-        # searched with TENANT_INDEX_EF_SEARCH: no other tenant's rows are in it to skip. An
-        # unfiltered search of such a tenant takes it even below EXACT_SCAN_ROWS (at 10,000
-        # rows: 2.7 ms and recall 0.998, against 8.8 ms for the exact scan).
         "TENANT_INDEX_ROWS": env.int("MEMORY_PLATFORM_TENANT_INDEX_ROWS", default=5000),
         "TENANT_INDEXES_MAX": env.int("MEMORY_PLATFORM_TENANT_INDEXES_MAX", default=50),
         "TENANT_INDEX_EF_SEARCH": env.int("MEMORY_PLATFORM_TENANT_INDEX_EF_SEARCH", default=200),
         "HNSW_MAX_SCAN_TUPLES": env.int("MEMORY_PLATFORM_HNSW_MAX_SCAN_TUPLES", default=20000),
-        # 0 means the square root of the index's lists, the usual balance of recall and speed.
         "IVFFLAT_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_PROBES", default=0),
         "IVFFLAT_MAX_PROBES": env.int("MEMORY_PLATFORM_IVFFLAT_MAX_PROBES", default=100),
-        # Full text on a large tenant ranks at most this many of the memories holding all the
-        # query's words (a one-word query for a common word matches a large part of it).
         "ALL_WORDS_RANKED": env.int("MEMORY_PLATFORM_ALL_WORDS_RANKED", default=1000),
-        # Full text: when too few memories hold all the query's words, rank at most this many
-        # of those holding two, then one, of its rarest words (an arbitrary sample of them on a
-        # large tenant: the index returns them in no useful order; docs/adr/0035).
         "OR_MATCHES_RANKED": env.int("MEMORY_PLATFORM_OR_MATCHES_RANKED", default=200),
-        # ...and on a tenant too large to read whole, use only its rarest query words for it.
         "RARE_WORDS": env.int("MEMORY_PLATFORM_RARE_WORDS", default=3),
-        # Candidates each signal contributes before fusion.
         "CANDIDATES": env.int("MEMORY_PLATFORM_SEARCH_CANDIDATES", default=50),
         "RRF_K": env.int("MEMORY_PLATFORM_RRF_K", default=60),
         "RRF_WEIGHTS": {"vector": 1.0, "fulltext": 1.0, "graph": 0.5},
         "RANKING_WEIGHTS": {"relevance": 0.75, "importance": 0.08, "confidence": 0.08, "recency": 0.05,
                             "usage": 0.04},
         "RECENCY_HALF_LIFE_DAYS": env.float("MEMORY_PLATFORM_RECENCY_HALF_LIFE_DAYS", default=30.0),
-        # Seed 003's store search returns items at or above this cosine similarity.
         "STORE_SIMILARITY_THRESHOLD": env.float("MEMORY_PLATFORM_STORE_SIMILARITY_THRESHOLD", default=0.7),
         "QUERY_EMBEDDING_CACHE_SECONDS": 86400,
-        # The model that embeds search queries: "float32", the model memories are embedded
-        # with, or "int8", the same model quantized (memories.embeddings.quantized_graph): a
-        # query embeds in less than half the time, and its top 10 holds about 9 of
-        # float32's 10 (benchmarks/search/results-query-precision.json; docs/adr/0035).
         "QUERY_EMBEDDING_PRECISION": env.str("MEMORY_PLATFORM_QUERY_EMBEDDING_PRECISION", default="float32"),
     },
-    # Seed 001's hot cache: the top memories of each agent in a Redis sorted set.
-    # How often retrievals counted in Redis are written to memories.retrieval_count.
     "RETRIEVALS_FLUSH_SECONDS": env.int("MEMORY_PLATFORM_RETRIEVALS_FLUSH_SECONDS", default=30),
     "HOT_CACHE_SIZE": 50,
     "HOT_CACHE_TTL_SECONDS": 300,
-    # Largest request body the API reads, in bytes (413 beyond).
     "MAX_REQUEST_BYTES": env.int("MEMORY_PLATFORM_MAX_REQUEST_BYTES", default=2 * 1024 * 1024),
-    # Rate limits and sign-in lockouts, counted in Redis (memory_platform/rate_limits.py). A rate
-    # is "requests/window" (600/min, 50/s, 20/10s); "off" removes it. With Redis unreachable
-    # they are not enforced: requests are served.
     "RATE_LIMITS": {
-        # Every request of one API key; the burst rate caps how fast the sustained one is spent.
         "API_KEY": env.str("MEMORY_PLATFORM_RATE_LIMIT_API_KEY", default="600/min"),
         "API_KEY_BURST": env.str("MEMORY_PLATFORM_RATE_LIMIT_API_KEY_BURST", default="50/s"),
-        # Also counted, per key, for the heavier requests: search, retrieve, store search and
-        # replay (each embeds a query), and batch creates (up to BATCH_LIMIT memories each).
         "SEARCH": env.str("MEMORY_PLATFORM_RATE_LIMIT_SEARCH", default="300/min"),
         "BATCH": env.str("MEMORY_PLATFORM_RATE_LIMIT_BATCH", default="60/min"),
-        # API requests without a valid key (missing, unknown, revoked), per client address.
         "UNAUTHENTICATED": env.str("MEMORY_PLATFORM_RATE_LIMIT_UNAUTHENTICATED", default="30/min"),
-        # Console (and admin) sign-in: after this many wrong passwords for one username, or from
-        # one address, within the window, sign-in is refused for LOCKOUT_SECONDS.
         "SIGN_IN_FAILURES_PER_USERNAME": env.int("MEMORY_PLATFORM_SIGN_IN_FAILURES_PER_USERNAME", default=5),
         "SIGN_IN_FAILURES_PER_ADDRESS": env.int("MEMORY_PLATFORM_SIGN_IN_FAILURES_PER_ADDRESS", default=20),
         "SIGN_IN_WINDOW_SECONDS": env.int("MEMORY_PLATFORM_SIGN_IN_WINDOW_SECONDS", default=900),
         "SIGN_IN_LOCKOUT_SECONDS": env.int("MEMORY_PLATFORM_SIGN_IN_LOCKOUT_SECONDS", default=900),
-        # Behind this many reverse proxies the client's address is read from X-Forwarded-For;
-        # with 0 it is REMOTE_ADDR (a proxy's own address, when there is one).
         "TRUSTED_PROXIES": env.int("MEMORY_PLATFORM_TRUSTED_PROXIES", default=0),
-        # After Redis fails, how long this process serves requests without asking it again.
         "REDIS_RETRY_SECONDS": env.int("MEMORY_PLATFORM_RATE_LIMIT_REDIS_RETRY_SECONDS", default=30),
     },
 }

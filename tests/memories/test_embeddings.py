@@ -123,7 +123,7 @@ def test_an_unknown_precision_stops_the_product_before_it_serves(settings):
         call_command("check")
 
 
-def test_the_query_cache_never_serves_one_precision_for_the_other(int8_queries, settings):
+def test_the_query_cache_never_serves_one_precision_for_the_other(int8_queries, settings, embedded_servers):
     text = "a query asked in both precisions 51d0"
     int8_key = cache._query_key(text)
     cache.client().delete(int8_key)

@@ -78,7 +78,7 @@ def test_running_the_job_twice_leaves_the_same_state(tenant_a, api_a, empty_queu
 @pytest.fixture
 def redis_outage(empty_queue):
     """Make Redis unreachable for real: stop the embedded server (it comes back on the same
-    port), or, with an external REDIS_URL, point the queues at a port nothing listens on.
+    socket), or, with an external REDIS_URL, point the queues at a port nothing listens on.
     Yields the function that ends the outage."""
     from django_rq import settings as rq_settings
 

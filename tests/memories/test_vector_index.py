@@ -280,10 +280,10 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
 
     # Even where an exact scan would be chosen (a tenant this size below EXACT_SCAN_ROWS), an
     # unfiltered search takes its own index; a filter leaving few rows still goes exact.
-    settings.MEMORY_PLATFORM["SEARCH"]["EXACT_SCAN_ROWS"] = 10_000
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, EXACT_SCAN_ROWS=10_000)
     assert search_plan(populated.id, query, SearchFilters(), 10)[0] == "hnsw_tenant"
     assert search_plan(populated.id, query, SearchFilters(categories=["preference"]), 10)[0] == "exact"
-    settings.MEMORY_PLATFORM["SEARCH"]["EXACT_SCAN_ROWS"] = 1000
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, EXACT_SCAN_ROWS=1000)
 
     # Asked for one of B's own vectors, A's search through its index still finds only A's rows.
     with tenant_context(org_b.id):

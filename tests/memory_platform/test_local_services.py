@@ -1,9 +1,13 @@
-"""The embedded servers start on an empty data folder, and again on the folder they left."""
+"""The embedded servers start on an empty data folder, and again on the folder they left; only
+the entry points start them, never importing the settings."""
 
+import os
 import shutil
 import subprocess
 import sys
+from urllib.parse import quote
 
+import psutil
 import psycopg
 import pytest
 import redis
@@ -109,3 +113,66 @@ def test_a_database_where_pgvector_was_never_created_gets_a_one_line_error(djang
     assert result.returncode == 1
     assert result.stderr.strip().count("\n") == 0, result.stderr
     assert "pgvector" in result.stderr and "CREATE EXTENSION vector" in result.stderr
+
+
+# --------------------------------------------------------------------------- who starts them
+
+
+def without_servers(data_dir) -> dict:
+    """The environment of a fresh machine: no server URL, an empty data folder of its own."""
+    handed_over = {"DATABASE_URL", "DATABASE_OWNER_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE",
+                   "MEMORY_PLATFORM_EMBEDDED_POSTGRES", "MEMORY_PLATFORM_EMBEDDED_REDIS"}
+    return {**{key: value for key, value in os.environ.items() if key not in handed_over},
+            "MEMORY_PLATFORM_DATA_DIR": str(data_dir),
+            # The served settings would otherwise write their secret into the data folder.
+            "DJANGO_SECRET_KEY": "a-test-key-" + "k" * 50}
+
+
+def processes_naming(folder) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if any(str(folder) in argument for argument in process.info["cmdline"] or ()):
+            found.append(process)
+    return found
+
+
+@pytest.mark.parametrize("module", ["base", "test", "production"])
+def test_importing_the_settings_starts_no_server(tmp_path, module):
+    data = tmp_path / "data"
+    script = ("import django; django.setup(); from django.conf import settings; "
+              "print(settings.DATABASE_URL); print(settings.REDIS_URL); print(settings.EMBEDDED_SERVERS_TO_START)")
+    result = subprocess.run([sys.executable, "-c", script], cwd=settings.BASE_DIR, capture_output=True, text=True,
+                            timeout=120, env={**without_servers(data),
+                                              "DJANGO_SETTINGS_MODULE": f"memory_platform.settings.{module}"})
+    assert result.returncode == 0, result.stderr
+    database_url, redis_url, to_start = result.stdout.strip().splitlines()[-3:]
+    # The URLs name where the servers will listen, in the data folder...
+    assert quote(str(data / "postgres"), safe="") in database_url
+    assert redis_url == f"unix://{data}/redis/{local_services.REDIS_SOCKET}?db=0"
+    assert to_start == "['postgres', 'redis']"
+    # ...which nothing made, and no server runs there.
+    assert not data.exists()
+    assert processes_naming(data) == []
+
+
+@pytest.mark.slow
+def test_manage_py_and_the_wsgi_app_start_the_embedded_servers(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    env = without_servers(data)
+    monkeypatch.setenv("MEMORY_PLATFORM_DATA_DIR", str(data))  # for local_services, in this process
+    try:
+        check = subprocess.run([sys.executable, "manage.py", "check"], cwd=settings.BASE_DIR, env=env,
+                               capture_output=True, text=True, timeout=240)
+        assert check.returncode == 0, check.stderr
+        assert "no issues" in check.stdout
+        assert local_services.postgres_running() == local_services.postgres_endpoint()
+        assert local_services.redis_running() == local_services.redis_endpoint()
+
+        # Served on its own, the WSGI app starts what is not running.
+        assert local_services.stop_redis()
+        wsgi = subprocess.run([sys.executable, "-c", "import memory_platform.wsgi"], cwd=settings.BASE_DIR,
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert wsgi.returncode == 0, wsgi.stderr
+        assert redis.Redis.from_url(local_services.redis_endpoint().url).ping()
+    finally:
+        local_services.stop_all()

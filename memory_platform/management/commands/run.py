@@ -60,7 +60,7 @@ class Command(BaseCommand):
             working_directory=settings.BASE_DIR,
         )
         if settings.EMBEDDED_REDIS:
-            local_services.stop_redis()  # started daemonized by the settings; supervisord runs it from here on
+            local_services.stop_redis()  # started daemonized by manage.py; supervisord runs it from here on
 
         supervisord = subprocess.Popen(
             supervision.supervisord_command(config), env=env, cwd=settings.BASE_DIR,
