@@ -2,6 +2,7 @@ import pytest
 
 from memories.models import Memory
 from tenants.context import tenant_context
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +29,7 @@ def test_the_same_key_with_another_body_is_422(tenant_a, api_a):
 
 
 def test_keys_are_scoped_per_agent(tenant_a, api_a, api_client_for):
-    other_agent = __import__("tenants.services", fromlist=["x"]).agent_create(org=tenant_a.org, name="second")
+    other_agent = factories.agent(org=tenant_a.org, name="second")
     other = api_client_for(other_agent)
     a = api_a.post("/api/v1/memories", {"content": "Agent one's fact"}, HTTP_IDEMPOTENCY_KEY="shared")
     b = other.post("/api/v1/memories", {"content": "Agent two's fact"}, HTTP_IDEMPOTENCY_KEY="shared")
