@@ -219,7 +219,8 @@ class Memory(TenantModel):
                 name="memories_scope_key_live_unique",
             ),
             models.CheckConstraint(condition=Q(content__length__gt=0), name="memories_content_not_empty"),
-            models.CheckConstraint(condition=Q(content__length__lte=8192), name="memories_content_max_length"),
+            models.CheckConstraint(condition=Q(content__length__lte=CONTENT_MAX_CHARS),
+                                  name="memories_content_max_length"),
             models.CheckConstraint(
                 condition=Q(content_hash__regex=r"^[0-9a-f]{64}$"), name="memories_content_hash_is_sha256"
             ),

@@ -139,7 +139,7 @@ class PlatformConfig:
     # Most memories one batch create may carry.
     batch_limit: int
     search: SearchConfig
-    # How often retrievals counted in Redis are written to memories.retrieval_count.
+    # How often retrievals counted in Redis are written to PostgreSQL (memory_usage).
     retrievals_flush_seconds: int
     # Seed 001's hot cache: the top memories of each agent in a Redis sorted set, how many
     # and for how long.

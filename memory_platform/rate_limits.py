@@ -69,6 +69,10 @@ RATE_NAMES = ("api_key", "api_key_burst", "search", "batch", "unauthenticated")
 @register()
 def rate_limit_settings(app_configs, **kwargs) -> list[Error]:
     """A mistyped rate is stopped at start (`manage.py check`, `run`), not at every request."""
+    try:
+        config()
+    except ImproperlyConfigured:
+        return []  # a setting of the wrong type or shape: memories.checks.configuration says which
     errors = []
     for name in RATE_NAMES:
         try:

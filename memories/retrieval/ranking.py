@@ -1,9 +1,10 @@
 """What every signal produces (Hit), how signals are fused (reciprocal-rank fusion), and the
 final ranking: relevance blended with importance, confidence, recency and usage.
 
-A signal is any module whose search returns Hits, best first, ranks from ranked_hits; the
-pipeline keeps them under the signal's name, fusion weighs them by RRF_WEIGHTS[name], and
-each Hit's details show in the result's signals beside its rank.
+A signal is any module whose search returns Hits, best first (ranked_hits makes them from
+rows, equal scores sharing a rank); the pipeline keeps them under the signal's name, fusion
+weighs them by rrf_weights[name], and each Hit's details show in the result's signals
+beside its rank.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ actions:
 - tagging: tags and relationships;
 - store: seed 003's namespace store (upsert by namespace and key).
 
-Every write is one transaction and leaves a MemoryVersion row; side effects (embedding jobs,
-the hot set) run on commit. The caller's boundary has set the tenant (API authentication, the
+Every write is one transaction, and every change of a memory leaves a MemoryVersion row (a
+usefulness signal and a relationship are not versions of a memory); side effects (embedding
+jobs, the hot set) run on commit. The caller's boundary has set the tenant (API authentication, the
 console, a job, a command: tenants.context); writes assume it and filter by org_id anyway.
 """

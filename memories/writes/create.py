@@ -1,8 +1,8 @@
 """New memories: one (embedded inline) or a batch (embedded by a worker after commit).
 
 The path (docs/architecture.md, "The write path"): validate (the API's serializers) ->
-redact -> normalise and hash -> exact dedup within the namespace -> embed -> near-duplicate
-candidates -> persist with a version row.
+redact -> normalise and hash -> exact dedup within the namespace -> embed -> persist with a
+version row -> near-duplicate candidates (found against the stored row).
 """
 
 from __future__ import annotations

@@ -168,6 +168,13 @@ def test_manage_py_and_the_wsgi_app_start_the_embedded_servers(tmp_path, monkeyp
         assert local_services.postgres_running() == local_services.postgres_endpoint()
         assert local_services.redis_running() == local_services.redis_endpoint()
 
+        # --settings is read before manage.py loads the settings to start the servers.
+        chosen = subprocess.run([sys.executable, "manage.py", "shell", "--settings", "memory_platform.settings.test",
+                                 "-c", "from django.conf import settings; print(settings.SETTINGS_MODULE)"],
+                                cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=120)
+        assert chosen.returncode == 0, chosen.stderr
+        assert chosen.stdout.strip().splitlines()[-1] == "memory_platform.settings.test"
+
         # Served on its own, the WSGI app starts what is not running.
         assert local_services.stop_redis()
         wsgi = subprocess.run([sys.executable, "-c", "import memory_platform.wsgi"], cwd=settings.BASE_DIR,

@@ -93,3 +93,11 @@ def test_a_refused_setting_is_not_kept(settings):
         config()
     settings.MEMORY_PLATFORM = good
     assert config() == PlatformConfig.from_setting(good)
+
+
+def test_a_wrongly_typed_knob_is_one_check_error_naming_it_not_a_traceback(settings):
+    from django.core import checks
+
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, EXACT_SCAN_ROWS="many")
+    errors = checks.run_checks()
+    assert [(error.id, "EXACT_SCAN_ROWS" in error.msg) for error in errors] == [("memories.E000", True)]
