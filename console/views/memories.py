@@ -15,10 +15,10 @@ from console.diff import version_diff
 from console.forms import SORTS, BulkForm, MemoryEditForm, MemoryFilterForm, SupersedeForm, TagsForm
 from console.responses import INVALID, actor, done, failed, page
 from memories import selectors
-from memories.writes import change, review, tagging
 from memories.errors import MemoryServiceError, NotFound, StaleVersion
 from memories.models import Memory, MemoryRelationship, MemoryTag
 from memories.retrieval.pipeline import memory_search
+from memories.writes import change, review, tagging
 from tenants.models import Agent
 
 PAGE_SIZE = 25

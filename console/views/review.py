@@ -8,9 +8,9 @@ from django.views.decorators.http import require_GET, require_POST
 from console.access import OPERATOR, VIEWER, console_view, may
 from console.forms import ReasonForm
 from console.responses import INVALID, actor, done, failed, page
-from memories.writes import review
 from memories.errors import MemoryServiceError, NotFound
 from memories.models import Memory
+from memories.writes import review
 
 PAGE_SIZE = 50
 

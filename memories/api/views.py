@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import re
 
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, inline_serializer
 from rest_framework import permissions, status
+from rest_framework import serializers as drf
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import selectors
+from memories.access import KeyReach
 from memories.api import serializers as s
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, inline_serializer
-from rest_framework import serializers as drf
-
 from memories.api import storable
 from memories.api.idempotency import idempotent
 from memories.api.parsers import BoundedBodyRequest, LimitedJSONParser
@@ -26,11 +26,10 @@ from memories.api.schema import (
     IDEMPOTENCY_KEY,
     IF_MATCH,
     PRECONDITION_ERRORS,
-    documented_error,
     documented,
+    documented_error,
     list_of,
 )
-from memories.access import KeyReach
 from memories.errors import InvalidInput, NotFound, OutOfReach
 from memories.writes import change, create, store, tagging
 from memories.writes.kernel import Actor

@@ -22,9 +22,9 @@ from django.db import connection
 from django.utils import timezone
 
 from memories.models import LIVE_SQL
-from memory_platform.config import config
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, ranked_hits, ranking_columns, usage_join
+from memory_platform.config import config
 
 _tenant_text_cache: dict = {}
 COMMON_SAMPLE_ROWS = 2000

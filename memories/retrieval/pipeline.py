@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from memories import cache
 from memories.retrieval import expansion, fulltext, ranking, records, size, vector
-from memory_platform.config import config
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, SearchOutcome
+from memory_platform.config import config
 
 
 @dataclass

@@ -7,8 +7,8 @@ from __future__ import annotations
 from django.db import connection
 
 from memories.retrieval import fulltext
-from memory_platform.config import config
 from memories.retrieval.filters import SearchFilters
+from memory_platform.config import config
 
 
 def capped_count(cursor, where: str, params: list, cap: int) -> int:

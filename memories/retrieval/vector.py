@@ -22,9 +22,9 @@ from django.utils import timezone
 from memories import vector_index
 from memories.embeddings import vector_literal
 from memories.retrieval import fulltext, size
-from memory_platform.config import config
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, ranked_hits, ranking_columns, usage_join
+from memory_platform.config import config
 
 _index_cache: dict = {}
 INDEX_CACHE_SECONDS = 60

@@ -12,7 +12,6 @@ from django.utils import timezone
 from memories.errors import Conflict, InvalidInput
 from memories.models import Memory, MemoryRelationship, MemoryVersion
 from memories.redaction import redactor_for
-from memory_platform.config import config
 from memories.writes.create import WriteResult, insert_memory
 from memories.writes.kernel import (
     UPDATABLE_FIELDS,
@@ -30,6 +29,7 @@ from memories.writes.kernel import (
     recorded,
     refresh_hot_set,
 )
+from memory_platform.config import config
 
 
 def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | None, actor: Actor) -> Memory:

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from memories.writes import create
 from memories.models import Memory
+from memories.writes import create
 from tenants.context import tenant_context
 from tenants.models import Membership
 

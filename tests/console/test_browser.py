@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from memories.writes import change, kernel, tagging
-from tests.console.conftest import operator, remember
-from tests.markers import committing
 from tenants import services as tenant_services
 from tenants.context import service_account, tenant_context
 from tests import factories
+from tests.console.conftest import operator, remember
+from tests.markers import committing
 
 pytestmark = [committing, pytest.mark.slow]
 

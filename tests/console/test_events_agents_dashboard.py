@@ -5,8 +5,8 @@ import re
 import pytest
 from rest_framework.test import APIClient
 
-from memories.writes import change, kernel
 from memories.models import RetrievalEvent
+from memories.writes import change, kernel
 from tenants.context import tenant_context
 from tenants.models import Agent, ApiKey
 from tests import factories

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from memories.writes import change, kernel, review, tagging
 from memories.models import Memory, MemoryTag, MemoryVersion
+from memories.writes import change, kernel, review, tagging
 from tenants.context import tenant_context
 from tests import factories
 from tests.console.conftest import reload, remember

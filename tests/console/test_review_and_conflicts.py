@@ -3,8 +3,8 @@
 
 import pytest
 
-from memories.writes import tagging
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
+from memories.writes import tagging
 from tenants.context import tenant_context
 from tests.console.conftest import reload, remember
 

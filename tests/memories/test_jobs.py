@@ -11,9 +11,9 @@ import redis
 from django.conf import settings
 from django.db import connections
 
-from memory_platform import local_services
 from memories import jobs
 from memories.models import Memory
+from memory_platform import local_services
 from tenants.context import tenant_context
 from tests.markers import committing
 

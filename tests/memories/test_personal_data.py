@@ -8,6 +8,7 @@ from memories.models import RetrievalEvent
 from tenants.context import tenant_context
 from tenants.models import Organization
 
+
 @pytest.mark.django_db
 def test_an_organisation_that_opts_in_stores_no_personal_data_and_others_keep_it(tenant_a, tenant_b, api_a, api_b):
     with tenant_context(tenant_a.org.id):

@@ -2,10 +2,11 @@
 security on, shows the approximate index in use: HNSW (the default) and IVFFlat."""
 
 import json
+
 import numpy as np
 import pytest
-from pgvector.django import CosineDistance
 from django.db import connection, connections, transaction
+from pgvector.django import CosineDistance
 
 from memories import vector_index
 from memories.models import EMBEDDING_DIMENSIONS, Memory
