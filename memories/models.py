@@ -185,6 +185,9 @@ class Memory(TenantModel):
                 condition=Q(deleted_at__isnull=True), name="memories_agent_category",
             ),
             models.Index(fields=["org", "status", "-created_at"], name="memories_org_status_created"),
+            # A namespace's live memories in the order they were written: a search's
+            # neighbours signal steps one memory back and forth from each of its best results.
+            models.Index(fields=["org", "scope", "created_at", "id"], condition=LIVE, name="memories_namespace_order"),
             models.Index(
                 F("org"), OpClass("scope", name="varchar_pattern_ops"),
                 condition=Q(deleted_at__isnull=True), name="memories_scope_prefix",

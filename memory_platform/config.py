@@ -76,7 +76,10 @@ class SearchConfig:
     candidates: int
     # Reciprocal rank fusion: each signal adds weight / (rrf_k + rank).
     rrf_k: int
-    rrf_weights: Mapping[str, float] = _weights("vector", "fulltext", "graph")
+    rrf_weights: Mapping[str, float] = _weights("vector", "fulltext", "graph", "neighbours")
+    # A hybrid search brings the memories written just before and after its best this many
+    # results in their namespace (memories.retrieval.neighbours); 0 turns it off.
+    neighbour_seeds: int
     # The final score: relevance (fused) blended with these, recency halving every
     # recency_half_life_days.
     ranking_weights: Mapping[str, float] = _weights("relevance", "importance", "confidence", "recency", "usage")

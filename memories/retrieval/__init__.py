@@ -3,7 +3,8 @@
 A search (pipeline.memory_search) reads top to bottom as signals -> fusion -> rank -> load:
 
   * signals, each ranking memories its own way into Hits (ranking.Hit): vector.py (meaning),
-    fulltext.py (words, BM25-like tiers), expansion.py (one relationship away from the best);
+    fulltext.py (words, BM25-like tiers), expansion.py (one relationship away from the best),
+    neighbours.py (written just before and after the best, in their namespace);
   * fusion: reciprocal-rank fusion of every signal's Hits, weighted by name (ranking.py);
   * rank: the fused relevance blended with importance, confidence, recency and usage;
   * load: whole records for the few results returned (records.py).

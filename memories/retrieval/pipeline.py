@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 
 from memories import cache
-from memories.retrieval import expansion, fulltext, ranking, records, size, vector
+from memories.retrieval import expansion, fulltext, neighbours, ranking, records, size, vector
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, SearchOutcome
 from memory_platform.config import config
@@ -69,7 +69,8 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
                   expand: bool = False, threshold: float | None = None) -> SearchOutcome:
     """Rank memories for a query, as the tenant the caller has set (memories.retrieval).
     threshold (cosine similarity) keeps only vector matches at or above it (seed 003's store
-    search); expand adds the best results' neighbours (expansion)."""
+    search); expand adds the memories related to the best results (expansion). A hybrid search
+    also brings the memories written just before and after its best results (neighbours)."""
     weights, rrf_k = config().search.rrf_weights, config().search.rrf_k
     # Signals, then fusion.
     found = query_signals(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, threshold=threshold)
@@ -77,6 +78,10 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     if expand and fused:  # a signal seeded by the others' fusion, then fused with them
         signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters)
+        fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
+    seeds = config().search.neighbour_seeds
+    if mode == "hybrid" and threshold is None and seeds and weights["neighbours"] and fused:  # likewise
+        signals["neighbours"] = neighbours.search(org_id, ranking.best(fused, seeds), filters)
         fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     # Rank every candidate on a few columns, most of which came with the signals' rows.
     rows = ranking.candidates_rows(org_id, signals, fused)
