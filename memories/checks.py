@@ -3,34 +3,22 @@ settings whose bad value would otherwise surface only at the first request, sear
 build."""
 
 from django.core.checks import Error, register
-from django.core.exceptions import ImproperlyConfigured
 
-from memory_platform.config import config
-
-
-def configuration_is_valid() -> bool:
-    try:
-        config()
-    except ImproperlyConfigured:
-        return False
-    return True
+from memory_platform import config
 
 
 @register()
 def configuration(app_configs, **kwargs) -> list[Error]:
     """MEMORY_PLATFORM as memory_platform.config reads it: every key known, present and typed."""
-    try:
-        config()
-    except ImproperlyConfigured as exc:
-        return [Error(str(exc), id="memories.E000")]
-    return []
+    problem = config.problem()
+    return [Error(str(problem), id="memories.E000")] if problem else []
 
 
 @register()
 def search_settings(app_configs, **kwargs) -> list[Error]:
     from memories import embeddings, vector_index
 
-    if not configuration_is_valid():
+    if config.problem():
         return []  # `configuration` says why
     errors = []
     for check, check_id in ((vector_index.configured_kind, "memories.E001"),

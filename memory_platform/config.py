@@ -163,6 +163,16 @@ def config() -> PlatformConfig:
     return PlatformConfig.from_setting(getattr(settings, SETTING))
 
 
+def problem() -> ImproperlyConfigured | None:
+    """Why the setting cannot be read as a PlatformConfig, or None: for the system checks, which
+    report it once (memories.checks) and skip their own checks of the values meanwhile."""
+    try:
+        config()
+    except ImproperlyConfigured as exc:
+        return exc
+    return None
+
+
 def _forget_when_changed(*, setting: str, **kwargs) -> None:
     if setting == SETTING:
         config.cache_clear()

@@ -26,6 +26,7 @@ from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
 
 from memory_platform.config import config
+from memory_platform.config import problem as config_problem
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +70,7 @@ RATE_NAMES = ("api_key", "api_key_burst", "search", "batch", "unauthenticated")
 @register()
 def rate_limit_settings(app_configs, **kwargs) -> list[Error]:
     """A mistyped rate is stopped at start (`manage.py check`, `run`), not at every request."""
-    try:
-        config()
-    except ImproperlyConfigured:
+    if config_problem():
         return []  # a setting of the wrong type or shape: memories.checks.configuration says which
     errors = []
     for name in RATE_NAMES:
