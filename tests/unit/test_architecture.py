@@ -39,6 +39,11 @@ def layers() -> list[tuple[int, list[str]]]:
     return table
 
 
+@cache
+def tree(module: str) -> ast.Module:
+    return ast.parse(modules()[module].read_text())
+
+
 def layer_of(module: str) -> int | None:
     for layer, patterns in layers():
         if any(fnmatch.fnmatchcase(module, pattern) for pattern in patterns):
@@ -55,7 +60,7 @@ def imports() -> dict[str, dict[str, list[str]]]:
     for module, path in known.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         edges: dict[str, list[str]] = {}
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree(module)):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name in known:
@@ -133,16 +138,15 @@ def test_no_module_takes_another_modules_private_names():
     taken = [f"{module} imports {name} from {target}" for module, edges in imports().items()
              for target, names in edges.items() for name in names if name.startswith("_")]
     used = []
-    for module, path in modules().items():
+    for module in modules():
         aliases = {}
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
+        for node in ast.walk(tree(module)):
             if isinstance(node, ast.Import):
                 aliases |= {(alias.asname or alias.name): alias.name for alias in node.names if alias.name in modules()}
             elif isinstance(node, ast.ImportFrom) and node.module:
                 aliases |= {(alias.asname or alias.name): f"{node.module}.{alias.name}" for alias in node.names
                             if f"{node.module}.{alias.name}" in modules()}
-        for node in ast.walk(tree):
+        for node in ast.walk(tree(module)):
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.attr.startswith("_")
                     and not node.attr.startswith("__") and node.value.id in aliases):
                 used.append(f"{module} uses {aliases[node.value.id]}.{node.attr}")
