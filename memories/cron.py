@@ -2,7 +2,7 @@
 
 from rq import cron
 
-from memories import jobs, vector_index
+from memories import jobs, lexicon, vector_index
 from memories.retrieval import events
 from memory_platform.config import config
 
@@ -13,3 +13,5 @@ cron.register(jobs.purge_idempotency_records, "maintenance", interval=3600)
 cron.register(events.flush_retrievals, "default", interval=config().retrievals_flush_seconds)
 # Gives large tenants an HNSW index of their own, drops those no longer needed.
 cron.register(vector_index.sync_tenant_indexes, "maintenance", interval=3600)
+# Moves the deltas the write triggers append into each tenant's word statistics (BM25).
+cron.register(lexicon.fold, "maintenance", interval=30)

@@ -63,6 +63,15 @@ class SearchConfig:
     # and speed. ivfflat_max_probes is the iterative scan's ceiling.
     ivfflat_probes: int
     ivfflat_max_probes: int
+    # Full text ranks by "bm25" (from each tenant's word statistics, memories.lexicon;
+    # docs/adr/0037) or, as it did before, by "ts_rank_cd" (no word rarity; kept to compare).
+    lexical_ranker: str
+    # BM25's term-frequency saturation (k1) and document-length normalisation (b).
+    bm25_k1: float
+    bm25_b: float
+    # BM25 on a large tenant scores the memories holding the query's rarest words, as many of
+    # those words as hold at most this many memories together (at least the rarest one).
+    bm25_candidate_rows: int
     # Full text on a large tenant ranks at most this many of the memories holding all the
     # query's words (a one-word query for a common word matches a large part of it).
     all_words_ranked: int
@@ -76,7 +85,7 @@ class SearchConfig:
     candidates: int
     # Reciprocal rank fusion: each signal adds weight / (rrf_k + rank).
     rrf_k: int
-    rrf_weights: Mapping[str, float] = _weights("vector", "fulltext", "graph", "neighbours")
+    rrf_weights: Mapping[str, float] = _weights("vector", "fulltext", "graph", "neighbours", "time")
     # A hybrid search brings the memories written just before and after its best this many
     # results in their namespace (memories.retrieval.neighbours); 0 turns it off.
     neighbour_seeds: int

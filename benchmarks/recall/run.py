@@ -61,10 +61,18 @@ def turns(sample: dict) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "fulltext"])
-    mode = parser.parse_args().mode
+    parser.add_argument("--reuse", action="store_true",
+                        help="ask the questions of the turns a previous run stored (same code for writes), "
+                             "instead of storing them again: for comparing search settings")
+    parser.add_argument("--output", help="results file (default results-<mode>.json)")
+    arguments = parser.parse_args()
+    mode = arguments.mode
     samples = json.loads(DATA.read_text())
-    shutil.rmtree(DATA_DIR, ignore_errors=True)
-    DATA_DIR.mkdir(parents=True)
+    stored_marker = DATA_DIR / "stored"
+    reuse = arguments.reuse and stored_marker.exists()
+    if not reuse:
+        shutil.rmtree(DATA_DIR, ignore_errors=True)
+        DATA_DIR.mkdir(parents=True)
     # The product as served, with its rate limits off: this measures retrieval, not them.
     env = {**os.environ, "MEMORY_PLATFORM_DATA_DIR": str(DATA_DIR), "LOG_LEVEL": "WARNING",
            **{f"MEMORY_PLATFORM_RATE_LIMIT_{name}": "off" for name in ("API_KEY", "API_KEY_BURST", "SEARCH", "BATCH")}}
@@ -72,7 +80,7 @@ def main() -> None:
     with product(DATA_DIR, PORT, env) as key:
         started = time.perf_counter()
         memories = [memory for sample in samples for memory in turns(sample)]
-        for start in tqdm(range(0, len(memories), BATCH), desc="storing turns"):
+        for start in tqdm(range(0, len(memories) if not reuse else 0, BATCH), desc="storing turns"):
             status, _ = api(PORT, "POST", "/api/v1/memories", key, {"memories": memories[start:start + BATCH]})
             assert status == 201, status
         with tqdm(total=len(memories), desc="worker embedding") as bar:
@@ -83,6 +91,7 @@ def main() -> None:
             bar.n = len(memories)
             bar.refresh()
         ingest_seconds = time.perf_counter() - started
+        stored_marker.touch()
 
         recall = defaultdict(lambda: defaultdict(list))  # category -> k -> [recall of each question]
         latencies = []
@@ -106,14 +115,17 @@ def main() -> None:
         "recorded_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "data": "shared/eval/locomo-dev.json (conv-26, -41, -43, -47, -49), categories 1-4",
         "mode": mode, "memories": len(memories), "questions": len(questions),
-        "ingest_seconds": round(ingest_seconds, 1),
+        "ingest_seconds": None if reuse else round(ingest_seconds, 1),
+        "settings": {name: value for name, value in os.environ.items()
+                     if name.startswith("MEMORY_PLATFORM_") and name != "MEMORY_PLATFORM_DATA_DIR"
+                     and not any(part in name for part in ("RATE_LIMIT", "SECRET", "PASSWORD", "KEY"))},
         "recall": {f"@{k}": round(statistics.mean(every[k]), 3) for k in KS},
         "recall_by_category": {name: {"questions": len(by_k[KS[0]]),
                                       **{f"@{k}": round(statistics.mean(by_k[k]), 3) for k in KS}}
                                for name, by_k in recall.items()},
         "search_latency_ms": {"p50": round(percentile(latencies, 50), 1), "p95": round(percentile(latencies, 95), 1)},
     }
-    (Path(__file__).parent / f"results-{mode}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (Path(__file__).parent / (arguments.output or f"results-{mode}.json")).write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(results, indent=1))
 
 

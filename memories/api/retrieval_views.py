@@ -17,7 +17,7 @@ from memories.retrieval import events, hot, pipeline
 from memories.retrieval.filters import SearchFilters
 from memory_platform.config import config
 
-EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank": 2, "score": 0.1},
+EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank": 2, "bm25": 4.21},
                    "fused": 0.0325, "blend": {"relevance": 1.0, "importance": 0.4, "confidence": 0.9,
                                               "recency": 0.98, "usage": 0.0}}
 

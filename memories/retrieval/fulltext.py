@@ -1,15 +1,18 @@
-"""Full-text search: the memories that hold the query's words, best first (docs/adr/0035).
+"""Full-text search: the memories that hold the query's words, best first (docs/adr/0035),
+ranked by BM25 from the tenant's own word statistics (memories.lexicon, docs/adr/0037).
 
 One statement a search (statement), through the GIN index of each tenant's tagged lexemes
 (memories.tenant_lexemes, migration 0013), or row by row for the few rows a filter leaves.
 It runs in pipeline mode (started), so the caller's work in Python (a search embeds its query)
-overlaps the database's. What the statement needs to know of a tenant (its size, its common
-words) is estimated on a sample and kept for an hour in the process (tenant_text).
+overlaps the database's. The tenant's size, which the paths are chosen by, is counted and
+kept for an hour in the process (tenant_text). The ranker BM25 replaced, ts_rank_cd with tiers
+of rare words estimated on a sample, stays selectable (search.lexical_ranker) to compare.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import uuid
 from collections.abc import Iterator
@@ -21,6 +24,7 @@ import psycopg
 from django.db import connection
 from django.utils import timezone
 
+from memories import lexicon
 from memories.models import LIVE_SQL
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, ranked_hits, ranking_columns, usage_join
@@ -96,16 +100,21 @@ def tenant_tag(org_id) -> str:
     return str(uuid.UUID(str(org_id)))[:8]
 
 
-def tagged_query(org_id, groups: list[list[str]]) -> str:
-    """A tsquery, as text, for memories.tenant_lexemes: any of the groups, each holding all of
-    its lexemes, every lexeme tagged with the tenant (its GIN index then reads this tenant's
-    posting lists only). Lexemes are quoted, so none is read as an operator."""
-    tag = tenant_tag(org_id)
+def lexeme_query(groups: list[list[str]], tag: str = "") -> str:
+    """A tsquery, as text: any of the groups, each holding all of its lexemes, each lexeme
+    prefixed with `tag`. Lexemes are quoted, so none is read as an operator or normalised
+    again."""
 
     def quoted(lexeme: str) -> str:
         return "'" + (tag + lexeme).replace("\\", "\\\\").replace("'", "''") + "'"
 
     return " | ".join("(" + " & ".join(quoted(lexeme) for lexeme in group) + ")" for group in groups if group)
+
+
+def tagged_query(org_id, groups: list[list[str]]) -> str:
+    """lexeme_query for memories.tenant_lexemes: every lexeme tagged with the tenant, so its
+    GIN index reads this tenant's posting lists only."""
+    return lexeme_query(groups, tenant_tag(org_id))
 
 
 def rare_words(org_id, words: list[str]) -> list[str]:
@@ -119,10 +128,108 @@ def rare_words(org_id, words: list[str]) -> list[str]:
     return [word for word in words if word in rarest]
 
 
+def query_words(text: str) -> list[str]:
+    """The query's words, lower case, each once, in order."""
+    return list(dict.fromkeys(re.findall(r"\w+", text.lower())))
+
+
+def query_lexemes(words: list[str]) -> list[str]:
+    """The lexemes of the query's words ('english'), each once, in order; none for stop words."""
+    lexemes = word_lexemes(words)
+    return list(dict.fromkeys(lexeme for word in words for lexeme in lexemes[word]))
+
+
+def idf(documents: int, frequency: int) -> float:
+    """BM25's inverse document frequency (the Lucene form, never negative)."""
+    frequency = min(frequency, documents)
+    return math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5))
+
+
+# BM25 over the candidate rows a path chooses: tf is how often the row holds a query lexeme
+# (its positions in search_vector), dl how many words it holds, both read from one unnest.
+BM25 = """
+    SELECT best.id, best.score, {ranking} FROM (
+        SELECT c.id, c.importance, c.confidence, c.created_at, s.bm25 AS score
+        FROM ({candidates}) c
+        CROSS JOIN LATERAL (
+            SELECT sum(t.idf * d.tf * (%s + 1) / (d.tf + %s * (1 - %s + %s * d.dl / %s))) AS bm25
+            FROM (SELECT u.lexeme, cardinality(u.positions)::float8 AS tf,
+                         sum(cardinality(u.positions)) OVER ()::float8 AS dl
+                  FROM unnest(c.search_vector) u) d
+            JOIN unnest(%s::text[], %s::float8[]) AS t(lexeme, idf) ON t.lexeme = d.lexeme
+        ) s
+        ORDER BY s.bm25 DESC, c.created_at DESC, c.id
+        LIMIT %s
+    ) best {usage}
+    ORDER BY best.score DESC, best.created_at DESC, best.id
+"""
+CANDIDATE_COLUMNS = "m.id, m.importance, m.confidence, m.created_at, m.search_vector"
+
+
+def bm25_statement(org_id, text: str, filters: SearchFilters, k: int, small: bool) -> tuple[str, list] | None:
+    """Full text ranked by BM25 (docs/adr/0037), and its parameters (None if the query has
+    no words that are not stop words). IDF, N and the average length are the tenant's own
+    (memories.lexicon), read before the statement in one round trip.
+
+    On the few rows a filter leaves (small), every row holding any query word is scored: the
+    top k is exact. Through the GIN index of the tenant's tagged lexemes, the rows scored are
+    those holding any of the query's rarest words, as many words as hold at most
+    BM25_CANDIDATE_ROWS rows together: a row holding none of them misses only the rarer
+    words' weight, which the common words rarely make up. When even the rarest word is
+    held by more rows, the rows holding all the words come first, then those holding the
+    rarest one, at most BM25_CANDIDATE_ROWS of each.
+    """
+    lexemes = query_lexemes(query_words(text))
+    if not lexemes:  # nothing but stop words
+        return None
+    search = config().search
+    stats = lexicon.statistics(org_id, lexemes)
+    weights = [idf(stats.documents, stats.frequency[lexeme]) for lexeme in lexemes]
+    bm25 = [search.bm25_k1, search.bm25_k1, search.bm25_b, search.bm25_b, max(stats.average_length, 1.0),
+            lexemes, weights, k]
+    if small:
+        where, params = filters.where(org_id)
+        candidates = f"SELECT {CANDIDATE_COLUMNS} FROM memories m WHERE {where} AND m.search_vector @@ %s::tsquery"
+        candidate_params = [*params, lexeme_query([[lexeme] for lexeme in lexemes])]
+    else:
+        # The tags have chosen the tenant's rows: a bitmap of its org_id would only cost.
+        where, params = filters.where(org_id, tenant_index=False)
+        budget = search.bm25_candidate_rows
+        rarest = sorted(lexemes, key=lambda lexeme: (stats.frequency[lexeme], lexemes.index(lexeme)))
+        essential, held = [], 0
+        for lexeme in rarest:
+            if essential and held + stats.frequency[lexeme] > budget:
+                break
+            essential.append(lexeme)
+            held += stats.frequency[lexeme]
+        matching = f"SELECT {CANDIDATE_COLUMNS} FROM memories m WHERE {where} AND m.tenant_lexemes @@ %s::tsquery"
+        if held <= budget:
+            candidates = f"{matching} LIMIT %s"
+            candidate_params = [*params, tagged_query(org_id, [[lexeme] for lexeme in essential]), budget]
+        else:
+            every_word = tagged_query(org_id, [lexemes])
+            candidates = (f"({matching} LIMIT %s) UNION ALL "
+                          f"({matching} AND NOT m.tenant_lexemes @@ %s::tsquery LIMIT %s)")
+            candidate_params = [*params, every_word, budget,
+                                *params, tagged_query(org_id, [[essential[0]]]), every_word, budget]
+    return (BM25.format(ranking=ranking_columns("best"), candidates=candidates, usage=usage_join("best")),
+            [*candidate_params, *bm25, org_id])
+
+
 def statement(org_id, text: str, filters: SearchFilters, k: int, small: bool = False,
               enough: int | None = None) -> tuple[str, list] | None:
     """The one statement full-text search runs, and its parameters (None if the query has no
-    words that are not stop words). Memories matching the query's words, ranked by ts_rank_cd
+    words that are not stop words): BM25 (bm25_statement) unless the configured ranker is
+    ts_rank_cd (ts_rank_statement)."""
+    if lexicon.ranker() == "bm25":
+        return bm25_statement(org_id, text, filters, k, small)
+    return ts_rank_statement(org_id, text, filters, k, small, enough)
+
+
+def ts_rank_statement(org_id, text: str, filters: SearchFilters, k: int, small: bool = False,
+                      enough: int | None = None) -> tuple[str, list] | None:
+    """Full text as it ranked before BM25 (search.lexical_ranker "ts_rank_cd"), kept to
+    compare the two. Memories matching the query's words, ranked by ts_rank_cd
     with length normalisation (a long memory does not win by repeating words), best first in
     tiers:
 
@@ -139,7 +246,7 @@ def statement(org_id, text: str, filters: SearchFilters, k: int, small: bool = F
     for the least evidence, runs only when the caller would otherwise be short of results. A
     small tenant's rows are all read in one pass, which ignores `enough`.
     """
-    words = list(dict.fromkeys(re.findall(r"\w+", text.lower())))
+    words = query_words(text)
     lexemes = word_lexemes(words)
     if not any(lexemes.values()):  # nothing but stop words: plainto_tsquery would match nothing
         return None
@@ -228,6 +335,15 @@ def statement(org_id, text: str, filters: SearchFilters, k: int, small: bool = F
           k, org_id]
 
 
+def shown_measure(filters: SearchFilters) -> str | None:
+    """What a full-text hit shows beside its rank: its BM25 score, except to a key limited to
+    some namespaces, whose scores are computed from word statistics of the whole organisation
+    (probing them would tell how many memories out of its reach hold a word): rank only."""
+    if filters.within:
+        return None
+    return "bm25" if lexicon.ranker() == "bm25" else "score"
+
+
 @dataclass
 class Running:
     """A full-text search under way (started): its hits once the block has ended."""
@@ -264,7 +380,8 @@ def started(org_id, text: str, filters: SearchFilters, k: int, small: bool = Fal
             cursor.execute(*sql_and_params)
             rows = cursor.fetchall()
             yield running
-    running.hits = ranked_hits((memory_id, float(score), *ranking) for memory_id, score, *ranking in rows)
+    running.hits = ranked_hits(((memory_id, float(score), *ranking) for memory_id, score, *ranking in rows),
+                               measure=shown_measure(filters))
 
 
 def search(org_id, text: str, filters: SearchFilters, k: int, small: bool = False,

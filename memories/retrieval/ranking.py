@@ -23,7 +23,7 @@ from memory_platform.config import config
 @dataclass
 class Hit:
     memory_id: object
-    score: float  # similarity in [0, 1] for vectors, ts_rank for text
+    score: float  # similarity in [0, 1] for vectors, BM25 (or ts_rank_cd) for text
     rank: int
     row: RankingRow | None = None  # what the final ranking reads of it, if the statement returned it
     details: dict = field(default_factory=dict)  # what the search shows of it beside its rank
@@ -44,15 +44,17 @@ class RankingRow(NamedTuple):
     last_retrieved_at: datetime | None
 
 
-def ranked_hits(rows, measure: str = "score") -> list[Hit]:
+def ranked_hits(rows, measure: str | None = "score") -> list[Hit]:
     """Hits from rows of (id, score[, ranking_columns]) in the order given, equal scores
     sharing a rank ("1, 2, 2, 4"): a tie within one signal says nothing, so fusion must not
-    read an order into it (the others decide). measure: what each Hit's score is shown as."""
+    read an order into it (the others decide). measure: what each Hit's score is shown as
+    (None: the score is not shown, only the rank)."""
     hits: list[Hit] = []
     for position, (memory_id, score, *ranking) in enumerate(rows, start=1):
         tied = hits and hits[-1].score == score
         hits.append(Hit(memory_id, score, hits[-1].rank if tied else position,
-                        RankingRow(memory_id, *ranking) if ranking else None, {measure: round(score, 6)}))
+                        RankingRow(memory_id, *ranking) if ranking else None,
+                        {measure: round(score, 6)} if measure else {}))
     return hits
 
 

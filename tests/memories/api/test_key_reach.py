@@ -244,3 +244,16 @@ def test_an_idempotent_retry_from_another_key_is_not_handed_the_first_keys_answe
     assert again.status_code == 422 and again.json()["error"]["code"] == "idempotency_key_reused"
     assert "Bob" not in again.content.decode()
     assert everyone.post("/api/v1/memories", body, HTTP_IDEMPOTENCY_KEY="retry-1").json() == first.json()
+
+
+def test_a_limited_key_sees_the_full_text_rank_but_not_the_score_drawn_from_the_whole_organisation(
+        users, alice_key, api_a):
+    """BM25 weighs words by how many of the organisation's memories hold them, Bob's too: a
+    key limited to Alice's namespace, probing its own scores, would learn that. It is shown
+    each result's full-text rank only; an organisation-wide key sees the score."""
+    body = {"query": "allergic to peanuts", "mode": "fulltext"}
+    [limited] = alice_key.post("/api/v1/search", body).json()["results"]
+    assert limited["memory"]["id"] == str(users.alice.pk)
+    assert limited["signals"]["fulltext"] == {"rank": 1}
+    every = {result["memory"]["id"]: result for result in api_a.post("/api/v1/search", body).json()["results"]}
+    assert every[str(users.alice.pk)]["signals"]["fulltext"]["bm25"] > 0

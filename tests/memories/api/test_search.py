@@ -303,7 +303,11 @@ def test_a_retrieval_leaves_the_memory_row_as_it_was(tenant_a, api_a, facts, dja
 
 def test_a_forged_retrieval_entry_cannot_touch_another_organisation(tenant_a, tenant_b):
     from memories import cache
-    from memories.retrieval.events import RETRIEVAL_COUNTS_KEY, RETRIEVALS_PENDING_KEY, flush_retrievals
+    from memories.retrieval.events import (
+        RETRIEVAL_COUNTS_KEY,
+        RETRIEVALS_PENDING_KEY,
+        flush_retrievals,
+    )
 
     flush_retrievals()
     org_a, victim = str(tenant_a.org.id), tenant_b.memory
@@ -317,7 +321,11 @@ def test_retrievals_taken_from_redis_go_back_if_the_write_fails(tenant_a):
     from django.db import DatabaseError
 
     from memories import cache
-    from memories.retrieval.events import RETRIEVAL_COUNTS_KEY, RETRIEVALS_PENDING_KEY, flush_retrievals
+    from memories.retrieval.events import (
+        RETRIEVAL_COUNTS_KEY,
+        RETRIEVALS_PENDING_KEY,
+        flush_retrievals,
+    )
 
     flush_retrievals()
     org_a = str(tenant_a.org.id)
@@ -450,8 +458,15 @@ def test_a_full_text_tie_is_settled_by_meaning_not_by_age(api_a):
     assert results[0]["signals"]["fulltext"]["rank"] == results[1]["signals"]["fulltext"]["rank"] == 1
 
 
-def test_rare_words_are_the_query_words_fewest_memories_hold(tenant_a, api_a):
-    """A large tenant's later full-text tiers use only the query's RARE_WORDS (3) rarest words."""
+@pytest.fixture
+def ranked_by_ts_rank_cd(settings):
+    """Full text ranked as before BM25 (search.lexical_ranker), which is kept to compare."""
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, LEXICAL_RANKER="ts_rank_cd")
+
+
+def test_rare_words_are_the_query_words_fewest_memories_hold(tenant_a, api_a, ranked_by_ts_rank_cd):
+    """A large tenant's later full-text tiers use only the query's RARE_WORDS (3) rarest words
+    (ts_rank_cd's tiers; BM25 reads each word's exact frequency: tests/memories/test_lexical.py)."""
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Weekly report number {i} for the team"}
                                                  for i in range(12)]})
     api_a.post("/api/v1/memories", {"content": "The zeppelin report is late"})
@@ -519,7 +534,7 @@ def test_full_text_matches_row_by_row_only_the_few_rows_a_filter_leaves(tenant_a
         with CaptureQueriesContext(connection) as queries:
             response = api_a.post("/api/v1/search", {"query": "green tea", "mode": "fulltext", "filters": filters})
         assert response.status_code == 200 and response.json()["results"]
-        return next(q["sql"] for q in queries.captured_queries if "ts_rank_cd" in q["sql"])
+        return next(q["sql"] for q in queries.captured_queries if "FROM memories m " in q["sql"] and "@@" in q["sql"])
 
     assert "tenant_lexemes" in fulltext_sql({})
     assert "tenant_lexemes" not in fulltext_sql({"category": ["preference"]})
@@ -547,9 +562,9 @@ def test_full_text_ranks_memories_holding_every_word_first(tenant_a, api_a, smal
 
 
 def test_full_text_on_a_large_tenant_ranks_two_rare_words_above_one_and_reads_single_words_only_if_short(
-        tenant_a, api_a):
-    """The indexed path's tiers: no memory holds every word, so memories holding two of the
-    rarest words come next, then (only while fewer than `enough` were found) those holding one."""
+        tenant_a, api_a, ranked_by_ts_rank_cd):
+    """ts_rank_cd's indexed path's tiers: no memory holds every word, so memories holding two of
+    the rarest words come next, then (only while fewer than `enough` were found) those holding one."""
     created = {}
     for content in ["The zeppelin hangar is by the harbour, past the old customs house on the quay",
                     "Zeppelin, zeppelin, zeppelin", "The harbour is calm tonight", "Invoices go out monthly"]:
