@@ -47,6 +47,12 @@ class SearchFilters:
     created_after: datetime | None = None
     created_before: datetime | None = None
     valid_at: datetime | None = None  # bi-temporal: only memories valid at this instant
+    # When it happened (event_time, as the agent gave it), not when it was recorded: from
+    # event_after (inclusive) to event_before (exclusive); event_months: in these months of
+    # any year ("in June"). A memory without an event time is outside every such period.
+    event_after: datetime | None = None
+    event_before: datetime | None = None
+    event_months: list = field(default_factory=list)
     tags: list = field(default_factory=list)  # all of them
     include_expired: bool = False
     include_deleted: bool = False
@@ -98,6 +104,12 @@ class SearchFilters:
             add("{m}.created_at >= %s", self.created_after)
         if self.created_before:
             add("{m}.created_at < %s", self.created_before)
+        if self.event_after:
+            add("{m}.event_time >= %s", self.event_after)
+        if self.event_before:
+            add("{m}.event_time < %s", self.event_before)
+        if self.event_months:
+            add("extract(month FROM {m}.event_time AT TIME ZONE 'UTC')::int = ANY(%s)", [int(m) for m in self.event_months])
         if self.valid_at:
             add("({m}.valid_from IS NULL OR {m}.valid_from <= %s) AND ({m}.valid_until IS NULL OR {m}.valid_until > %s)",
                 self.valid_at, self.valid_at)
@@ -128,7 +140,7 @@ class SearchFilters:
     def from_json(cls, data: dict) -> SearchFilters:
         values = dict(data)
         values["within"] = tuple(values.get("within") or ())
-        for name in ("created_after", "created_before", "valid_at"):
+        for name in ("created_after", "created_before", "valid_at", "event_after", "event_before"):
             if values.get(name):
                 values[name] = parse_datetime(values[name])
         return cls(**{name: value for name, value in values.items() if name in cls.__dataclass_fields__})

@@ -12,8 +12,17 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from memories import cache
-from memories.retrieval import expansion, fulltext, neighbours, ranking, records, size, vector
+from memories import cache, when
+from memories.retrieval import (
+    expansion,
+    fulltext,
+    neighbours,
+    ranking,
+    records,
+    size,
+    timeframe,
+    vector,
+)
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, SearchOutcome
 from memory_platform.config import config
@@ -78,6 +87,10 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     if expand and fused:  # a signal seeded by the others' fusion, then fused with them
         signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters)
+        fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
+    period = when.period(query, timezone.now()) if mode == "hybrid" and threshold is None else None
+    if period is not None and weights["time"]:  # a signal of its own, fused with the query's
+        signals["time"] = timeframe.search(org_id, query, filters, period, max(limit, config().search.candidates))
         fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     seeds = config().search.neighbour_seeds
     if mode == "hybrid" and threshold is None and seeds and weights["neighbours"] and fused:  # likewise

@@ -139,6 +139,8 @@ def test_the_detail_page_shows_when_it_happened_apart_from_when_it_was_recorded(
     page = operator_a.get(operator_a.base + f"memories/{memory.pk}/").content.decode()
     assert re.search(r"<dt>Happened</dt><dd><time datetime=\"2023-05-07T18:30:00\+00:00\">2023-05-07 18:30</time>",
                      page)
+    listed = operator_a.get(operator_a.base + "memories/").content.decode()
+    assert re.search(r"happened <time datetime=\"2023-05-07T18:30:00\+00:00\">2023-05-07 18:30</time>", listed)
 
 
 def test_tags_are_added_and_removed_inline(operator_a, tenant_a, htmx):

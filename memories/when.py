@@ -1,0 +1,154 @@
+"""The time a query speaks of: "in May 2023", "on 8 May, 2023", "October 13, 2023", "in June",
+"in 2023", "yesterday", "last week", "3 days ago", "before April 10, 2023", "after 2022".
+
+`period(query, now)` returns the first such phrase as a Period (a half-open [start, end) in
+UTC, either end open) or None. A search that finds one adds a signal of the memories whose
+event time falls in it (memories.retrieval.pipeline); its words stay in the query for the
+other signals. A month without a year ("in June") is every June: Period.months lists them.
+Relative phrases count back from `now`, the moment of the search. Deterministic, no model.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
+MONTHS |= {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
+MONTH = r"(?P<month>" + "|".join(sorted((re.escape(name) for name in MONTHS), key=len, reverse=True)) + r")\.?"
+YEAR = r"(?P<year>(?:19|20)\d\d)"
+DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+           "ten": 10, "a": 1, "an": 1}
+UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
+
+
+@dataclass(frozen=True)
+class Period:
+    start: datetime | None  # inclusive; None: open
+    end: datetime | None  # exclusive; None: open
+    phrase: str  # the words it was read from
+    months: tuple[int, ...] = field(default=())  # set for "in June": that month of any year
+
+    def contains(self, moment: datetime) -> bool:
+        if self.months:
+            return moment.month in self.months
+        return (self.start is None or moment >= self.start) and (self.end is None or moment < self.end)
+
+
+def utc(year: int, month: int = 1, day: int = 1) -> datetime:
+    return datetime(year, month, day, tzinfo=timezone.utc)
+
+
+def month_after(year: int, month: int) -> datetime:
+    return utc(year + month // 12, month % 12 + 1)
+
+
+def day_period(year: int, month: int, day: int, phrase: str) -> Period | None:
+    try:
+        start = utc(year, month, day)
+    except ValueError:  # "31 June"
+        return None
+    return Period(start, start + timedelta(days=1), phrase)
+
+
+# Most specific first: a date with a day, then a month and year, a year, a month alone.
+DATE_PATTERNS = [
+    re.compile(rf"\b{DAY}\s+(?:of\s+)?{MONTH},?\s+{YEAR}\b", re.IGNORECASE),  # 8 May, 2023
+    re.compile(rf"\b{MONTH}\s+{DAY},?\s+{YEAR}\b", re.IGNORECASE),  # May 8, 2023
+    re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b"),  # 2023-05-08
+    re.compile(rf"\b{MONTH},?\s+{YEAR}\b", re.IGNORECASE),  # May 2023
+    re.compile(rf"\b(?:in|of|during|since|before|after|until|by)\s+{YEAR}\b", re.IGNORECASE),  # in 2023
+    re.compile(rf"\b(?:in|during|of|since|before|after|until|by)\s+(?:early\s+|late\s+|mid-?)?{MONTH}(?![\w-])",
+               re.IGNORECASE),  # in June
+]
+RELATIVE = re.compile(r"\b(?:(?P<simple>yesterday|today|tonight|this morning)"
+                      r"|(?P<which>last|this|past|previous)\s+(?P<unit>day|week|weekend|month|year)"
+                      r"|(?P<count>\d+|one|two|three|four|five|six|seven|eight|nine|ten|a|an)\s+"
+                      r"(?P<units>day|week|month|year)s?\s+ago)\b", re.IGNORECASE)
+BOUND = re.compile(r"\b(?P<bound>before|after|since|until|by)\s+$", re.IGNORECASE)
+
+
+def absolute(query: str) -> Period | None:
+    for pattern in DATE_PATTERNS:
+        for match in pattern.finditer(query):
+            parts = match.groupdict()
+            month_word = parts.get("month")
+            if month_word and month_word.lower().rstrip(".") == "may" and not month_word[0].isupper():
+                continue  # "may" the verb
+            month = None
+            if month_word:
+                month = int(month_word) if month_word.isdigit() else MONTHS[month_word.lower().rstrip(".")]
+            year = int(parts["year"]) if parts.get("year") else None
+            phrase = match.group(0)
+            if parts.get("day"):
+                found = day_period(year, month, int(parts["day"]), phrase)
+            elif month and year:
+                found = Period(utc(year, month), month_after(year, month), phrase)
+            elif year:
+                found = Period(utc(year), utc(year + 1), phrase)
+            else:
+                found = Period(None, None, phrase, months=(month,))
+            if found is not None:
+                return bounded(query[:match.start()], found)
+    return None
+
+
+BOUNDS = ("before", "after", "since", "until", "by")
+
+
+def bounded(preceding: str, found: Period) -> Period:
+    """'before X' is everything until X starts, 'after X' everything from its end, 'since X'
+    from its start (the bound word leads the phrase, or comes just before it)."""
+    first = found.phrase.split()[0].lower()
+    bound = first if first in BOUNDS else (match.group("bound").lower() if (match := BOUND.search(preceding)) else None)
+    if bound is None or found.months:
+        return found
+    if bound in ("before", "until", "by"):
+        return Period(None, found.start, found.phrase)
+    return Period(found.end if bound == "after" else found.start, None, found.phrase)
+
+
+def relative(query: str, now: datetime) -> Period | None:
+    match = RELATIVE.search(query)
+    if match is None:
+        return None
+    today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    phrase = match.group(0)
+    if simple := match.group("simple"):
+        start = today - timedelta(days=1) if simple.lower() == "yesterday" else today
+        return Period(start, start + timedelta(days=1), phrase)
+    if unit := match.group("unit"):
+        unit = unit.lower()
+        which = match.group("which").lower()
+        if unit == "weekend":  # the last Saturday and Sunday before today
+            saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+            return Period(saturday, saturday + timedelta(days=2), phrase)
+        if which == "this":
+            starts = {"day": today, "week": today - timedelta(days=today.weekday()),
+                      "month": today.replace(day=1), "year": today.replace(month=1, day=1)}
+            return Period(starts[unit], None, phrase)
+        if which == "past":  # the past week: the last seven days
+            return Period(now - timedelta(days=UNITS[unit]), None, phrase)
+        if unit == "day":
+            return Period(today - timedelta(days=1), today, phrase)
+        if unit == "week":
+            monday = today - timedelta(days=today.weekday())
+            return Period(monday - timedelta(days=7), monday, phrase)
+        if unit == "month":
+            first = today.replace(day=1)
+            return Period((first - timedelta(days=1)).replace(day=1), first, phrase)
+        return Period(utc(today.year - 1), utc(today.year), phrase)
+    count = match.group("count").lower()
+    count = int(count) if count.isdigit() else NUMBERS[count]
+    days = count * UNITS[match.group("units").lower()]
+    centre = today - timedelta(days=days)
+    slack = timedelta(days=max(1, days // 7))  # "3 weeks ago" is about then, give or take
+    return Period(centre - slack, centre + slack + timedelta(days=1), phrase)
+
+
+def period(query: str, now: datetime) -> Period | None:
+    """The period the query names, the most specific date first, else a relative phrase."""
+    return absolute(query) or relative(query, now)

@@ -1,0 +1,64 @@
+"""When it happened, not when it was written: a search can filter on a memory's event time,
+and a query that names a period ranks the memories of that period higher (the time signal,
+memories.retrieval.timeframe)."""
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+DIARY = {  # written in one go today; each says when it happened
+    "mushroom": ("Alice cooked a mushroom risotto for her sister", "2023-05-12T19:00:00Z"),
+    "paella": ("Alice cooked paella at the beach house", "2023-07-20T19:00:00Z"),
+    "dinner": ("Alice cooked dinner and baked bread with her sister on Sunday", "2023-09-03T19:00:00Z"),
+    "bread": ("Alice baked bread", None),
+}
+
+
+@pytest.fixture
+def diary(api_a):
+    ids = {}
+    for name, (content, when) in DIARY.items():
+        response = api_a.post("/api/v1/memories", {"content": content, "memory_type": "episodic", "event_time": when,
+                                                   "namespace": ["users", "alice"]})
+        assert response.status_code == 201, response.content
+        ids[name] = response.json()["memory"]["id"]
+    return ids
+
+
+def search(api, query, **filters):
+    response = api.post("/api/v1/search", {"query": query, "filters": {"namespace": "users/alice", **filters}})
+    assert response.status_code == 200, response.content
+    return response.json()["results"]
+
+
+def test_a_query_naming_a_month_ranks_that_months_memory_first(api_a, diary):
+    # Without the period the September memory matches best ("cooked dinner ... sister").
+    assert search(api_a, "What did Alice cook for dinner with her sister?")[0]["memory"]["id"] == diary["dinner"]
+    results = search(api_a, "What did Alice cook for dinner with her sister in May 2023?")
+    assert results[0]["memory"]["id"] == diary["mushroom"]
+    assert results[0]["signals"]["time"]["period"] == "May 2023"
+    # The others are still there, found by the other signals.
+    assert {diary["dinner"], diary["paella"]} <= {result["memory"]["id"] for result in results}
+    assert all("time" not in result["signals"] for result in results[1:])
+
+
+def test_a_month_of_any_year(api_a, diary):
+    results = search(api_a, "Where did Alice cook in July?")
+    assert results[0]["memory"]["id"] == diary["paella"]
+    assert results[0]["signals"]["time"] == {"rank": 1, "bm25": results[0]["signals"]["time"]["bm25"],
+                                              "period": "in July"}
+
+
+def test_event_time_filters_keep_what_happened_in_the_period(api_a, diary):
+    found = search(api_a, "Alice cooked", event_after="2023-06-01T00:00:00Z", event_before="2023-08-01T00:00:00Z")
+    assert [result["memory"]["id"] for result in found] == [diary["paella"]]
+    found = search(api_a, "bread", event_after="2023-01-01T00:00:00Z")
+    assert {result["memory"]["id"] for result in found} == {diary["mushroom"], diary["paella"], diary["dinner"]}
+    assert found[0]["memory"]["id"] == diary["dinner"]  # "Alice baked bread" has no event time: outside
+
+
+def test_a_period_that_ends_before_it_starts_is_refused(api_a, diary):
+    response = api_a.post("/api/v1/search", {"query": "bread", "filters": {
+        "event_after": "2023-08-01T00:00:00Z", "event_before": "2023-06-01T00:00:00Z"}})
+    assert response.status_code == 400
+    assert "event_before" in str(response.json())

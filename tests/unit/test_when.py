@@ -1,0 +1,64 @@
+"""The period a query names (memories.when), read without a model or a server."""
+
+from datetime import datetime, timezone
+
+import pytest
+
+from memories.when import Period, period
+
+NOW = datetime(2026, 11, 23, 15, 30, tzinfo=timezone.utc)  # a Monday
+
+
+def day(year, month, day_):
+    return datetime(year, month, day_, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("query, start, end", [
+    ("What did Mel paint in July 2023?", day(2023, 7, 1), day(2023, 8, 1)),
+    ("What did they paint in december 2023", day(2023, 12, 1), day(2024, 1, 1)),
+    ("Who did Maria have dinner with on May 3, 2023?", day(2023, 5, 3), day(2023, 5, 4)),
+    ("What was the pet's name on 3 June, 2023?", day(2023, 6, 3), day(2023, 6, 4)),
+    ("the 13th of October 2023 show", day(2023, 10, 13), day(2023, 10, 14)),
+    ("notes from 2023-05-08", day(2023, 5, 8), day(2023, 5, 9)),
+    ("How often did Melanie go to the beach in 2023?", day(2023, 1, 1), day(2024, 1, 1)),
+    ("What happened before April 10, 2023?", None, day(2023, 4, 10)),
+    ("anything after 2022", day(2023, 1, 1), None),
+    ("since March 2024", day(2024, 3, 1), None),
+    ("what happened yesterday", day(2026, 11, 22), day(2026, 11, 23)),
+    ("what did I say today", day(2026, 11, 23), day(2026, 11, 24)),
+    ("last week's plans", day(2026, 11, 16), day(2026, 11, 23)),
+    ("what did we do last weekend", day(2026, 11, 21), day(2026, 11, 23)),
+    ("the budget last month", day(2026, 10, 1), day(2026, 11, 1)),
+    ("trips last year", day(2025, 1, 1), day(2026, 1, 1)),
+    ("this month so far", day(2026, 11, 1), None),
+])
+def test_a_named_period_is_read_as_its_dates(query, start, end):
+    found = period(query, NOW)
+    assert (found.start, found.end, found.months) == (start, end, ())
+
+
+def test_a_month_without_a_year_is_that_month_of_every_year():
+    found = period("When did Melanie go camping in June?", NOW)
+    assert found.months == (6,) and found.phrase == "in June"
+    assert found.contains(day(2023, 6, 20)) and found.contains(day(2019, 6, 1))
+    assert not found.contains(day(2023, 7, 1))
+
+
+def test_a_time_ago_is_about_then():
+    found = period("the concert two weeks ago", NOW)
+    assert found.contains(day(2026, 11, 9)) and not found.contains(day(2026, 11, 1))
+    assert not found.contains(day(2026, 11, 20))
+
+
+@pytest.mark.parametrize("query", ["I may go tomorrow", "May I ask about tea?", "What does Alice drink?",
+                                   "the 1990s band", "room 2023 is booked"])
+def test_no_period_where_none_is_named(query):
+    assert period(query, NOW) is None
+
+
+def test_the_most_specific_date_wins_over_a_relative_phrase():
+    assert period("last weekend before April 10, 2023", NOW) == Period(None, day(2023, 4, 10), "April 10, 2023")
+
+
+def test_a_day_the_month_does_not_have_is_read_as_the_month():
+    assert period("on 31 June, 2023", NOW) == Period(day(2023, 6, 1), day(2023, 7, 1), "June, 2023")
