@@ -561,3 +561,74 @@ class IdempotencyRecord(TenantModel):
         constraints = [
             models.UniqueConstraint(fields=["org", "agent", "key"], name="idempotency_records_unique"),
         ]
+
+
+class EntityKind(models.TextChoices):
+    PERSON = "person"
+    PLACE = "place"
+    ORGANIZATION = "organization"
+    DATE = "date"
+    QUANTITY = "quantity"
+    PROJECT = "project"
+    CONCEPT = "concept"
+    TOOL = "tool"
+
+
+class Entity(TenantModel):
+    """Someone or something memories speak of (seed 004's entities): a person, a place, an
+    organisation, a date, a quantity... one per name and kind within a namespace, as memories
+    are kept per namespace (the same "Caroline" remembered for two end users is two entities).
+    Found in memories by the extractor (memories.entities) or named by the agent on write."""
+
+    Kind = EntityKind
+
+    scope = models.CharField(max_length=256, blank=True, default="")  # the namespace, as memories.scope
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    name = models.CharField(max_length=256)  # canonical: the longest form seen ("Melanie", not "Mel")
+    key = models.CharField(max_length=256, help_text="The name folded for matching (memories.entities.name_key).")
+    summary = models.TextField(blank=True, default="")
+    attributes = models.JSONField(default=dict, blank=True)
+    mention_count = models.PositiveIntegerField(default=0)
+    first_seen_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+    last_seen_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "entities"
+        indexes = [models.Index(fields=["org", "scope", "-mention_count"], name="entities_scope_mentions")]
+        constraints = [
+            models.UniqueConstraint(fields=["org", "scope", "kind", "key"], name="entities_unique_name"),
+            models.CheckConstraint(condition=Q(kind__in=EntityKind.values), name="entities_kind_valid"),
+        ]
+
+    def __str__(self):
+        return f"{self.name} ({self.kind})"
+
+
+class EntityAlias(TenantModel):
+    """Another name an entity goes by ("Mel" for Melanie); a mention of it is the entity."""
+
+    entity = tenant_fk(Entity, related_name="aliases")
+    alias = models.CharField(max_length=256)
+    key = models.CharField(max_length=256)
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "entity_aliases"
+        indexes = [models.Index(fields=["org", "key"], name="entity_aliases_key")]
+        constraints = [models.UniqueConstraint(fields=["org", "entity", "key"], name="entity_aliases_unique")]
+
+
+class MemoryEntity(TenantModel):
+    """A memory mentions an entity (seed 004's node_entities), as written in the memory."""
+
+    Source = models.TextChoices("Source", [("agent", "agent"), ("extractor", "extractor")])
+
+    memory = tenant_fk(Memory, related_name="entity_links")
+    entity = tenant_fk(Entity, related_name="memory_links")
+    mention = models.CharField(max_length=256)
+    source = models.CharField(max_length=16, choices=Source.choices, default="extractor")
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "memory_entities"
+        constraints = [models.UniqueConstraint(fields=["org", "memory", "entity"], name="memory_entities_unique")]

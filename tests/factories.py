@@ -12,9 +12,12 @@ from memories.models import (
     EMBEDDING_DIMENSIONS,
     Artifact,
     DuplicateCandidate,
+    Entity,
+    EntityAlias,
     IdempotencyRecord,
     Memory,
     MemoryArtifact,
+    MemoryEntity,
     MemoryRelationship,
     MemoryTag,
     MemoryUsage,
@@ -88,6 +91,9 @@ class Tenant:
     duplicate_candidate: DuplicateCandidate
     idempotency_record: IdempotencyRecord
     usage: MemoryUsage
+    entity: Entity
+    entity_alias: EntityAlias
+    memory_entity: MemoryEntity
 
     def rows(self) -> dict[type, object]:
         """One row of every tenant table, by model."""
@@ -129,9 +135,13 @@ def populated_tenant(org: Organization) -> Tenant:
             org=org, agent=agent_row, key=f"key-{n}", request_fingerprint="f" * 64, response_status=201, response_body={}
         )
         usage = MemoryUsage.objects.create(org=org, memory=second)
+        lisbon = Entity.objects.create(org=org, scope="memories/user-1", kind="place", name="Lisbon", key="lisbon",
+                                       mention_count=1)
+        alias = EntityAlias.objects.create(org=org, entity=lisbon, alias="Lisboa", key="lisboa")
+        mention = MemoryEntity.objects.create(org=org, memory=second, entity=lisbon, mention="Lisbon")
     return Tenant(
         org=org, agent=agent_row, session=session, api_key=key_row, membership=membership, memory=first,
         other_memory=second, version=version, relationship=relationship, tag=tag, artifact=artifact,
         memory_artifact=link, retrieval_event=event, provenance=provenance, duplicate_candidate=duplicate,
-        idempotency_record=idempotency, usage=usage,
+        idempotency_record=idempotency, usage=usage, entity=lisbon, entity_alias=alias, memory_entity=mention,
     )

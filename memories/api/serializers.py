@@ -8,7 +8,14 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.models import CONTENT_MAX_CHARS, Memory, MemoryRelationship, MemoryVersion, RetrievalEvent
+from memories.models import (
+    CONTENT_MAX_CHARS,
+    Entity,
+    Memory,
+    MemoryRelationship,
+    MemoryVersion,
+    RetrievalEvent,
+)
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 from memory_platform.config import config
 
@@ -122,12 +129,25 @@ class MemoryFieldsMixin(StrictSerializer):
         return attrs
 
 
+class EntityGivenSerializer(StrictSerializer):
+    """An entity the agent names with a write (besides those the extractor finds)."""
+
+    name = serializers.CharField(min_length=1, max_length=256)
+    type = serializers.ChoiceField(Entity.Kind.choices, default=Entity.Kind.PERSON)
+    aliases = serializers.ListField(child=serializers.CharField(min_length=1, max_length=256), required=False,
+                                    max_length=20)
+
+
 class MemoryCreateSerializer(MemoryFieldsMixin):
     content = serializers.CharField(max_length=CONTENT_MAX_CHARS)
     source = serializers.ChoiceField(Memory.Source.choices, required=False)
     session_id = serializers.UUIDField(required=False, allow_null=True)
     provenance = serializers.DictField(required=False)
     tags = serializers.ListField(child=TagField(), required=False, max_length=TAG_LIST_LIMIT)
+    entities = EntityGivenSerializer(many=True, required=False, max_length=50,
+                                     help_text="Entities the memory is about, with their aliases; the built-in "
+                                               "extractor finds people, places, organisations, dates and "
+                                               "quantities too.")
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -399,6 +419,8 @@ class SearchFiltersSerializer(StrictSerializer):
     time_range = serializers.ChoiceField(list(TIME_PRESETS), required=False,
                                          help_text="Shorthand for created_after.")
     valid_at = serializers.DateTimeField(required=False)
+    event_after = serializers.DateTimeField(required=False, help_text="Happened at or after (event_time).")
+    event_before = serializers.DateTimeField(required=False, help_text="Happened before (event_time).")
     tags = serializers.ListField(child=TagField(), required=False)
     include_expired = serializers.BooleanField(required=False)
     include_deleted = serializers.BooleanField(required=False)
@@ -406,6 +428,8 @@ class SearchFiltersSerializer(StrictSerializer):
     def validate(self, attrs):
         if "time_range" in attrs and "created_after" in attrs:
             raise serializers.ValidationError({"time_range": ["send time_range or created_after, not both"]})
+        if "event_after" in attrs and "event_before" in attrs and attrs["event_before"] <= attrs["event_after"]:
+            raise serializers.ValidationError({"event_before": ["must be after event_after"]})
         return attrs
 
     @staticmethod
@@ -416,7 +440,8 @@ class SearchFiltersSerializer(StrictSerializer):
             statuses=data.get("status") or ["active"], sensitivity=data.get("sensitivity", []),
             require_verified=data.get("require_verified", False), min_confidence=data.get("min_confidence"),
             created_after=time_preset(data["time_range"]) if "time_range" in data else data.get("created_after"),
-            created_before=data.get("created_before"), valid_at=data.get("valid_at"), tags=data.get("tags", []),
+            created_before=data.get("created_before"), valid_at=data.get("valid_at"),
+            event_after=data.get("event_after"), event_before=data.get("event_before"), tags=data.get("tags", []),
             include_expired=data.get("include_expired", False), include_deleted=data.get("include_deleted", False),
         )
 

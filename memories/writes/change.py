@@ -13,6 +13,7 @@ from memories.errors import Conflict, InvalidInput
 from memories.models import Memory, MemoryRelationship, MemoryVersion
 from memories.redaction import redactor_for
 from memories.writes.create import WriteResult, insert_memory
+from memories.writes.entities import relink_entities
 from memories.writes.kernel import (
     UPDATABLE_FIELDS,
     Actor,
@@ -83,6 +84,8 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
                                field="content") from None
             raise
         record_version(memory, MemoryVersion.Operation.UPDATE, actor)
+        if {"content", "scope"} & set(changes):
+            relink_entities(org_id, memory)
         refresh_hot_set(memory)
         if "content" in changes and memory.embedding is None:
             enqueue_embedding(org_id, [memory.pk])

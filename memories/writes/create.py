@@ -15,6 +15,7 @@ from memories.errors import Conflict, InvalidInput, NotFound
 from memories.models import LIVE, Memory, MemoryTag, MemoryVersion
 from memories.redaction import Redactor, redactor_for
 from memories.writes.duplicates import near_duplicates, record_duplicates
+from memories.writes.entities import link_entities
 from memories.writes.kernel import (
     Actor,
     check_content,
@@ -30,6 +31,7 @@ from memories.writes.kernel import (
     refresh_hot_set,
     version_row,
 )
+from memories.writes.timeline import hold_timelines, link_episodes
 
 
 @dataclass
@@ -50,6 +52,7 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     memory in the same namespace is returned instead. embed=False leaves the embedding pending
     (the caller enqueues the job)."""
     fields = dict(fields)
+    given_entities = fields.pop("entities", None)
     redactor = redactor or redactor_for(org_id)
     check_identifiers(redactor, scope=fields.get("scope"), key=fields.get("key"), tags=tags,
                       sensitivity=fields.get("sensitivity"))
@@ -64,6 +67,7 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     memory = Memory(org_id=org_id, agent_id=agent_id, content=redacted.content, content_hash=digest,
                     metadata=redacted.metadata, provenance=redacted.provenance,
                     **fields, **embedding_fields(vector))
+    hold_timelines(org_id, [memory])
     try:
         with transaction.atomic():
             memory.save(force_insert=True)
@@ -75,6 +79,8 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
         if "memories_session_id_fkey" in str(exc):
             raise NotFound("session not found", field="session_id") from None
         raise
+    link_episodes(org_id, [memory])
+    link_entities(org_id, [memory], {memory.pk: given_entities} if given_entities else None)
     tags = sorted(set(tags))
     if tags:
         MemoryTag.objects.bulk_create([MemoryTag(org_id=org_id, memory=memory, tag=tag) for tag in tags])
@@ -119,10 +125,11 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
     with transaction.atomic():
         redactor = redactor_for(org_id)
         actor = recorded(actor, redactor)
-        prepared = []
+        prepared, given = [], {}
         for index, item in enumerate(items):
             item = dict(item)
             content, tags = item.pop("content"), sorted(set(item.pop("tags", [])))
+            named = item.pop("entities", None)
             try:
                 check_identifiers(redactor, scope=item.get("scope"), key=item.get("key"), tags=tags,
                                   sensitivity=item.get("sensitivity"))
@@ -134,6 +141,8 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
                             content_hash=content_hash(redacted.content), metadata=redacted.metadata,
                             provenance=redacted.provenance, **item, **embedding_fields(None))
             prepared.append((memory, tags))
+            if named:
+                given[id(memory)] = named
 
         # Equal means equal content in the same namespace (see find_live_duplicate).
         unkeyed = {(memory.scope, memory.content_hash) for memory, _ in prepared if memory.key is None}
@@ -151,6 +160,7 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
                 first_of[identity] = memory
             results.append(WriteResult(memory, created=True))
             new.append((memory, tags))
+        hold_timelines(org_id, [memory for memory, _ in new])
         try:
             with transaction.atomic():
                 Memory.objects.bulk_create([memory for memory, _ in new])
@@ -158,6 +168,9 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
             # A concurrent equal write, a taken key or an unknown session: one at a time sorts
             # each of these out (and names the item that is wrong).
             return _create_one_by_one(org_id, agent_id, items, actor, redactor)
+        link_episodes(org_id, [memory for memory, _ in new])
+        link_entities(org_id, [memory for memory, _ in new],
+                      {memory.pk: given[id(memory)] for memory, _ in new if id(memory) in given})
         MemoryTag.objects.bulk_create([MemoryTag(org_id=org_id, memory=memory, tag=tag)
                                        for memory, tags in new for tag in tags])
         MemoryVersion.objects.bulk_create([version_row(memory, MemoryVersion.Operation.CREATE, actor, tags)
