@@ -1,13 +1,23 @@
-"""Reads of memories, always within one organisation (RLS would catch a missing filter; the
-filter is kept anyway, as defence in depth)."""
+"""Reads of memories and the entities they mention, always within one organisation (RLS
+would catch a missing filter; the filter is kept anyway, as defence in depth)."""
 
 from __future__ import annotations
 
 from django.db.models import Prefetch, Q, QuerySet
 
 from memories.access import EVERYWHERE, KeyReach, scope_prefix_filter
+from memories.entities import name_key
 from memories.errors import NotFound
-from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryVersion
+from memories.models import (
+    LIVE,
+    Entity,
+    EntityAlias,
+    Memory,
+    MemoryEntity,
+    MemoryRelationship,
+    MemoryTag,
+    MemoryVersion,
+)
 
 
 def _with_tags(queryset: QuerySet) -> QuerySet:
@@ -83,3 +93,70 @@ def store_namespaces(*, org_id, prefix: str = "", limit: int = 1000, reach: KeyR
     if prefix:
         queryset = queryset.filter(scope_prefix_filter(prefix))
     return list(queryset.order_by("scope").values_list("scope", flat=True).distinct()[:limit])
+
+
+# --------------------------------------------------------------------------- entities
+# An entity lives in one namespace (its scope, as a memory's), so a key's reach and a namespace
+# prefix select entities by the same rule as memories (memories.access).
+
+
+def _with_aliases(queryset: QuerySet) -> QuerySet:
+    return queryset.prefetch_related(Prefetch("aliases", queryset=EntityAlias.objects.order_by("alias")))
+
+
+def entity_list(*, org_id, namespace: str | None = None, kind: str | None = None, query: str | None = None,
+                reach: KeyReach = EVERYWHERE) -> QuerySet:
+    """Entities in reach, the most mentioned first (then by name). namespace: a prefix, as
+    memory_list takes it. query: a name or an alias, folded as names are (name_key), matching
+    its beginning or the beginning of one of its words ("smi" finds "John Smith"); a query
+    that folds to nothing names nothing."""
+    queryset = Entity.objects.filter(reach.memories(), org_id=org_id)
+    if namespace:
+        queryset = queryset.filter(scope_prefix_filter(namespace))
+    if kind:
+        queryset = queryset.filter(kind=kind)
+    if query is not None:
+        key = name_key(query)
+        if not key:
+            return queryset.none()
+        named = Q(key__startswith=key) | Q(key__contains=f" {key}")
+        aliased = EntityAlias.objects.filter(Q(key__startswith=key) | Q(key__contains=f" {key}"), org_id=org_id)
+        queryset = queryset.filter(named | Q(pk__in=aliased.values("entity_id")))
+    return _with_aliases(queryset).order_by("-mention_count", "name", "id")
+
+
+def entity_get(*, org_id, entity_id, reach: KeyReach = EVERYWHERE) -> Entity:
+    """One entity with its aliases; out of the key's reach it is missing, as another
+    organisation's is."""
+    try:
+        return _with_aliases(Entity.objects.filter(reach.memories(), org_id=org_id)).get(pk=entity_id)
+    except (Entity.DoesNotExist, ValueError):
+        raise NotFound(f"entity {entity_id} not found") from None
+
+
+def _linked_memories(*, org_id, entity_id, reach: KeyReach) -> QuerySet:
+    """The live memories that mention the entity, in reach (a memory is linked to the
+    entities of its own namespace; the reach is applied to the memories anyway)."""
+    links = MemoryEntity.objects.filter(org_id=org_id, entity_id=entity_id).values("memory_id")
+    return (Memory.objects.without_usage().filter(LIVE, reach.memories(), org_id=org_id, pk__in=links)
+            .defer("embedding", "search_vector"))
+
+
+def entity_facts(*, org_id, entity_id, limit: int, reach: KeyReach = EVERYWHERE) -> list[Memory]:
+    """What is remembered of an entity: the live memories that mention it, the most recent
+    first. An unknown entity has none (entity_get says whether it exists)."""
+    return list(_linked_memories(org_id=org_id, entity_id=entity_id, reach=reach)
+                .order_by("-created_at", "-id")[:limit])
+
+
+def entity_timeline(*, org_id, entity_id, limit: int, reach: KeyReach = EVERYWHERE) -> list[Memory]:
+    """The entity's story: the live memories that mention it and say when they happened
+    (event_time), the earliest first."""
+    return list(_linked_memories(org_id=org_id, entity_id=entity_id, reach=reach)
+                .filter(event_time__isnull=False).order_by("event_time", "created_at", "id")[:limit])
+
+
+def memory_entities(*, org_id, memory_id) -> QuerySet:
+    """The entities a memory mentions, by kind and name."""
+    links = MemoryEntity.objects.filter(org_id=org_id, memory_id=memory_id).values("entity_id")
+    return Entity.objects.filter(org_id=org_id, pk__in=links).order_by("kind", "name")

@@ -40,6 +40,16 @@ EXAMPLE_STORE_ITEM = {
     "updatedAt": "2026-11-21T16:35:10Z",
 }
 
+EXAMPLE_ENTITY = {
+    "id": "7d2e4f60-8a1b-4c3d-9e5f-6a7b8c9d0e1f", "name": "Lisbon", "type": "place", "scope": "memories/user-42",
+    "namespace": ["memories", "user-42"], "aliases": ["Lisboa"], "summary": "", "attributes": {},
+    "mention_count": 3, "first_seen_at": "2026-11-20T09:12:00Z", "last_seen_at": "2026-11-21T16:31:56Z",
+}
+EXAMPLE_FACT = {
+    "id": MEMORY_ID, "content": "The user moved to Lisbon in May 2023", "namespace": ["memories", "user-42"],
+    "event_time": "2023-05-08T00:00:00Z", "created_at": "2026-11-21T16:31:56Z",
+}
+
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
     target_class = "tenants.authentication.ApiKeyAuthentication"

@@ -277,6 +277,22 @@ class MemoryListQuerySerializer(StrictSerializer):
         return attrs
 
 
+# Far past any real list, and within what PostgreSQL's OFFSET takes (a bigint).
+MAX_OFFSET = 2**31 - 1
+
+
+class EntityListQuerySerializer(StrictSerializer):
+    """Filters of GET /entities, from the query string."""
+
+    namespace = serializers.CharField(max_length=256, required=False,
+                                      help_text="Prefix: `memories` matches memories/user-1 too.")
+    type = serializers.ChoiceField(Entity.Kind.choices, required=False)
+    q = serializers.CharField(max_length=256, required=False,
+                              help_text="A name or an alias, or the beginning of one of its words; any case.")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=100, help_text="Default 50.")
+    offset = serializers.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET)
+
+
 def query_data(query_params, list_fields=("tag",)) -> dict:
     """A QueryDict as serializer input: repeated parameters become lists where expected."""
     data = {}
@@ -326,6 +342,53 @@ class MemorySerializer(serializers.ModelSerializer):
 
     def get_embedding_status(self, memory) -> str:
         return "ready" if memory.embedding_dimensions else "pending"
+
+
+class EntitySerializer(serializers.ModelSerializer):
+    type = serializers.ChoiceField(Entity.Kind.choices, source="kind", read_only=True)
+    namespace = serializers.SerializerMethodField()
+    aliases = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Entity
+        fields = ["id", "name", "type", "scope", "namespace", "aliases", "summary", "attributes", "mention_count",
+                  "first_seen_at", "last_seen_at"]
+        read_only_fields = fields
+
+    def get_namespace(self, entity) -> list[str]:
+        return scope_to_namespace(entity.scope)
+
+    def get_aliases(self, entity) -> list[str]:
+        return [alias.alias for alias in entity.aliases.all()]  # prefetched, in order (selectors)
+
+
+class EntityFactSerializer(serializers.ModelSerializer):
+    """A memory that mentions an entity, in few words: what it says, where and when."""
+
+    namespace = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Memory
+        fields = ["id", "content", "namespace", "event_time", "created_at"]
+        read_only_fields = fields
+
+    def get_namespace(self, memory) -> list[str]:
+        return scope_to_namespace(memory.scope)
+
+
+class EntityDetailSerializer(EntitySerializer):
+    """An entity with what is remembered of it."""
+
+    # Read from the entity, where the view sets them (selectors.entity_facts, entity_timeline).
+    facts = EntityFactSerializer(many=True, read_only=True,
+                                 help_text="The latest live memories that mention it, the most recent first.")
+    timeline = EntityFactSerializer(many=True, read_only=True,
+                                    help_text="The live memories that mention it and say when they happened "
+                                              "(event_time), the earliest first.")
+
+    class Meta(EntitySerializer.Meta):
+        fields = [*EntitySerializer.Meta.fields, "facts", "timeline"]
+        read_only_fields = fields
 
 
 class NearDuplicateSerializer(serializers.Serializer):

@@ -18,6 +18,8 @@ urlpatterns = [
     path("memories/<uuid:memory_id>/relationships", views.MemoryRelationshipsView.as_view(),
          name="memory-relationships"),
     path("relationships/<uuid:relationship_id>", views.RelationshipDetailView.as_view(), name="relationship"),
+    path("entities", views.EntityCollectionView.as_view(), name="entities"),
+    path("entities/<uuid:entity_id>", views.EntityDetailView.as_view(), name="entity"),
     path("store/items", views.StoreItemView.as_view(), name="store-item"),
     path("store/keys", views.StoreKeysView.as_view(), name="store-keys"),
     path("store/namespaces", views.StoreNamespacesView.as_view(), name="store-namespaces"),

@@ -7,7 +7,7 @@ import re
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, inline_serializer
 from rest_framework import permissions, status
 from rest_framework import serializers as drf
-from rest_framework.pagination import CursorPagination
+from rest_framework.pagination import CursorPagination, LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -18,6 +18,8 @@ from memories.api import storable
 from memories.api.idempotency import idempotent
 from memories.api.parsers import BoundedBodyRequest, LimitedJSONParser
 from memories.api.schema import (
+    EXAMPLE_ENTITY,
+    EXAMPLE_FACT,
     EXAMPLE_MEMORY,
     EXAMPLE_RELATIONSHIP,
     EXAMPLE_STORE_ITEM,
@@ -425,3 +427,54 @@ class StoreNamespacesView(AgentAPIView):
         where = self.validated(s.StoreNamespacesQuerySerializer, s.query_data(request.query_params, ()))
         scopes = selectors.store_namespaces(org_id=self.org_id, prefix=where.get("prefix", ""), reach=self.reach)
         return Response({"namespaces": [s.scope_to_namespace(scope) for scope in scopes]})
+
+
+# --------------------------------------------------------------------------- entities (seed 004)
+
+
+class EntityPagination(LimitOffsetPagination):
+    """Entities are ordered by how often they are mentioned, which every write may change, and
+    most share a count (one mention): a cursor over that order stalls once more than 1000 share
+    one (DRF's cursor counts ties only that far); offsets walk it whatever the ties."""
+
+    default_limit = 50
+    max_limit = 100
+
+
+ENTITY_PAGE = inline_serializer("EntityPage", {
+    "count": drf.IntegerField(), "next": drf.URLField(allow_null=True), "previous": drf.URLField(allow_null=True),
+    "results": s.EntitySerializer(many=True)})
+FACTS_SHOWN = 20
+TIMELINE_SHOWN = 50
+
+
+class EntityCollectionView(AgentAPIView):
+    @documented(summary="List entities: who and what the memories mention, the most mentioned first",
+                response=ENTITY_PAGE, parameters=[s.EntityListQuerySerializer],
+                description="A key limited to namespaces lists the entities of those namespaces only "
+                            "(an entity belongs to the namespace of the memories that mention it).",
+                response_example={"count": 1, "next": None, "previous": None, "results": [EXAMPLE_ENTITY]},
+                operation_id="entities_list")
+    def get(self, request):
+        query = self.validated(s.EntityListQuerySerializer, s.query_data(request.query_params, ()))
+        entities = selectors.entity_list(org_id=self.org_id, namespace=query.get("namespace"),
+                                         kind=query.get("type"), query=query.get("q"), reach=self.reach)
+        paginator = EntityPagination()
+        page = paginator.paginate_queryset(entities, request, view=self)
+        return paginator.get_paginated_response(s.EntitySerializer(page, many=True).data)
+
+
+class EntityDetailView(AgentAPIView):
+    @documented(summary="Get an entity, with the memories that mention it (facts) and those that say when (timeline)",
+                response=s.EntityDetailSerializer,
+                description=f"`facts`: the latest {FACTS_SHOWN} live memories that mention it. `timeline`: up to "
+                            f"{TIMELINE_SHOWN} of them that have an `event_time`, the earliest first.",
+                response_example={**EXAMPLE_ENTITY, "facts": [EXAMPLE_FACT], "timeline": [EXAMPLE_FACT]},
+                operation_id="entities_get")
+    def get(self, request, entity_id):
+        entity = selectors.entity_get(org_id=self.org_id, entity_id=entity_id, reach=self.reach)
+        entity.facts = selectors.entity_facts(org_id=self.org_id, entity_id=entity.pk, limit=FACTS_SHOWN,
+                                              reach=self.reach)
+        entity.timeline = selectors.entity_timeline(org_id=self.org_id, entity_id=entity.pk, limit=TIMELINE_SHOWN,
+                                                    reach=self.reach)
+        return Response(s.EntityDetailSerializer(entity).data)

@@ -1,9 +1,10 @@
-"""The API's doors that name a memory (or what hangs from one, or a retrieval event) by id,
-for the tests that try them all with a caller who must not get through: another
+"""The API's doors that name a memory (or what hangs from one, a retrieval event, or an
+entity) by id, for the tests that try them all with a caller who must not get through: another
 organisation's key (test_cross_tenant), a key limited to other namespaces (test_key_reach).
 
 Placeholders: {memory} the target memory, {other} a second memory beside it, {tag} one of the
-target's tags, {relationship} one of its relationships, {event} a retrieval event."""
+target's tags, {relationship} one of its relationships, {event} a retrieval event, {entity} an
+entity in the target memory's namespace."""
 
 MEMORY_DOORS = [
     ("get", "/api/v1/memories/{memory}", None),
@@ -21,6 +22,9 @@ MEMORY_DOORS = [
     ("get", "/api/v1/memories/{memory}/relationships", None),
     ("post", "/api/v1/memories/{memory}/relationships", {"target_id": "{other}", "relation_type": "supports"}),
     ("delete", "/api/v1/relationships/{relationship}", None),
+]
+ENTITY_DOORS = [
+    ("get", "/api/v1/entities/{entity}", None),
 ]
 EVENT_DOORS = [
     ("get", "/api/v1/retrieval-events/{event}", None),

@@ -4,17 +4,23 @@ import pytest
 
 from memories.models import Memory, MemoryRelationship, MemoryTag
 from tenants.context import tenant_context
-from tests.memories.api.doors import EVENT_DOORS, MEMORY_DOORS, door_ids, fill
+from tests.memories.api.doors import (
+    ENTITY_DOORS,
+    EVENT_DOORS,
+    MEMORY_DOORS,
+    door_ids,
+    fill,
+)
 
 pytestmark = pytest.mark.django_db
 
 
 def a_ids(tenant):
     return {"memory": tenant.memory.id, "other": tenant.other_memory.id, "relationship": tenant.relationship.id,
-            "event": tenant.retrieval_event.id, "tag": "drinks"}
+            "event": tenant.retrieval_event.id, "entity": tenant.entity.id, "tag": "drinks"}
 
 
-ENDPOINTS = MEMORY_DOORS + EVENT_DOORS
+ENDPOINTS = MEMORY_DOORS + EVENT_DOORS + ENTITY_DOORS
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS, ids=door_ids(ENDPOINTS))

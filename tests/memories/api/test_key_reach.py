@@ -9,10 +9,16 @@ import pytest
 from django.core.management import call_command
 from django.urls import get_resolver
 
-from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryVersion
+from memories.models import Entity, Memory, MemoryRelationship, MemoryTag, MemoryVersion
 from tenants.context import tenant_context
 from tests import factories
-from tests.memories.api.doors import EVENT_DOORS, MEMORY_DOORS, door_ids, fill
+from tests.memories.api.doors import (
+    ENTITY_DOORS,
+    EVENT_DOORS,
+    MEMORY_DOORS,
+    door_ids,
+    fill,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -34,8 +40,9 @@ def users(tenant_a):
         MemoryTag.objects.create(org=org, memory=bob, tag="health")
         relationship = MemoryRelationship.objects.create(org=org, source=bob, target=bob_other,
                                                          relation_type="supports")
+        porto = Entity.objects.create(org=org, scope=BOB, kind="place", name="Porto", key="porto")
     return SimpleNamespace(alice=alice, bob=bob, bob_other=bob_other, alice_twin=alice_twin, bob_item=bob_item,
-                           relationship=relationship, event=tenant_a.retrieval_event)
+                           relationship=relationship, event=tenant_a.retrieval_event, bob_entity=porto)
 
 
 @pytest.fixture
@@ -64,11 +71,12 @@ def state(org, *memories):
                 for m in Memory.objects.filter(pk__in=[m.pk for m in memories]).order_by("pk")]
 
 
-BY_ID = MEMORY_DOORS
+BY_ID = MEMORY_DOORS + ENTITY_DOORS
 EVENTS = [("get", "/api/v1/retrieval-events", None), *EVENT_DOORS]
 COLLECTIONS = [
     ("get", "/api/v1/memories", None),
     ("post", "/api/v1/memories", {"content": "x"}),
+    ("get", "/api/v1/entities", None),
     ("put", "/api/v1/store/items", None),
     ("get", "/api/v1/store/items", None),
     ("delete", "/api/v1/store/items", None),
@@ -87,7 +95,7 @@ def test_every_api_route_is_tried_here():
     routes = {"/api/v1/" + str(p.pattern).replace("<uuid:", "{").replace("<str:", "{").replace(">", "}")
               for p in api.url_patterns}
     tried = {path.replace("{memory}", "{memory_id}").replace("{relationship}", "{relationship_id}")
-             .replace("{event}", "{event_id}")
+             .replace("{event}", "{event_id}").replace("{entity}", "{entity_id}")
              for _, path, _ in BY_ID + EVENTS + COLLECTIONS}
     assert routes <= tried, routes - tried
 
@@ -97,7 +105,7 @@ def test_a_key_limited_to_alice_finds_none_of_bobs_memories_by_id_and_changes_no
         tenant_a, users, alice_key, method, path, body):
     before = state(tenant_a.org, users.bob, users.bob_other, users.alice)
     ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id,
-           "tag": "health"}
+           "entity": users.bob_entity.id, "tag": "health"}
     response = getattr(alice_key, method)(fill(path, ids), fill(body, ids))
     assert response.status_code == 404, response.content
     assert response.json()["error"]["code"] == "not_found"
@@ -147,6 +155,8 @@ def test_a_key_limited_to_alice_lists_and_finds_only_alices_memories(users, alic
         assert ids(alice_key.post(path, body)) <= {alice}, (path, body)
     assert ids(alice_key.post("/api/v1/search", {"query": "allergic to peanuts"})) == {alice}
     assert ids(alice_key.get("/api/v1/hot")) <= {alice}
+    assert alice_key.get("/api/v1/entities").json()["results"] == []  # Alice's memories name no one yet
+    assert [row["name"] for row in everyone.get("/api/v1/entities", {"namespace": BOB}).json()["results"]] == ["Porto"]
 
     assert alice_key.get("/api/v1/store/namespaces").json()["namespaces"] == [["users", "alice"]]
     assert alice_key.get("/api/v1/store/keys", {"namespace": BOB}).json()["keys"] == []

@@ -3,8 +3,8 @@ invalid, sent with a valid API key. No answer may be a server error, and every a
 one the schema documents: its status code, its content type, its shape.
 
 Bounded for CI: a fixed number of examples per operation, derandomized (the same cases on
-every run), no example database. Path ids point at a real memory, relationship and retrieval
-event of the caller's organisation, so the operations do more than answer 404.
+every run), no example database. Path ids point at a real memory, relationship, retrieval
+event and entity of the caller's organisation, so the operations do more than answer 404.
 """
 
 import json
@@ -55,7 +55,7 @@ def connections_kept_across_requests():
 
 def real_ids(tenant) -> dict:
     return {"memory_id": str(tenant.memory.pk), "relationship_id": str(tenant.relationship.pk),
-            "event_id": str(tenant.retrieval_event.pk)}
+            "event_id": str(tenant.retrieval_event.pk), "entity_id": str(tenant.entity.pk)}
 
 
 @pytest.mark.slow
