@@ -8,7 +8,7 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
-from memories.models import CONTENT_MAX_CHARS, Memory, RetrievalEvent
+from memories.models import CONTENT_MAX_CHARS, Entity, Memory, RetrievalEvent
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 
 TAG_PATTERN = re.compile(r"^[\w.:/-]{1,64}$")
@@ -174,6 +174,15 @@ class EventFilterForm(forms.Form):
     def __init__(self, *args, agents=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["agent"].choices = [("", "any")] + [(str(agent.pk), agent.name) for agent in agents]
+
+
+class EntityFilterForm(forms.Form):
+    """The entity list's state, all of it in the query string."""
+
+    q = forms.CharField(required=False, max_length=256, label="Name or alias")
+    kind = forms.ChoiceField(required=False, choices=_choices(Entity.Kind.values))
+    namespace = forms.CharField(required=False, max_length=256,
+                                help_text="A prefix: users/alice covers users/alice/... too.")
 
 
 class AgentForm(forms.Form):

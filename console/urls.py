@@ -2,7 +2,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from console.sign_in import SignInView
-from console.views import agents, conflicts, dashboard, events, memories, review
+from console.views import (
+    agents,
+    conflicts,
+    dashboard,
+    entities,
+    events,
+    memories,
+    review,
+)
 
 app_name = "console"
 
@@ -22,6 +30,8 @@ urlpatterns = [
     # The tag travels in the body: a tag may hold "/" (or be "..") and still be removed.
     path(org + "memories/<uuid:memory_id>/tags/remove", memories.memory_tag_remove, name="memory-tag-remove"),
     path(org + "memories/<uuid:memory_id>/<slug:action>", memories.memory_action, name="memory-action"),
+    path(org + "entities/", entities.entity_list, name="entities"),
+    path(org + "entities/<uuid:entity_id>/", entities.entity_detail, name="entity"),
     path(org + "review/", review.review_queue, name="review"),
     path(org + "review/<uuid:memory_id>/<slug:decision>", review.review_decide, name="review-decide"),
     path(org + "conflicts/", conflicts.conflict_list, name="conflicts"),

@@ -124,6 +124,7 @@ def _detail_context(request, memory: Memory, **extra) -> dict:
     return {
         "memory": memory,
         "tags": selectors.memory_tags(org_id=request.org.id, memory_id=memory.pk),
+        "entities": selectors.memory_entities(org_id=request.org.id, memory_id=memory.pk),
         "versions": versions,
         "outgoing": relationships.filter(source_id=memory.pk),
         "incoming": relationships.filter(target_id=memory.pk),

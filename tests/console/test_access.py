@@ -12,7 +12,7 @@ from tests.console.conftest import operator
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["", "memories/", "review/", "conflicts/", "events/"]
+PAGES = ["", "memories/", "entities/", "review/", "conflicts/", "events/"]
 
 
 def object_pages(tenant) -> list[str]:
@@ -20,7 +20,7 @@ def object_pages(tenant) -> list[str]:
     memory, event = tenant.memory.pk, tenant.retrieval_event.pk
     return [f"memories/{memory}/", f"memories/{memory}/diff?from=1&to=1", f"memories/{memory}/edit",
             f"memories/{memory}/supersede", f"conflicts/duplicate/{tenant.duplicate_candidate.pk}/",
-            f"events/{event}/", f"agents/{tenant.agent.pk}/"]
+            f"events/{event}/", f"agents/{tenant.agent.pk}/", f"entities/{tenant.entity.pk}/"]
 
 
 def object_actions(tenant) -> list[tuple[str, dict]]:

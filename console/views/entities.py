@@ -1,0 +1,53 @@
+"""Entities: who and what the organisation's memories mention, and what is remembered of
+each (the memories that mention it, and those that say when it happened)."""
+
+import json
+
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.views.decorators.http import require_GET
+
+from console.access import VIEWER, console_view
+from console.forms import EntityFilterForm
+from console.responses import page
+from memories import selectors
+from memories.errors import NotFound
+from memories.models import Entity
+
+PAGE_SIZE = 50
+FACTS_SHOWN = 50
+TIMELINE_SHOWN = 100
+
+
+@require_GET
+@console_view(VIEWER)
+def entity_list(request):
+    form = EntityFilterForm(request.GET)
+    entities = Entity.objects.none()
+    if form.is_valid():
+        data = form.cleaned_data
+        entities = selectors.entity_list(org_id=request.org.id, namespace=data["namespace"].strip() or None,
+                                         kind=data["kind"] or None, query=data["q"].strip() or None)
+    state = request.GET.copy()
+    state.pop("page", None)
+    return page(request, "console/entity_list.html",
+                {"form": form, "page": Paginator(entities, PAGE_SIZE).get_page(request.GET.get("page")),
+                 "state": state.urlencode()}, partial="results")
+
+
+@require_GET
+@console_view(VIEWER)
+def entity_detail(request, entity_id):
+    try:
+        entity = selectors.entity_get(org_id=request.org.id, entity_id=entity_id)
+    except NotFound:
+        raise Http404("no such entity") from None
+    # One more than shown: whether there are more to say so.
+    facts = selectors.entity_facts(org_id=request.org.id, entity_id=entity.pk, limit=FACTS_SHOWN + 1)
+    timeline = selectors.entity_timeline(org_id=request.org.id, entity_id=entity.pk, limit=TIMELINE_SHOWN + 1)
+    return page(request, "console/entity_detail.html", {
+        "entity": entity,
+        "attributes": json.dumps(entity.attributes, indent=2, sort_keys=True, ensure_ascii=False) if entity.attributes
+        else "",
+        "facts": facts[:FACTS_SHOWN], "more_facts": len(facts) > FACTS_SHOWN,
+        "timeline": timeline[:TIMELINE_SHOWN], "more_timeline": len(timeline) > TIMELINE_SHOWN})
