@@ -32,6 +32,10 @@ class Period:
     phrase: str  # the words it was read from
     months: tuple[int, ...] = field(default=())  # set for "in June": that month of any year
 
+    def as_json(self) -> dict:
+        return {"phrase": self.phrase, "start": self.start.isoformat() if self.start else None,
+                "end": self.end.isoformat() if self.end else None, "months": list(self.months)}
+
     def contains(self, moment: datetime) -> bool:
         if self.months:
             return moment.month in self.months

@@ -13,12 +13,15 @@ from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit
 
 
-def neighbours(org_id, memory_ids: list, filters: SearchFilters) -> dict:
-    """One hop along relationships from the given memories, to those the filters let through:
-    {neighbour id: (from id, relation type)}. The given memories are not their own neighbours."""
+def neighbours(org_id, memory_ids: list, filters: SearchFilters, types: tuple[str, ...] = ()) -> dict:
+    """One hop along relationships (of these types, if any are given) from the given memories,
+    to those the filters let through: {neighbour id: (from id, relation type)}. The given
+    memories are not their own neighbours."""
     if not memory_ids:
         return {}
     where, params = filters.where(org_id)
+    if types:
+        where, params = f"{where} AND r.relation_type = ANY(%s)", [*params, list(types)]
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -38,10 +41,11 @@ def neighbours(org_id, memory_ids: list, filters: SearchFilters) -> dict:
         return {row[0]: (row[1], row[2]) for row in cursor.fetchall() if row[0] not in set(memory_ids)}
 
 
-def search(org_id, seeds: list, filters: SearchFilters) -> list[Hit]:
-    """The seeds' neighbours (seeds best first), ranked by the rank of the seed each was
-    reached from, then by id; each says which seed and which relationship."""
-    found = neighbours(org_id, seeds, filters)
+def search(org_id, seeds: list, filters: SearchFilters, types: tuple[str, ...] = ()) -> list[Hit]:
+    """The seeds' neighbours (seeds best first; along relationships of these types, if any),
+    ranked by the rank of the seed each was reached from, then by id; each says which seed and
+    which relationship."""
+    found = neighbours(org_id, seeds, filters, types)
     ordered = sorted(found, key=lambda neighbour: (seeds.index(found[neighbour][0]), str(neighbour)))
     return [Hit(memory_id, 0.0, rank, details={"from": str(found[memory_id][0]), "relation_type": found[memory_id][1]})
             for rank, memory_id in enumerate(ordered, start=1)]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 
 from memories import cache, when
+from memories import intent as intents
 from memories.retrieval import (
     expansion,
     fulltext,
@@ -74,26 +75,38 @@ def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mod
     return found
 
 
+# A "why" question follows these edges from its best results (seed 004's causal chain).
+CAUSAL_CHAIN = ("causal", "derived_from", "supports")
+
+
 def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10, mode: str = "hybrid",
                   expand: bool = False, threshold: float | None = None) -> SearchOutcome:
     """Rank memories for a query, as the tenant the caller has set (memories.retrieval).
     threshold (cosine similarity) keeps only vector matches at or above it (seed 003's store
     search); expand adds the memories related to the best results (expansion). A hybrid search
-    also brings the memories written just before and after its best results (neighbours)."""
+    also ranks, as signals of their own: for a "why" question (memories.intent) the causal
+    chain of its best results (expansion along CAUSAL_CHAIN), the memories of the period its
+    query names (timeframe), and the memories written just before and after its best results
+    (neighbours). The outcome says what it understood of the query (SearchOutcome.understood)."""
     weights, rrf_k = config().search.rrf_weights, config().search.rrf_k
     # Signals, then fusion.
     found = query_signals(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, threshold=threshold)
     signals = found.hits
     fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
+    hybrid = mode == "hybrid" and threshold is None  # the signals beyond the query's own
+    intent = intents.classify(query)
     if expand and fused:  # a signal seeded by the others' fusion, then fused with them
         signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters)
         fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
-    period = when.period(query, timezone.now()) if mode == "hybrid" and threshold is None else None
+    elif hybrid and intent == "why" and weights["graph"] and fused:  # the causal chain of the best results
+        signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters, types=CAUSAL_CHAIN)
+        fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
+    period = when.period(query, timezone.now()) if hybrid else None
     if period is not None and weights["time"]:  # a signal of its own, fused with the query's
         signals["time"] = timeframe.search(org_id, query, filters, period, max(limit, config().search.candidates))
         fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     seeds = config().search.neighbour_seeds
-    if mode == "hybrid" and threshold is None and seeds and weights["neighbours"] and fused:  # likewise
+    if hybrid and seeds and weights["neighbours"] and fused:  # seeded by the fusion so far
         signals["neighbours"] = neighbours.search(org_id, ranking.best(fused, seeds), filters)
         fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     # Rank every candidate on a few columns, most of which came with the signals' rows.
@@ -101,5 +114,8 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     results = ranking.rank(rows, fused, ranking.explanations(signals), timezone.now())[:limit]
     # Load whole records for the winners only.
     records.fill(org_id, results, usage=rows)
+    understood = {"intent": intent, "period": period.as_json() if period else None,
+                  "signals": [name for name, hits in signals.items() if hits]}
     return SearchOutcome(results=results, degraded=found.degraded, vector_method=found.vector_method,
+                         understood=understood,
                          filled_from_fulltext=found.filled_from_fulltext)

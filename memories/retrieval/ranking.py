@@ -162,6 +162,8 @@ class SearchOutcome:
     degraded: str | None = None  # "no_embedding" when the query could not be embedded
     vector_method: str | None = None
     filled_from_fulltext: int = 0
+    # What the search read from the query and ran: {"intent", "period", "signals"}.
+    understood: dict = field(default_factory=dict)
 
 
 def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> list[Result]:
