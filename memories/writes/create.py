@@ -34,6 +34,13 @@ from memories.writes.kernel import (
 from memories.writes.timeline import hold_timelines, link_episodes
 
 
+def redacted_entities(redactor: Redactor, given: list[dict] | None) -> list[dict]:
+    """The entities an agent named with a write, their names and aliases redacted as the
+    memory's own text is."""
+    return [{**item, "name": redactor.plain(item["name"]),
+             "aliases": [redactor.plain(alias) for alias in item.get("aliases", [])]} for item in given or []]
+
+
 @dataclass
 class WriteResult:
     memory: Memory
@@ -52,8 +59,8 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     memory in the same namespace is returned instead. embed=False leaves the embedding pending
     (the caller enqueues the job)."""
     fields = dict(fields)
-    given_entities = fields.pop("entities", None)
     redactor = redactor or redactor_for(org_id)
+    given_entities = redacted_entities(redactor, fields.pop("entities", None))
     check_identifiers(redactor, scope=fields.get("scope"), key=fields.get("key"), tags=tags,
                       sensitivity=fields.get("sensitivity"))
     actor = recorded(actor, redactor)
@@ -129,7 +136,7 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
         for index, item in enumerate(items):
             item = dict(item)
             content, tags = item.pop("content"), sorted(set(item.pop("tags", [])))
-            named = item.pop("entities", None)
+            named = redacted_entities(redactor, item.pop("entities", None))
             try:
                 check_identifiers(redactor, scope=item.get("scope"), key=item.get("key"), tags=tags,
                                   sensitivity=item.get("sensitivity"))

@@ -97,3 +97,12 @@ def test_a_bad_entity_is_refused_by_field(api_a, tenant_a):
     assert response.status_code == 400 and "entities" in str(response.json())
     with tenant_context(tenant_a.org.id):
         assert not Entity.objects.filter(name="X").exists()
+
+
+def test_the_names_an_agent_gives_are_redacted_like_the_memory(api_a, tenant_a):
+    secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+    write(api_a, "A token turned up in the logs", entities=[{"name": secret, "type": "tool", "aliases": [secret]}])
+    with tenant_context(tenant_a.org.id):
+        assert not Entity.objects.filter(name__contains="ghp_").exists()
+        assert not EntityAlias.objects.filter(alias__contains="ghp_").exists()
+        assert Entity.objects.filter(kind="tool", name__startswith="[REDACTED:").exists()
