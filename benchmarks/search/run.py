@@ -173,8 +173,9 @@ def load(rows: int, texts: list[str], vectors: np.ndarray) -> dict:
         conn.execute("DROP INDEX IF EXISTS memories_embedding_ann")
         conn.execute("DROP INDEX IF EXISTS memories_tenant_fts")
         for name, (org_id, agent_id, _) in tenants.items():
-            conn.execute("INSERT INTO organizations (id, name, slug, is_active, created_at, updated_at) "
-                         "VALUES (%s, %s, %s, true, now(), now())", [org_id, f"bench {name}", f"bench-{name}"])
+            conn.execute("INSERT INTO organizations (id, name, slug, is_active, redact_personal_data, created_at, "
+                         "updated_at) VALUES (%s, %s, %s, true, false, now(), now())",
+                         [org_id, f"bench {name}", f"bench-{name}"])
             conn.execute("INSERT INTO agents (id, org_id, name, description, is_active, created_at, updated_at) "
                          "VALUES (%s, %s, 'bench-agent', '', true, now(), now())", [agent_id, org_id])
         columns = ("id, org_id, agent_id, content, content_hash, embedding, embedding_model, embedding_dimensions, "
