@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memories.when import DATE_PATTERNS, MONTHS
+from memories.when import DATE_PATTERNS, MONTHS, month_number
 
 ORGANIZATION_WORDS = {
     "inc", "ltd", "llc", "corp", "corporation", "company", "co", "university", "college", "school", "academy",
@@ -137,10 +137,8 @@ def dates(text: str) -> list[Mention]:
             if any(start <= match.start() < end for start, end in taken):
                 continue
             parts = match.groupdict()
-            month_word = parts["month"]
-            if month_word.lower().rstrip(".") == "may" and not month_word[0].isupper():
+            if (month := month_number(parts["month"])) is None:
                 continue
-            month = int(month_word) if month_word.isdigit() else MONTHS[month_word.lower().rstrip(".")]
             name = f"{parts['year']}-{month:02d}" + (f"-{int(parts['day']):02d}" if parts.get("day") else "")
             taken.append((match.start(), match.end()))
             found.append(Mention(match.group(0), "date", name))

@@ -119,8 +119,8 @@ def entity_list(*, org_id, namespace: str | None = None, kind: str | None = None
         key = name_key(query)
         if not key:
             return queryset.none()
-        named = Q(key__startswith=key) | Q(key__contains=f" {key}")
-        aliased = EntityAlias.objects.filter(Q(key__startswith=key) | Q(key__contains=f" {key}"), org_id=org_id)
+        named = Q(key__startswith=key) | Q(key__contains=f" {key}")  # the name or an alias, any word of it
+        aliased = EntityAlias.objects.filter(named, org_id=org_id)
         queryset = queryset.filter(named | Q(pk__in=aliased.values("entity_id")))
     return _with_aliases(queryset).order_by("-mention_count", "name", "id")
 

@@ -75,16 +75,23 @@ RELATIVE = re.compile(r"\b(?:(?P<simple>yesterday|today|tonight|this morning)"
 BOUND = re.compile(r"\b(?P<bound>before|after|since|until|by)\s+$", re.IGNORECASE)
 
 
+def month_number(word: str) -> int | None:
+    """The month a date's month part names (a name, an abbreviation or two digits); None for
+    "may" in lower case, the verb far more often than the month."""
+    if word.isdigit():
+        return int(word)
+    if word.lower().rstrip(".") == "may" and not word[0].isupper():
+        return None
+    return MONTHS[word.lower().rstrip(".")]
+
+
 def absolute(query: str) -> Period | None:
     for pattern in DATE_PATTERNS:
         for match in pattern.finditer(query):
             parts = match.groupdict()
-            month_word = parts.get("month")
-            if month_word and month_word.lower().rstrip(".") == "may" and not month_word[0].isupper():
-                continue  # "may" the verb
             month = None
-            if month_word:
-                month = int(month_word) if month_word.isdigit() else MONTHS[month_word.lower().rstrip(".")]
+            if parts.get("month") and (month := month_number(parts["month"])) is None:
+                continue
             year = int(parts["year"]) if parts.get("year") else None
             phrase = match.group(0)
             if parts.get("day"):

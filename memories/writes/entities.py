@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from memories.entities import Mention, extract, name_key, nickname_of
@@ -83,7 +83,10 @@ def link_entities(org_id, memories: list[Memory], given: dict | None = None) -> 
     caller's transaction. given: memory pk -> the entities the agent named with it."""
     given = given or {}
     live = [memory for memory in memories if memory.is_live]
-    mentions_of = {memory.pk: [*given_mentions(given.get(memory.pk)), *extract(memory.content)] for memory in live}
+    # Each memory's mentions with where they came from: the agent's first, then the extractor's.
+    sourced = {memory.pk: [*((mention, "agent") for mention in given_mentions(given.get(memory.pk))),
+                           *((mention, "extractor") for mention in extract(memory.content))] for memory in live}
+    mentions_of = {memory_id: [mention for mention, _ in pairs] for memory_id, pairs in sourced.items()}
     aliases_given = {(item.get("type") or "person", name_key(item["name"])): item.get("aliases", [])
                      for items in given.values() for item in items}
     by_scope = defaultdict(list)
@@ -97,13 +100,12 @@ def link_entities(org_id, memories: list[Memory], given: dict | None = None) -> 
     links, counts = [], Counter()
     for memory in live:
         seen = linked[memory.pk]
-        for mention in mentions_of[memory.pk]:
+        for mention, source in sourced[memory.pk]:
             entity = resolved[memory.scope].get((mention.kind, mention.key))
             if entity is None or entity.pk in seen:
                 continue
             seen.add(entity.pk)
             counts[entity.pk] += 1
-            source = "agent" if mention in given_mentions(given.get(memory.pk)) else "extractor"
             links.append(MemoryEntity(org_id=org_id, memory=memory, entity=entity, mention=mention.text[:256],
                                       source=source))
     by_increment = defaultdict(list)
@@ -111,7 +113,7 @@ def link_entities(org_id, memories: list[Memory], given: dict | None = None) -> 
         by_increment[count].append(entity_id)
     now = timezone.now()
     for count, entity_ids in by_increment.items():
-        Entity.objects.filter(Q(pk__in=entity_ids), org_id=org_id).update(mention_count=F("mention_count") + count,
+        Entity.objects.filter(pk__in=entity_ids, org_id=org_id).update(mention_count=F("mention_count") + count,
                                                                            last_seen_at=now)
     return MemoryEntity.objects.bulk_create(links, ignore_conflicts=True)
 
