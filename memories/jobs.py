@@ -31,15 +31,24 @@ def enqueue_embedding(*, org_id: str, memory_ids: list[str]) -> None:
                                        job_timeout=600, retry=None)
 
 
+def claim_pending(org_id: str, memory_ids: list[str]) -> list[Memory]:
+    """The listed memories that still lack an embedding, locked until the transaction ends;
+    those another job holds are skipped. The lock is FOR NO KEY UPDATE: the job changes no
+    key, so a write that links a new memory to one of these (the foreign key's KEY SHARE,
+    e.g. the timeline's edge from the episode before) goes on while the model runs, instead
+    of waiting seconds for it."""
+    return list(
+        Memory.objects.select_for_update(skip_locked=True, no_key=True)
+        .filter(org_id=org_id, pk__in=memory_ids, embedding__isnull=True, deleted_at__isnull=True)
+        .only("id", "content").order_by("created_at")
+    )
+
+
 @tenant_job
 def embed_memories(*, org_id: str, memory_ids: list[str]) -> int:
     """Embed the listed memories of one organisation that still lack an embedding; record
     their near-duplicates. Returns how many were embedded."""
-    pending = list(
-        Memory.objects.select_for_update(skip_locked=True)
-        .filter(org_id=org_id, pk__in=memory_ids, embedding__isnull=True, deleted_at__isnull=True)
-        .only("id", "content").order_by("created_at")
-    )
+    pending = claim_pending(org_id, memory_ids)
     if not pending:
         return 0
     started = time.perf_counter()

@@ -58,6 +58,23 @@ def turns(sample: dict) -> list[dict]:
     return memories
 
 
+def forget_usage() -> None:
+    """Forget which memories earlier runs' searches returned: the final rank weighs how often
+    a memory was retrieved (RANKING_WEIGHTS["usage"]), so a run on reused turns would start
+    from the last runs' retrievals instead of none, as a run that stores them does."""
+    import psycopg
+    import redis
+
+    from memory_platform import local_services
+
+    with psycopg.connect(local_services.postgres_running().url(user=local_services.OWNER_ROLE)) as conn:
+        conn.execute("SELECT set_config('app.service_account', 'on', true)")
+        conn.execute("DELETE FROM memory_usage")
+    client = redis.Redis.from_url(local_services.redis_running().url)
+    for key in client.scan_iter("*retrievals:*"):
+        client.delete(key)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "fulltext"])
@@ -65,6 +82,8 @@ def main() -> None:
                         help="ask the questions of the turns a previous run stored (same code for writes), "
                              "instead of storing them again: for comparing search settings")
     parser.add_argument("--output", help="results file (default results-<mode>.json)")
+    parser.add_argument("--details", help="also write each question with its evidence and what came back "
+                                          "to this file (outside the repository: it holds the data)")
     arguments = parser.parse_args()
     mode = arguments.mode
     samples = json.loads(DATA.read_text())
@@ -92,9 +111,11 @@ def main() -> None:
             bar.refresh()
         ingest_seconds = time.perf_counter() - started
         stored_marker.touch()
+        if reuse:
+            forget_usage()
 
         recall = defaultdict(lambda: defaultdict(list))  # category -> k -> [recall of each question]
-        latencies = []
+        latencies, details = [], []
         questions = [(sample["sample_id"], qa) for sample in samples for qa in sample["qa"]
                      if qa["category"] in CATEGORIES and qa.get("evidence")]
         for sample_id, qa in tqdm(questions, desc=f"questions ({mode})"):
@@ -106,6 +127,9 @@ def main() -> None:
             assert status == 200, status
             found = [result["memory"]["metadata"].get("dia_id") for result in body["results"]]
             evidence = set(qa["evidence"])
+            details.append({"conversation": sample_id, "category": CATEGORIES[qa["category"]],
+                            "question": qa["question"], "evidence": qa["evidence"], "found": found,
+                            "understood": body.get("understood")})
             for k in KS:
                 recall[CATEGORIES[qa["category"]]][k].append(len(evidence & set(found[:k])) / len(evidence))
 
@@ -127,6 +151,8 @@ def main() -> None:
     }
     (Path(__file__).parent / (arguments.output or f"results-{mode}.json")).write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(results, indent=1))
+    if arguments.details:
+        Path(arguments.details).write_text(json.dumps(details, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -123,3 +123,45 @@ def test_concurrent_writers_of_one_timeline_make_one_chain(tenant_a):
         edges = list(MemoryRelationship.objects.filter(relation_type="temporal").values_list("source_id", "target_id"))
     sources, targets = [s for s, _ in edges], [t for _, t in edges]
     assert len(edges) == 19 and len(set(sources)) == 19 and len(set(targets)) == 19
+
+
+@committing
+def test_an_episode_is_written_while_the_one_before_is_being_embedded(tenant_a, api_a):
+    """The embedding job holds the rows it embeds for as long as the model runs (seconds for
+    a batch on a CPU). A write meanwhile links its episode to the one before, one of those
+    rows: it must not wait for the job to finish."""
+    from memories import jobs
+
+    response = api_a.post("/api/v1/memories", {"memories": [
+        {"content": "Mel: I signed up for a pottery class", "memory_type": "episodic", "namespace": ["users", "mel"]}]})
+    assert response.status_code == 201, response.content
+    before = response.json()["results"][0]["id"]
+    claimed, release, done = threading.Event(), threading.Event(), []
+
+    def job_holding_the_row():
+        try:
+            with tenant_context(tenant_a.org.id):  # a transaction, as the job's is
+                done.append([str(m.pk) for m in jobs.claim_pending(str(tenant_a.org.id), [before])])
+                claimed.set()
+                release.wait(60)
+        finally:
+            connection.close()
+
+    def next_write():
+        try:
+            done.append(write(api_a, "Mel: the first bowl cracked in the kiln", namespace=["users", "mel"]))
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=job_holding_the_row)
+    holder.start()
+    try:
+        assert claimed.wait(30) and done == [[before]]
+        writer = threading.Thread(target=next_write)
+        writer.start()
+        writer.join(30)  # blocked behind the job's lock, it would wait until release
+        assert not writer.is_alive(), "the write waited for the embedding job's lock"
+    finally:
+        release.set()
+        holder.join()
+    assert timeline(api_a, done[1]) == {"prev": before}
