@@ -72,6 +72,7 @@ class Mention:
     name: str  # the canonical form: "Caroline", "2023-05-08", "3 kids"
     known_only: bool = False  # opens a sentence: an entity only if the namespace knows it already
     guessed: bool = False  # the kind is a guess (a preposition before it, or none): a known entity's wins
+    speaker: bool = False  # the memory is in this person's words ("Caroline: ...")
 
     @property
     def key(self) -> str:
@@ -117,7 +118,7 @@ def names(text: str) -> list[Mention]:
     speaker = SPEAKER.match(text)
     body_start = 0
     if speaker and speaker.group(1).lower() not in NOT_NAMES:
-        found.append(Mention(speaker.group(1), "person", speaker.group(1)))
+        found.append(Mention(speaker.group(1), "person", speaker.group(1), speaker=True))
         body_start = speaker.end()
     for match in NAME.finditer(text, body_start):
         name = trimmed(match.group(0))

@@ -622,13 +622,21 @@ class MemoryEntity(TenantModel):
     """A memory mentions an entity (seed 004's node_entities), as written in the memory."""
 
     Source = models.TextChoices("Source", [("agent", "agent"), ("extractor", "extractor")])
+    # speaker: the memory is in the entity's own words ("Caroline: I went..."); mentioned: it names it.
+    Role = models.TextChoices("Role", [("speaker", "speaker"), ("mentioned", "mentioned")])
 
     memory = tenant_fk(Memory, related_name="entity_links")
     entity = tenant_fk(Entity, related_name="memory_links")
     mention = models.CharField(max_length=256)
     source = models.CharField(max_length=16, choices=Source.choices, default="extractor")
+    role = models.CharField(max_length=16, choices=Role.choices, default="mentioned", db_default="mentioned")
     created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
 
     class Meta:
         db_table = "memory_entities"
-        constraints = [models.UniqueConstraint(fields=["org", "memory", "entity"], name="memory_entities_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["org", "memory", "entity"], name="memory_entities_unique"),
+            models.CheckConstraint(condition=Q(role__in=["speaker", "mentioned"]), name="memory_entities_role_valid"),
+        ]
+        # The people who speak in a namespace (memories.retrieval.speakers).
+        indexes = [models.Index(fields=["org", "entity"], condition=Q(role="speaker"), name="memory_entities_speaker")]

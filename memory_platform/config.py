@@ -89,6 +89,10 @@ class SearchConfig:
     # A hybrid search brings the memories written just before and after its best this many
     # results in their namespace (memories.retrieval.neighbours); 0 turns it off.
     neighbour_seeds: int
+    # A hybrid search for a query naming one person who speaks in the namespaces searched
+    # weighs the fused relevance of memories in others' words by this (memories.retrieval.
+    # speakers); 1 turns it off.
+    speaker_others_weight: float
     # The final score: relevance (fused) blended with these, recency halving every
     # recency_half_life_days.
     ranking_weights: Mapping[str, float] = _weights("relevance", "importance", "confidence", "recency", "usage")

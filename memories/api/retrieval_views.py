@@ -51,14 +51,17 @@ class SearchView(AgentAPIView):
             "degraded": drf.CharField(allow_null=True), "vector_method": drf.CharField(allow_null=True),
             "filled_from_fulltext": drf.IntegerField(),
             "understood": drf.DictField(help_text="What the search read from the query (intent: why, when, who, "
-                                                  "where, how, what or general; the period it names) and the "
-                                                  "signals that found results.")}),
+                                                  "where, how, what or general; the period it names; the one "
+                                                  "person it names who speaks in the namespaces searched, whose "
+                                                  "own words it looked among first) and the signals that found "
+                                                  "results.")}),
         request_example={"query": "what does the user drink in the morning?", "limit": 5,
                          "filters": {"category": ["preference"], "time_range": "last_month"}},
         response_example={"results": [{"memory": EXAMPLE_MEMORY, "score": 0.93, "signals": EXAMPLE_SIGNALS}],
                           "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "degraded": None,
                           "vector_method": "hnsw", "filled_from_fulltext": 0,
-                          "understood": {"intent": "what", "period": None, "signals": ["vector", "fulltext"]}},
+                          "understood": {"intent": "what", "period": None, "speaker": None,
+                                         "signals": ["vector", "fulltext"]}},
         operation_id="search")
     def post(self, request):
         body = self.validated(s.SearchRequestSerializer, request.data)

@@ -21,6 +21,7 @@ from memories.retrieval import (
     ranking,
     records,
     size,
+    speakers,
     timeframe,
     vector,
 )
@@ -40,9 +41,10 @@ class Signals:
 
 
 def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mode: str,
-                  threshold: float | None) -> Signals:
+                  threshold: float | None, words: str | None = None) -> Signals:
     """The vector and full-text signals, as `mode` asks for them ("hybrid", "vector" or
-    "fulltext"), each with up to CANDIDATES memories (at least `limit`)."""
+    "fulltext"), each with up to CANDIDATES memories (at least `limit`). words: what a hybrid
+    search's full text matches, if not the whole query."""
     k = max(limit, config().search.candidates)
     rows = size.candidate_count(org_id, filters)
     exact = rows <= config().search.exact_scan_rows
@@ -50,7 +52,7 @@ def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mod
     small = filters.narrows() and rows <= config().search.text_scan_rows
     embedding, text_hits = None, None
     if mode == "hybrid":
-        with fulltext.started(org_id, query, filters, k, small, enough=limit) as text:
+        with fulltext.started(org_id, words or query, filters, k, small, enough=limit) as text:
             embedding = cache.query_embedding(query)  # while the database runs the full-text statement
         text_hits = text.hits
     elif mode == "vector":
@@ -87,13 +89,22 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     also ranks, as signals of their own: for a "why" question (memories.intent) the causal
     chain of its best results (expansion along CAUSAL_CHAIN), the memories of the period its
     query names (timeframe), and the memories written just before and after its best results
-    (neighbours). The outcome says what it understood of the query (SearchOutcome.understood)."""
+    (neighbours); and when the query names one person who speaks in the namespaces searched,
+    full text matches the rest of the query and the others' words weigh less (speakers). The
+    outcome says what it understood of the query (SearchOutcome.understood)."""
     weights, rrf_k = config().search.rrf_weights, config().search.rrf_k
+    hybrid = mode == "hybrid" and threshold is None  # the signals beyond the query's own
+    # The one person the query names, if they speak in the namespaces searched: their name is
+    # in nearly all of their words, so full text matches the rest of the query; at the end the
+    # others' words weigh less.
+    others_weight = config().search.speaker_others_weight
+    speaker = speakers.named(org_id, query, filters) if hybrid and others_weight < 1 else None
     # Signals, then fusion.
-    found = query_signals(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, threshold=threshold)
+    words = speakers.unnamed(query, speaker) if speaker else query
+    found = query_signals(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, threshold=threshold,
+                          words=words)
     signals = found.hits
     fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
-    hybrid = mode == "hybrid" and threshold is None  # the signals beyond the query's own
     intent = intents.classify(query)
     if expand and fused:  # a signal seeded by the others' fusion, then fused with them
         signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters)
@@ -103,18 +114,24 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
         fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     period = when.period(query, timezone.now()) if hybrid else None
     if period is not None and weights["time"]:  # a signal of its own, fused with the query's
-        signals["time"] = timeframe.search(org_id, query, filters, period, max(limit, config().search.candidates))
+        signals["time"] = timeframe.search(org_id, words, filters, period, max(limit, config().search.candidates))
         fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     seeds = config().search.neighbour_seeds
     if hybrid and seeds and weights["neighbours"] and fused:  # seeded by the fusion so far
         signals["neighbours"] = neighbours.search(org_id, ranking.best(fused, seeds), filters)
         fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
+    explained = ranking.explanations(signals)
+    if speaker is not None and fused:
+        fused, spoken = speakers.prefer(org_id, speaker, fused, others_weight)
+        for memory_id in spoken:
+            explained.setdefault(memory_id, {})["speaker"] = {"name": speaker.name}
     # Rank every candidate on a few columns, most of which came with the signals' rows.
     rows = ranking.candidates_rows(org_id, signals, fused)
-    results = ranking.rank(rows, fused, ranking.explanations(signals), timezone.now())[:limit]
+    results = ranking.rank(rows, fused, explained, timezone.now())[:limit]
     # Load whole records for the winners only.
     records.fill(org_id, results, usage=rows)
     understood = {"intent": intent, "period": period.as_json() if period else None,
+                  "speaker": speaker.as_json() if speaker else None,
                   "signals": [name for name, hits in signals.items() if hits]}
     return SearchOutcome(results=results, degraded=found.degraded, vector_method=found.vector_method,
                          understood=understood,

@@ -100,14 +100,16 @@ def link_entities(org_id, memories: list[Memory], given: dict | None = None) -> 
     links, counts = [], Counter()
     for memory in live:
         seen = linked[memory.pk]
+        speakers = {(mention.kind, mention.key) for mention in mentions_of[memory.pk] if mention.speaker}
         for mention, source in sourced[memory.pk]:
             entity = resolved[memory.scope].get((mention.kind, mention.key))
             if entity is None or entity.pk in seen:
                 continue
             seen.add(entity.pk)
             counts[entity.pk] += 1
+            role = "speaker" if (mention.kind, mention.key) in speakers else "mentioned"
             links.append(MemoryEntity(org_id=org_id, memory=memory, entity=entity, mention=mention.text[:256],
-                                      source=source))
+                                      source=source, role=role))
     by_increment = defaultdict(list)
     for entity_id, count in counts.items():
         by_increment[count].append(entity_id)

@@ -269,6 +269,7 @@ MEMORY_PLATFORM = {
                                 default={"vector": 1.0, "fulltext": 1.0, "graph": 0.5, "neighbours": 1.0,
                                          "time": 1.0}),
         "NEIGHBOUR_SEEDS": env.int("MEMORY_PLATFORM_NEIGHBOUR_SEEDS", default=10),
+        "SPEAKER_OTHERS_WEIGHT": env.float("MEMORY_PLATFORM_SPEAKER_OTHERS_WEIGHT", default=0.5),
         "RANKING_WEIGHTS": {"relevance": 0.75, "importance": 0.08, "confidence": 0.08, "recency": 0.05,
                             "usage": 0.04},
         "RECENCY_HALF_LIFE_DAYS": env.float("MEMORY_PLATFORM_RECENCY_HALF_LIFE_DAYS", default=30.0),

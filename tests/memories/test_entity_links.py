@@ -106,3 +106,13 @@ def test_the_names_an_agent_gives_are_redacted_like_the_memory(api_a, tenant_a):
         assert not Entity.objects.filter(name__contains="ghp_").exists()
         assert not EntityAlias.objects.filter(alias__contains="ghp_").exists()
         assert Entity.objects.filter(kind="tool", name__startswith="[REDACTED:").exists()
+
+
+def test_a_speaker_is_linked_as_the_speaker_and_whom_they_name_as_mentioned(api_a, tenant_a):
+    write(api_a, "Caroline: I went to the parade")
+    memory_id = write(api_a, "Melanie: Caroline, how was the parade?",
+                      entities=[{"name": "Melanie", "type": "person"}])  # named by the agent too
+    with tenant_context(tenant_a.org.id):
+        roles = {link.entity.name: link.role
+                 for link in MemoryEntity.objects.filter(memory_id=memory_id).select_related("entity")}
+    assert roles == {"Melanie": "speaker", "Caroline": "mentioned"}

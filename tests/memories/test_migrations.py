@@ -134,3 +134,28 @@ def test_idempotency_keys_stored_before_are_hashed_so_a_retry_still_finds_its_re
     call_command("migrate", "memories", database=scratch, verbosity=0)
     with service_account(using=scratch):
         assert IdempotencyRecord.objects.using(scratch).get(pk=record.pk).key == key_digest("order-42 for jane")
+
+
+def test_entity_links_stored_before_roles_learn_who_spoke(scratch):
+    from memories.models import Entity, Memory
+    from tenants.context import service_account
+    from tenants.models import Agent, Organization
+
+    call_command("migrate", "tenants", database=scratch, verbosity=0)
+    call_command("migrate", "memories", "0019", database=scratch, verbosity=0)
+    with service_account(using=scratch):
+        org = Organization.objects.using(scratch).create(name="Chat", slug="chat")
+        agent = Agent.objects.using(scratch).create(org=org, name="agent")
+        memory = Memory.objects.using(scratch).create(org=org, agent=agent, content="Mel O'Neil: Caroline, how was it?",
+                                                      category="episodic", scope="chats", content_hash="0" * 64)
+        people = {name: Entity.objects.using(scratch).create(org=org, scope="chats", kind="person", name=name,
+                                                             key=name.lower()) for name in ("Mel O'Neil", "Caroline")}
+        with connections[scratch].cursor() as cursor:
+            for name, entity in people.items():
+                cursor.execute("INSERT INTO memory_entities (id, org_id, memory_id, entity_id, mention, source, created_at)"
+                               " VALUES (gen_random_uuid(), %s, %s, %s, %s, 'extractor', now())",
+                               [org.pk, memory.pk, entity.pk, name])
+    call_command("migrate", "memories", database=scratch, verbosity=0)
+    with service_account(using=scratch), connections[scratch].cursor() as cursor:
+        cursor.execute("SELECT mention, role FROM memory_entities ORDER BY mention")
+        assert cursor.fetchall() == [("Caroline", "mentioned"), ("Mel O'Neil", "speaker")]

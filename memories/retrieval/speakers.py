@@ -1,0 +1,106 @@
+"""Who a question is about: when a query names one person who speaks in the searched
+namespaces ("What books has Melanie read?"), the memories in that person's own words (linked
+to them as speaker, memories.writes.entities) keep their fused relevance and the others' are
+weighed by SPEAKER_OTHERS_WEIGHT.
+
+What a person has done, likes or plans is mostly in what they said: in the LoCoMo
+conversations 95% of the evidence of a question that names one of the two speakers is that
+speaker's own turns. Ranked by the question's words and meaning alone, the other speaker's
+replies about the same thing ("how was the pottery class, Mel?") come as readily as the
+answer. A preference, not a filter: the others' words still rank, and still seed the
+neighbours signal (a question asked in one turn brings the answer in the next). The name is
+read by the entity extractor and resolved by name or alias among the people who speak under
+the search's namespace filter and the key's reach only, so whether someone speaks elsewhere
+never shows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.db import connection
+
+from memories.access import namespace_sql
+from memories.entities import extract
+from memories.retrieval.filters import SearchFilters
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """The person a query names, as the namespaces searched know them."""
+
+    name: str  # as the query wrote it
+    entity_ids: tuple  # one entity per namespace the person speaks in
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "entity_ids": [str(entity_id) for entity_id in self.entity_ids]}
+
+
+def scope_condition(filters: SearchFilters, column: str) -> tuple[str, list]:
+    """The namespaces a search may see (its namespace filter and the key's reach), for `column`."""
+    conditions, params = [], []
+    if filters.namespace:
+        sql, values = namespace_sql(filters.namespace, column)
+        conditions.append(sql)
+        params.extend(values)
+    if filters.within:
+        under = [namespace_sql(prefix, column) for prefix in filters.within]
+        conditions.append("(" + " OR ".join(sql for sql, _ in under) + ")")
+        params.extend(value for _, values in under for value in values)
+    return " AND ".join(conditions) or "TRUE", params
+
+
+SPEAKERS_SQL = """
+    SELECT e.id, e.key, q.key FROM entities e
+    JOIN unnest(%s::text[]) AS q(key)
+      ON e.key = q.key OR EXISTS (SELECT 1 FROM entity_aliases a
+                                  WHERE a.org_id = e.org_id AND a.entity_id = e.id AND a.key = q.key)
+    WHERE e.org_id = %s AND e.kind = 'person' AND {scope}
+      AND EXISTS (SELECT 1 FROM memory_entities me
+                  WHERE me.org_id = e.org_id AND me.entity_id = e.id AND me.role = 'speaker')
+"""
+
+
+def named(org_id, query: str, filters: SearchFilters) -> Speaker | None:
+    """The one person who speaks in the searched namespaces that the query names; None when it
+    names none of them, or several (a question about two people is about what passed
+    between them)."""
+    mentions = {mention.key: mention.text for mention in extract(query)
+                if mention.kind == "person" or mention.guessed}
+    if not mentions:
+        return None
+    scope, params = scope_condition(filters, "e.scope")
+    with connection.cursor() as cursor:
+        cursor.execute(SPEAKERS_SQL.format(scope=scope), [list(mentions), org_id, *params])
+        rows = cursor.fetchall()
+    people = {entity_key for _, entity_key, _ in rows}
+    if len(people) != 1:
+        return None
+    return Speaker(name=mentions[rows[0][2]], entity_ids=tuple(sorted({entity_id for entity_id, _, _ in rows}, key=str)))
+
+
+SPOKEN_SQL = """
+    SELECT DISTINCT me.memory_id FROM memory_entities me
+    WHERE me.org_id = %s AND me.memory_id = ANY(%s::uuid[]) AND me.entity_id = ANY(%s::uuid[])
+      AND me.role = 'speaker'
+"""
+
+
+def prefer(org_id, speaker: Speaker, fused: dict, others_weight: float) -> tuple[dict, set]:
+    """The fused scores with those of memories not in the speaker's words multiplied by
+    others_weight; and the memories that are."""
+    with connection.cursor() as cursor:
+        cursor.execute(SPOKEN_SQL, [org_id, [str(memory_id) for memory_id in fused],
+                                    [str(entity_id) for entity_id in speaker.entity_ids]])
+        spoken = {row[0] for row in cursor.fetchall()}
+    return {memory_id: score if memory_id in spoken else score * others_weight
+            for memory_id, score in fused.items()}, spoken
+
+
+def unnamed(query: str, speaker: Speaker) -> str:
+    """The query without the person's name (and its possessive), for full text: in their own
+    words the name is everywhere ("Melanie: ..."), so matching it ranks whatever repeats it.
+    The query itself if nothing else is left."""
+    rest = re.sub(rf"\b{re.escape(speaker.name)}(?:['’]s)?\b", " ", query)
+    return rest if re.search(r"\w", rest) else query
