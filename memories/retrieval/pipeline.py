@@ -44,7 +44,7 @@ def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mod
                   threshold: float | None, words: str | None = None) -> Signals:
     """The vector and full-text signals, as `mode` asks for them ("hybrid", "vector" or
     "fulltext"), each with up to CANDIDATES memories (at least `limit`). words: what a hybrid
-    search's full text matches, if not the whole query."""
+    search matches by full text and by meaning, if not the whole query."""
     k = max(limit, config().search.candidates)
     rows = size.candidate_count(org_id, filters)
     exact = rows <= config().search.exact_scan_rows
@@ -53,7 +53,7 @@ def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mod
     embedding, text_hits = None, None
     if mode == "hybrid":
         with fulltext.started(org_id, words or query, filters, k, small, enough=limit) as text:
-            embedding = cache.query_embedding(query)  # while the database runs the full-text statement
+            embedding = cache.query_embedding(words or query)  # while the database runs the full-text statement
         text_hits = text.hits
     elif mode == "vector":
         embedding = cache.query_embedding(query)
@@ -90,13 +90,14 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     chain of its best results (expansion along CAUSAL_CHAIN), the memories of the period its
     query names (timeframe), and the memories written just before and after its best results
     (neighbours); and when the query names one person who speaks in the namespaces searched,
-    full text matches the rest of the query and the others' words weigh less (speakers). The
+    full text and meaning match the rest of the query and the others' words weigh less
+    (speakers). The
     outcome says what it understood of the query (SearchOutcome.understood)."""
     weights, rrf_k = config().search.rrf_weights, config().search.rrf_k
     hybrid = mode == "hybrid" and threshold is None  # the signals beyond the query's own
     # The one person the query names, if they speak in the namespaces searched: their name is
-    # in nearly all of their words, so full text matches the rest of the query; at the end the
-    # others' words weigh less.
+    # in all of their words and in the others' words to them, so both signals match the rest
+    # of the query; at the end the others' words weigh less.
     others_weight = config().search.speaker_others_weight
     speaker = speakers.named(org_id, query, filters) if hybrid and others_weight < 1 else None
     # Signals, then fusion.

@@ -1,17 +1,18 @@
 """Who a question is about: when a query names one person who speaks in the searched
-namespaces ("What books has Melanie read?"), the memories in that person's own words (linked
-to them as speaker, memories.writes.entities) keep their fused relevance and the others' are
-weighed by SPEAKER_OTHERS_WEIGHT.
+namespaces ("What books has Melanie read?"), the search matches the rest of the query, and the
+memories in that person's own words (linked to them as speaker, memories.writes.entities)
+keep their fused relevance while everyone else's are weighed by SPEAKER_OTHERS_WEIGHT.
 
 What a person has done, likes or plans is mostly in what they said: in the LoCoMo
 conversations 95% of the evidence of a question that names one of the two speakers is that
 speaker's own turns. Ranked by the question's words and meaning alone, the other speaker's
 replies about the same thing ("how was the pottery class, Mel?") come as readily as the
-answer. A preference, not a filter: the others' words still rank, and still seed the
-neighbours signal (a question asked in one turn brings the answer in the next). The name is
-read by the entity extractor and resolved by name or alias among the people who speak under
-the search's namespace filter and the key's reach only, so whether someone speaks elsewhere
-never shows.
+answer; so the name is taken out of what the signals match (unnamed), and the others' words
+weigh less after fusion (prefer). A preference, not a filter: the others' words still rank,
+and still seed the neighbours signal (a question asked in one turn brings the answer in the
+next). The name is read by the entity extractor and resolved by name or alias among the
+people who speak under the search's namespace filter and the key's reach only, so whether
+someone speaks elsewhere never shows.
 """
 
 from __future__ import annotations
@@ -99,8 +100,9 @@ def prefer(org_id, speaker: Speaker, fused: dict, others_weight: float) -> tuple
 
 
 def unnamed(query: str, speaker: Speaker) -> str:
-    """The query without the person's name (and its possessive), for full text: in their own
-    words the name is everywhere ("Melanie: ..."), so matching it ranks whatever repeats it.
-    The query itself if nothing else is left."""
+    """The query without the person's name (and its possessive), for full text and the query's
+    embedding: the name is in every one of their own memories ("Melanie: ...") and in the
+    others' words to them, so matching it ranks whatever repeats it, and draws the query's
+    meaning towards the others' replies. The query itself if nothing else is left."""
     rest = re.sub(rf"\b{re.escape(speaker.name)}(?:['’]s)?\b", " ", query)
     return rest if re.search(r"\w", rest) else query
