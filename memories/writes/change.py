@@ -13,7 +13,7 @@ from memories.errors import Conflict, InvalidInput
 from memories.models import Memory, MemoryRelationship, MemoryVersion
 from memories.redaction import redactor_for
 from memories.writes.create import WriteResult, insert_memory
-from memories.writes.entities import relink_entities
+from memories.writes.entities import link_entities, relink_entities
 from memories.writes.kernel import (
     UPDATABLE_FIELDS,
     Actor,
@@ -94,11 +94,14 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
 
 def transition(org_id, memory_id, operation: str, actor: Actor, expected_version: int | None, apply) -> Memory:
     """One state change: lock the memory, check its version, apply(memory) (which refuses by
-    raising), save it as the next version and record that version."""
+    raising), save it as the next version and record that version. A memory that goes live
+    (approved, restored, unarchived) is linked to the entities it mentions, as a new live one
+    is when written."""
     with transaction.atomic():
         actor = recorded(actor, redactor_for(org_id))
         memory = locked(org_id, memory_id)
         check_version(memory, expected_version, require=False)
+        was_live = memory.is_live
         apply(memory)
         memory.version += 1
         try:
@@ -109,6 +112,8 @@ def transition(org_id, memory_id, operation: str, actor: Actor, expected_version
                 raise Conflict("an identical live memory (or the same key) exists", code="duplicate") from None
             raise
         record_version(memory, operation, actor)
+        if memory.is_live and not was_live:
+            link_entities(org_id, [memory])
         refresh_hot_set(memory)
         return memory
 

@@ -44,6 +44,20 @@ def test_approve_removes_the_item_and_updates_the_counter(operator_a, tenant_a, 
     assert again.status_code == 409 and "not waiting for review" in again.content.decode()
 
 
+def test_an_approved_memory_is_linked_to_what_it_mentions(operator_a, tenant_a, htmx):
+    """Waiting for review, a memory names nobody yet (it may be wrong); approved, it does."""
+    from memories.models import MemoryEntity
+
+    def mentioned(memory):
+        with tenant_context(memory.org_id):
+            return set(MemoryEntity.objects.filter(memory_id=memory.pk).values_list("entity__name", "role"))
+
+    pending = remember(tenant_a, "Caroline: I moved here from Sweden", status="pending_review")
+    assert mentioned(pending) == set()
+    assert operator_a.post(operator_a.base + f"review/{pending.pk}/approve", **htmx()).status_code == 200
+    assert mentioned(pending) == {("Caroline", "speaker"), ("Sweden", "mentioned")}
+
+
 def test_reject_needs_a_reason_and_keeps_it(operator_a, tenant_a, htmx):
     pending = remember(tenant_a, "dubious fact", status="pending_review")
     refused = operator_a.post(operator_a.base + f"review/{pending.pk}/reject", {"reason": " "}, **htmx())

@@ -116,3 +116,4 @@ def test_a_speaker_is_linked_as_the_speaker_and_whom_they_name_as_mentioned(api_
         roles = {link.entity.name: link.role
                  for link in MemoryEntity.objects.filter(memory_id=memory_id).select_related("entity")}
     assert roles == {"Melanie": "speaker", "Caroline": "mentioned"}
+
