@@ -12,7 +12,7 @@ weigh less after fusion (prefer). A preference, not a filter: the others' words 
 and still seed the neighbours signal (a question asked in one turn brings the answer in the
 next). The name is read by the entity extractor and resolved by name or alias among the
 people who speak under the search's namespace filter and the key's reach only, so whether
-someone speaks elsewhere never shows.
+someone speaks elsewhere never shows. docs/adr/0038 has the decision and its measurements.
 """
 
 from __future__ import annotations
