@@ -38,6 +38,9 @@ STAGES = {
     # time of the block fulltext.started opens (BLOCKS), from its start to its rows.
     "text+embedding": ("memories.retrieval.fulltext", "started"),
     "vector": ("memories.retrieval.vector", "search"),
+    "neighbours": ("memories.retrieval.neighbours", "search"),
+    "time signal": ("memories.retrieval.timeframe", "search"),
+    "speaker": ("memories.retrieval.speakers", "named"),
     "ranking": ("memories.retrieval.ranking", "ranking_rows"),
     "load records": ("memories.retrieval.records", "load"),
     "event": ("memories.retrieval.events", "retrieval_event_record"),
