@@ -118,17 +118,26 @@ def test_dedup_moves_within_namespaces_without_changing_a_row(scratch):
             memory("users/bob", "lives in LISBON, portugal")
 
 
-def test_idempotency_keys_stored_before_are_hashed_so_a_retry_still_finds_its_response(scratch):
-    from memories.api.idempotency import key_digest
-    from memories.models import IdempotencyRecord
+def migrated_to(scratch, migration: str, slug: str):
+    """The scratch database with the memories app migrated up to `migration` (the rest fully),
+    and an organisation with an agent in it."""
     from tenants.context import service_account
     from tenants.models import Agent, Organization
 
     call_command("migrate", "tenants", database=scratch, verbosity=0)
-    call_command("migrate", "memories", "0015", database=scratch, verbosity=0)
+    call_command("migrate", "memories", migration, database=scratch, verbosity=0)
     with service_account(using=scratch):
-        org = Organization.objects.using(scratch).create(name="Retried", slug="retried")
-        agent = Agent.objects.using(scratch).create(org=org, name="agent")
+        org = Organization.objects.using(scratch).create(name=slug.title(), slug=slug)
+        return org, Agent.objects.using(scratch).create(org=org, name="agent")
+
+
+def test_idempotency_keys_stored_before_are_hashed_so_a_retry_still_finds_its_response(scratch):
+    from memories.api.idempotency import key_digest
+    from memories.models import IdempotencyRecord
+    from tenants.context import service_account
+
+    org, agent = migrated_to(scratch, "0015", "retried")
+    with service_account(using=scratch):
         record = IdempotencyRecord.objects.using(scratch).create(
             org=org, agent=agent, key="order-42 for jane", request_fingerprint="f" * 64, response_status=201)
     call_command("migrate", "memories", database=scratch, verbosity=0)
@@ -139,13 +148,9 @@ def test_idempotency_keys_stored_before_are_hashed_so_a_retry_still_finds_its_re
 def test_entity_links_stored_before_roles_learn_who_spoke(scratch):
     from memories.models import Entity, Memory
     from tenants.context import service_account
-    from tenants.models import Agent, Organization
 
-    call_command("migrate", "tenants", database=scratch, verbosity=0)
-    call_command("migrate", "memories", "0019", database=scratch, verbosity=0)
+    org, agent = migrated_to(scratch, "0019", "chat")
     with service_account(using=scratch):
-        org = Organization.objects.using(scratch).create(name="Chat", slug="chat")
-        agent = Agent.objects.using(scratch).create(org=org, name="agent")
         memory = Memory.objects.using(scratch).create(org=org, agent=agent, content="Mel O'Neil: Caroline, how was it?",
                                                       category="episodic", scope="chats", content_hash="0" * 64)
         people = {name: Entity.objects.using(scratch).create(org=org, scope="chats", kind="person", name=name,
