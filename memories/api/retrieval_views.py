@@ -53,7 +53,7 @@ class SearchView(AgentAPIView):
             "understood": drf.DictField(help_text="What the search read from the query (intent: why, when, who, "
                                                   "where, how, what or general; the period it names; the one "
                                                   "person it names who speaks in the namespaces searched, whose "
-                                                  "own words it looked among first) and the signals that found "
+                                                  "own words it weighs above others') and the signals that found "
                                                   "results.")}),
         request_example={"query": "what does the user drink in the morning?", "limit": 5,
                          "filters": {"category": ["preference"], "time_range": "last_month"}},

@@ -91,8 +91,7 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     query names (timeframe), and the memories written just before and after its best results
     (neighbours); and when the query names one person who speaks in the namespaces searched,
     full text and meaning match the rest of the query and the others' words weigh less
-    (speakers). The
-    outcome says what it understood of the query (SearchOutcome.understood)."""
+    (speakers). The outcome says what it understood of the query (SearchOutcome.understood)."""
     weights, rrf_k = config().search.rrf_weights, config().search.rrf_k
     hybrid = mode == "hybrid" and threshold is None  # the signals beyond the query's own
     # The one person the query names, if they speak in the namespaces searched: their name is
