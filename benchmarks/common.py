@@ -92,14 +92,20 @@ def api(port: int, method: str, path: str, key: str, body=None) -> tuple[int, di
         return response.status, json.loads(response.read() or b"{}")
 
 
-def pending_count() -> int:
-    """Memories still waiting for the worker, read straight from PostgreSQL (as the owner, with
-    the service-account flag: this counts across the benchmark's one organisation)."""
+@contextmanager
+def service_connection():
+    """A connection to the running embedded PostgreSQL as the owner, in a transaction with the
+    service-account flag set: it reads and writes across the benchmark's organisations."""
     import psycopg
 
     from memory_platform import local_services
 
-    endpoint = local_services.postgres_running()
-    with psycopg.connect(endpoint.url(user=local_services.OWNER_ROLE)) as conn:
+    with psycopg.connect(local_services.postgres_running().url(user=local_services.OWNER_ROLE)) as conn:
         conn.execute("SELECT set_config('app.service_account', 'on', true)")
+        yield conn
+
+
+def pending_count() -> int:
+    """Memories still waiting for the worker, read straight from PostgreSQL."""
+    with service_connection() as conn:
         return conn.execute("SELECT count(*) FROM memories WHERE embedding IS NULL").fetchone()[0]

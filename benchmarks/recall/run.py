@@ -29,7 +29,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import api, machine, pending_count, percentile, product  # noqa: E402
+from benchmarks.common import api, machine, pending_count, percentile, product, service_connection  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "eval" / "locomo-dev.json"
 DATA_DIR = ROOT / ".data" / "recall"
@@ -62,13 +62,11 @@ def forget_usage() -> None:
     """Forget which memories earlier runs' searches returned: the final rank weighs how often
     a memory was retrieved (RANKING_WEIGHTS["usage"]), so a run on reused turns would start
     from the last runs' retrievals instead of none, as a run that stores them does."""
-    import psycopg
     import redis
 
     from memory_platform import local_services
 
-    with psycopg.connect(local_services.postgres_running().url(user=local_services.OWNER_ROLE)) as conn:
-        conn.execute("SELECT set_config('app.service_account', 'on', true)")
+    with service_connection() as conn:
         conn.execute("DELETE FROM memory_usage")
     client = redis.Redis.from_url(local_services.redis_running().url)
     for key in client.scan_iter("*retrievals:*"):

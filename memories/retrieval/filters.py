@@ -82,12 +82,8 @@ class SearchFilters:
             add("{m}.agent_id = ANY(%s::uuid[])", [str(a) for a in self.agent_ids])
         if self.session_id:
             add("{m}.session_id = %s", self.session_id)
-        if self.namespace:
-            sql, values = namespace_sql(self.namespace, f"{alias}.scope")
+        for sql, values in self.namespace_conditions(f"{alias}.scope"):
             add(sql, *values)
-        if self.within:
-            under = [namespace_sql(prefix, f"{alias}.scope") for prefix in self.within]
-            add("(" + " OR ".join(sql for sql, _ in under) + ")", *(value for _, values in under for value in values))
         if self.categories:
             add("{m}.category = ANY(%s)", list(self.categories))
         if self.memory_types:
@@ -117,6 +113,18 @@ class SearchFilters:
             add("EXISTS (SELECT 1 FROM memory_tags t WHERE t.org_id = {m}.org_id AND t.memory_id = {m}.id AND t.tag = %s)",
                 tag)
         return " AND ".join(conditions), params
+
+    def namespace_conditions(self, column: str) -> list[tuple[str, list]]:
+        """The namespaces the search may look in, as conditions on `column` (a namespace) with
+        their parameters: under its namespace filter, and under one of the key's prefixes."""
+        conditions = []
+        if self.namespace:
+            conditions.append(namespace_sql(self.namespace, column))
+        if self.within:
+            under = [namespace_sql(prefix, column) for prefix in self.within]
+            conditions.append(("(" + " OR ".join(sql for sql, _ in under) + ")",
+                               [value for _, values in under for value in values]))
+        return conditions
 
     def narrows(self) -> bool:
         """Whether anything beyond the defaults (the tenant's live memories) limits the rows."""

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from memories.access import namespace_sql
 from memories.entities import extract
 from memories.retrieval.filters import SearchFilters
 
@@ -36,20 +35,6 @@ class Speaker:
 
     def as_json(self) -> dict:
         return {"name": self.name, "entity_ids": [str(entity_id) for entity_id in self.entity_ids]}
-
-
-def scope_condition(filters: SearchFilters, column: str) -> tuple[str, list]:
-    """The namespaces a search may see (its namespace filter and the key's reach), for `column`."""
-    conditions, params = [], []
-    if filters.namespace:
-        sql, values = namespace_sql(filters.namespace, column)
-        conditions.append(sql)
-        params.extend(values)
-    if filters.within:
-        under = [namespace_sql(prefix, column) for prefix in filters.within]
-        conditions.append("(" + " OR ".join(sql for sql, _ in under) + ")")
-        params.extend(value for _, values in under for value in values)
-    return " AND ".join(conditions) or "TRUE", params
 
 
 SPEAKERS_SQL = """
@@ -71,9 +56,10 @@ def named(org_id, query: str, filters: SearchFilters) -> Speaker | None:
                 if mention.kind == "person" or mention.guessed}
     if not mentions:
         return None
-    scope, params = scope_condition(filters, "e.scope")
+    scope = filters.namespace_conditions("e.scope")
     with connection.cursor() as cursor:
-        cursor.execute(SPEAKERS_SQL.format(scope=scope), [list(mentions), org_id, *params])
+        cursor.execute(SPEAKERS_SQL.format(scope=" AND ".join(sql for sql, _ in scope) or "TRUE"),
+                       [list(mentions), org_id, *(value for _, values in scope for value in values)])
         rows = cursor.fetchall()
     people = {entity_key for _, entity_key, _ in rows}
     if len(people) != 1:
