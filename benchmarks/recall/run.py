@@ -80,6 +80,8 @@ def main() -> None:
                         help="ask the questions of the turns a previous run stored (same code for writes), "
                              "instead of storing them again: for comparing search settings")
     parser.add_argument("--output", help="results file (default results-<mode>.json)")
+    parser.add_argument("--port", type=int, default=PORT,
+                        help=f"port the product listens on (default {PORT}; another lets the search benchmark run beside)")
     parser.add_argument("--details", help="also write each question with its evidence and what came back "
                                           "to this file (outside the repository: it holds the data)")
     arguments = parser.parse_args()
@@ -94,11 +96,11 @@ def main() -> None:
     env = {**os.environ, "MEMORY_PLATFORM_DATA_DIR": str(DATA_DIR), "LOG_LEVEL": "WARNING",
            **{f"MEMORY_PLATFORM_RATE_LIMIT_{name}": "off" for name in ("API_KEY", "API_KEY_BURST", "SEARCH", "BATCH")}}
     os.environ.update(env)  # pending_count finds the embedded PostgreSQL through it
-    with product(DATA_DIR, PORT, env) as key:
+    with product(DATA_DIR, arguments.port, env) as key:
         started = time.perf_counter()
         memories = [memory for sample in samples for memory in turns(sample)]
         for start in tqdm(range(0, len(memories) if not reuse else 0, BATCH), desc="storing turns"):
-            status, _ = api(PORT, "POST", "/api/v1/memories", key, {"memories": memories[start:start + BATCH]})
+            status, _ = api(arguments.port, "POST", "/api/v1/memories", key, {"memories": memories[start:start + BATCH]})
             assert status == 201, status
         with tqdm(total=len(memories), desc="worker embedding") as bar:
             while left := pending_count():
@@ -118,7 +120,7 @@ def main() -> None:
                      if qa["category"] in CATEGORIES and qa.get("evidence")]
         for sample_id, qa in tqdm(questions, desc=f"questions ({mode})"):
             began = time.perf_counter()
-            status, body = api(PORT, "POST", "/api/v1/search", key, {
+            status, body = api(arguments.port, "POST", "/api/v1/search", key, {
                 "query": qa["question"], "limit": max(KS), "mode": mode,
                 "filters": {"namespace": f"locomo/{sample_id}"}})
             latencies.append((time.perf_counter() - began) * 1000)
