@@ -80,6 +80,8 @@ def main() -> None:
                         help="ask the questions of the turns a previous run stored (same code for writes), "
                              "instead of storing them again: for comparing search settings")
     parser.add_argument("--output", help="results file (default results-<mode>.json)")
+    parser.add_argument("--expand", type=int, default=0, choices=[0, 1, 2],
+                        help="relationships followed from the best results (the search's `expand`; default none)")
     parser.add_argument("--port", type=int, default=PORT,
                         help=f"port the product listens on (default {PORT}; another lets the search benchmark run beside)")
     parser.add_argument("--details", help="also write each question with its evidence and what came back "
@@ -121,7 +123,7 @@ def main() -> None:
         for sample_id, qa in tqdm(questions, desc=f"questions ({mode})"):
             began = time.perf_counter()
             status, body = api(arguments.port, "POST", "/api/v1/search", key, {
-                "query": qa["question"], "limit": max(KS), "mode": mode,
+                "query": qa["question"], "limit": max(KS), "mode": mode, "expand": arguments.expand,
                 "filters": {"namespace": f"locomo/{sample_id}"}})
             latencies.append((time.perf_counter() - began) * 1000)
             assert status == 200, status
@@ -138,7 +140,7 @@ def main() -> None:
         "machine": machine(),
         "recorded_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "data": "shared/eval/locomo-dev.json (conv-26, -41, -43, -47, -49), categories 1-4",
-        "mode": mode, "memories": len(memories), "questions": len(questions),
+        "mode": mode, "expand": arguments.expand, "memories": len(memories), "questions": len(questions),
         "ingest_seconds": None if reuse else round(ingest_seconds, 1),
         "settings": {name: value for name, value in os.environ.items()
                      if name.startswith("MEMORY_PLATFORM_") and name != "MEMORY_PLATFORM_DATA_DIR"

@@ -107,7 +107,7 @@ class RetrieveView(AgentAPIView):
             links.setdefault(link.memory_id, []).append(link)
         event = events.retrieval_event_record(
             org_id=self.org_id, kind=RetrievalEvent.Kind.RETRIEVE, query=body["query"], scope=body["scope"],
-            filters=filters, request={"limit": body["limit"], "mode": "hybrid", "expand": False}, outcome=outcome,
+            filters=filters, request={"limit": body["limit"], "mode": "hybrid", "expand": 0}, outcome=outcome,
             agent_id=self.agent_id,
             artifact_ids=sorted({link.artifact_id for group in links.values() for link in group}, key=str))
         candidates = s.RetrievedMemorySerializer(outcome.results, many=True, context={"artifacts": links}).data
@@ -139,7 +139,7 @@ class StoreSearchView(AgentAPIView):
         event = events.retrieval_event_record(
             org_id=self.org_id, kind=RetrievalEvent.Kind.NAMESPACE_SEARCH, query=body["query"],
             scope=body["namespace"], filters=filters,
-            request={"limit": body["limit"], "mode": "vector", "expand": False, "threshold": threshold},
+            request={"limit": body["limit"], "mode": "vector", "expand": 0, "threshold": threshold},
             outcome=outcome, agent_id=self.agent_id)
         similarity = {r.memory.pk: r.signals["vector"]["similarity"] for r in outcome.results}
         results = sorted((r.memory for r in outcome.results), key=lambda m: -similarity[m.pk])

@@ -16,6 +16,7 @@ from memories.models import (
     MemoryVersion,
     RetrievalEvent,
 )
+from memories.retrieval import expansion
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 from memory_platform.config import config
 
@@ -509,11 +510,30 @@ class SearchFiltersSerializer(StrictSerializer):
         )
 
 
+@extend_schema_field({"oneOf": [{"type": "boolean"}, {"type": "integer", "minimum": 0, "maximum": expansion.MAX_HOPS}]})
+class ExpandField(serializers.Field):
+    """How many relationships from the best results a search reaches: false or 0 (none), true
+    or 1, or 2 (seed 004's multi-hop)."""
+
+    default_error_messages = {"invalid": "Must be true, false, or a number of hops from 0 to {maximum}."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return int(data)
+        if isinstance(data, int) and 0 <= data <= expansion.MAX_HOPS:
+            return data
+        self.fail("invalid", maximum=expansion.MAX_HOPS)
+
+    def to_representation(self, value):
+        return value
+
+
 class SearchRequestSerializer(StrictSerializer):
     query = serializers.CharField(max_length=4000)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
     mode = serializers.ChoiceField(["hybrid", "vector", "fulltext"], default="hybrid")
-    expand = serializers.BooleanField(default=False, help_text="Add memories one relationship away.")
+    expand = ExpandField(default=0, help_text="Add the memories this many relationships from the best results: "
+                                              "true or 1, or 2 (a fact that leads to the next); false or 0 for none.")
     threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False,
                                        help_text="Keep vector matches at or above this cosine similarity.")
     filters = SearchFiltersSerializer(required=False)

@@ -1,8 +1,11 @@
-"""Expansion: the memories one relationship away from a search's best results, as a signal.
+"""Expansion: the memories up to two relationships away from a search's best results, as a
+signal.
 
-Seeded by the other signals' fusion (its best `limit` memories), it ranks each neighbour by
-the rank of the memory it was reached from; fusion then weighs it as RRF_WEIGHTS["graph"].
-Relationships of type contradicts and supersedes are not followed.
+Seeded by the other signals' fusion (its best `limit` memories), it ranks the memories one
+relationship away by the rank of the seed they were reached from, then those a second
+relationship away (seed 004's multi-hop: one fact leads to the next) by the rank of the seed
+their first step came from; fusion then weighs it as RRF_WEIGHTS["graph"]. Relationships of
+type contradicts and supersedes are not followed.
 """
 
 from __future__ import annotations
@@ -12,16 +15,20 @@ from django.db import connection
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit
 
+MAX_HOPS = 2
+
 
 def neighbours(org_id, memory_ids: list, filters: SearchFilters, types: tuple[str, ...] = ()) -> dict:
-    """One hop along relationships (of these types, if any are given) from the given memories,
-    to those the filters let through: {neighbour id: (from id, relation type)}. The given
-    memories are not their own neighbours."""
+    """One hop along relationships (of these types, if any are given) from the given memories
+    (best first), to those the filters let through: {neighbour id: (from id, relation type)},
+    each reached from the best of the given memories it is related to. The given memories are
+    not their own neighbours."""
     if not memory_ids:
         return {}
     where, params = filters.where(org_id)
     if types:
         where, params = f"{where} AND r.relation_type = ANY(%s)", [*params, list(types)]
+    ids = [str(i) for i in memory_ids]
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -34,18 +41,32 @@ def neighbours(org_id, memory_ids: list, filters: SearchFilters, types: tuple[st
                 WHERE org_id = %s AND target_id = ANY(%s::uuid[])
             ) r JOIN memories m ON m.org_id = %s AND m.id = r.neighbour
             WHERE {where} AND r.relation_type NOT IN ('contradicts', 'supersedes')
-            ORDER BY m.id
+            ORDER BY m.id, array_position(%s::uuid[], r.from_id), r.relation_type
             """,
-            [org_id, [str(i) for i in memory_ids], org_id, [str(i) for i in memory_ids], org_id, *params],
+            [org_id, ids, org_id, ids, org_id, *params, ids],
         )
         return {row[0]: (row[1], row[2]) for row in cursor.fetchall() if row[0] not in set(memory_ids)}
 
 
-def search(org_id, seeds: list, filters: SearchFilters, types: tuple[str, ...] = ()) -> list[Hit]:
-    """The seeds' neighbours (seeds best first; along relationships of these types, if any),
-    ranked by the rank of the seed each was reached from, then by id; each says which seed and
-    which relationship."""
-    found = neighbours(org_id, seeds, filters, types)
-    ordered = sorted(found, key=lambda neighbour: (seeds.index(found[neighbour][0]), str(neighbour)))
-    return [Hit(memory_id, 0.0, rank, details={"from": str(found[memory_id][0]), "relation_type": found[memory_id][1]})
-            for rank, memory_id in enumerate(ordered, start=1)]
+def search(org_id, seeds: list, filters: SearchFilters, types: tuple[str, ...] = (), hops: int = 1) -> list[Hit]:
+    """The memories up to `hops` relationships (of these types, if any) from the seeds (best
+    first): nearer ones first, then by the rank of the seed their path started from, then by
+    id. Each says the memory it was reached from, by which relationship, in how many hops, and
+    from which seed. A memory is reached by its shortest path, and seeds are never reached."""
+    if not 1 <= hops <= MAX_HOPS:
+        raise ValueError(f"hops must be from 1 to {MAX_HOPS}")
+    seed_of = {seed: seed for seed in seeds}  # each memory reached -> the seed its path began at
+    reached, frontier = [], list(seeds)
+    for hop in range(1, hops + 1):
+        found = neighbours(org_id, frontier, filters, types)
+        step = sorted(((memory_id, via) for memory_id, via in found.items() if memory_id not in seed_of),
+                      key=lambda item: (seeds.index(seed_of[item[1][0]]), str(item[0])))
+        for memory_id, (from_id, relation_type) in step:
+            seed_of[memory_id] = seed_of[from_id]
+            reached.append((memory_id, from_id, relation_type, hop))
+        frontier = [memory_id for memory_id, *_ in step]
+        if not frontier:
+            break
+    return [Hit(memory_id, 0.0, rank, details={"from": str(from_id), "relation_type": relation_type, "hops": hop,
+                                               "seed": str(seed_of[memory_id])})
+            for rank, (memory_id, from_id, relation_type, hop) in enumerate(reached, start=1)]

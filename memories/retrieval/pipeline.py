@@ -79,15 +79,17 @@ def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mod
 
 # A "why" question follows these edges from its best results (seed 004's causal chain).
 CAUSAL_CHAIN = ("causal", "derived_from", "supports")
+CAUSAL_HOPS = 2  # the cause of a result, and the cause of that cause
 
 
 def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10, mode: str = "hybrid",
-                  expand: bool = False, threshold: float | None = None) -> SearchOutcome:
+                  expand: int = 0, threshold: float | None = None) -> SearchOutcome:
     """Rank memories for a query, as the tenant the caller has set (memories.retrieval).
     threshold (cosine similarity) keeps only vector matches at or above it (seed 003's store
-    search); expand adds the memories related to the best results (expansion). A hybrid search
-    also ranks, as signals of their own: for a "why" question (memories.intent) the causal
-    chain of its best results (expansion along CAUSAL_CHAIN), the memories of the period its
+    search); expand (a number of hops, 1 or 2; True is 1) adds the memories that many
+    relationships from the best results (expansion). A hybrid search also ranks, as signals of
+    their own: for a "why" question (memories.intent) the causal chain of its best results, up to
+    two relationships along it (expansion along CAUSAL_CHAIN), the memories of the period its
     query names (timeframe), and the memories written just before and after its best results
     (neighbours); and when the query names one person who speaks in the namespaces searched,
     full text and meaning match the rest of the query and the others' words weigh less
@@ -107,10 +109,11 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     intent = intents.classify(query)
     if expand and fused:  # a signal seeded by the others' fusion, then fused with them
-        signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters)
+        signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters, hops=int(expand))
         fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     elif hybrid and intent == "why" and weights["graph"] and fused:  # the causal chain of the best results
-        signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters, types=CAUSAL_CHAIN)
+        signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters, types=CAUSAL_CHAIN,
+                                            hops=CAUSAL_HOPS)
         fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
     period = when.period(query, timezone.now()) if hybrid else None
     if period is not None and weights["time"]:  # a signal of its own, fused with the query's

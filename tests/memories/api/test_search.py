@@ -162,7 +162,30 @@ def test_expand_adds_related_memories(tenant_a, api_a, facts):
     expanded = api_a.post("/api/v1/search", {"query": "green tea", "mode": "fulltext", "expand": True})
     assert facts["budget"] not in plain and facts["budget"] in found(expanded)
     graph = next(r for r in expanded.json()["results"] if r["memory"]["id"] == facts["budget"])["signals"]["graph"]
-    assert graph == {"rank": 1, "from": facts["tea"], "relation_type": "co_occurs"}
+    assert graph == {"rank": 1, "from": facts["tea"], "relation_type": "co_occurs", "hops": 1, "seed": facts["tea"]}
+
+
+def test_expand_two_hops_reaches_the_fact_a_related_fact_leads_to(tenant_a, api_a, facts):
+    """tea -> budget -> deploys: one hop brings the budget review, two bring the deploys too,
+    ranked after it, each saying the path it came by."""
+    for source, target in [("tea", "budget"), ("budget", "deploys")]:
+        response = api_a.post(f"/api/v1/memories/{facts[source]}/relationships",
+                              {"target_id": facts[target], "relation_type": "co_occurs"})
+        assert response.status_code == 201, response.content
+    one = api_a.post("/api/v1/search", {"query": "green tea", "mode": "fulltext", "expand": 1})
+    assert facts["budget"] in found(one) and facts["deploys"] not in found(one)
+    two = api_a.post("/api/v1/search", {"query": "green tea", "mode": "fulltext", "expand": 2, "limit": 5})
+    graph = {r["memory"]["id"]: r["signals"]["graph"] for r in two.json()["results"] if "graph" in r["signals"]}
+    assert graph[facts["budget"]] == {"rank": 1, "from": facts["tea"], "relation_type": "co_occurs", "hops": 1,
+                                      "seed": facts["tea"]}
+    assert graph[facts["deploys"]] | {"rank": None} == {"rank": None, "from": facts["budget"],
+                                                         "relation_type": "co_occurs", "hops": 2, "seed": facts["tea"]}
+    assert graph[facts["deploys"]]["rank"] > max(hit["rank"] for hit in graph.values() if hit["hops"] == 1)
+    # The hops are recorded with the search, and its replay walks them again.
+    event = two.json()["retrieval_event_id"]
+    replay = api_a.post(f"/api/v1/retrieval-events/{event}/replay")
+    assert replay.status_code == 201, replay.content
+    assert replay.json()["unchanged"] is True
 
 
 def test_the_blend_reads_each_memory_as_it_is_however_it_was_found(tenant_a, api_a, facts,
@@ -206,7 +229,9 @@ def test_the_blend_reads_each_memory_as_it_is_however_it_was_found(tenant_a, api
      ({"query": "x", "filters": {"time_range": "last_year"}}, "filters.time_range"),
      ({"query": "x", "filters": {"min_confidence": 2}}, "filters.min_confidence"),
      ({"query": "x", "filters": {"colour": "red"}}, "filters.colour"),
-     ({"query": "x", "threshold": 1.5}, "threshold")],
+     ({"query": "x", "threshold": 1.5}, "threshold"), ({"query": "x", "expand": 3}, "expand"),
+     ({"query": "x", "expand": -1}, "expand"), ({"query": "x", "expand": "2"}, "expand"),
+     ({"query": "x", "expand": 1.5}, "expand")],
 )
 def test_search_rejects_bad_input(api_a, body, field):
     response = api_a.post("/api/v1/search", body)
