@@ -118,7 +118,7 @@ def hot_memories_fill(org_id, agent_id, scored: list[tuple[str, float]]) -> None
 # --------------------------------------------------------------------------- query embeddings
 
 
-def _query_key(text: str) -> str:
+def query_key(text: str) -> str:
     precision = query_precision()
     model = MODEL_NAME if precision == "float32" else f"{MODEL_NAME}-{precision}"
     return QUERY_KEY.format(model=model, digest=hashlib.sha256(text.encode()).hexdigest())
@@ -126,7 +126,7 @@ def _query_key(text: str) -> str:
 
 @lru_cache(maxsize=1024)
 def _embed_query_cached(text: str) -> tuple[float, ...]:
-    key = _query_key(text)
+    key = query_key(text)
     try:
         stored = client().get(key)
     except redis.RedisError:

@@ -640,3 +640,21 @@ class MemoryEntity(TenantModel):
         ]
         # The people who speak in a namespace (memories.retrieval.speakers).
         indexes = [models.Index(fields=["org", "entity"], condition=Q(role="speaker"), name="memory_entities_speaker")]
+
+
+class Erasure(TenantModel):
+    """A hard delete that was carried out (memories.lifecycle.erasure): who asked, for what
+    scope, and how many rows of each kind went; never what they held."""
+
+    scope = models.JSONField(help_text='What was erased: {"namespace": "users/alice"}, {"agent": id}, '
+                                       '{"session": id} or {"all": true}, and for an agent\'s own data its agent.')
+    counts = models.JSONField(default=dict, help_text="Rows deleted, by kind.")
+    requested_by_agent = tenant_fk(Agent, null=True, db_column="requested_by_agent_id")
+    requested_by_user = user_fk(null=True)
+    via = models.CharField(max_length=16, help_text="api, console or command")
+    created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+
+    class Meta:
+        db_table = "erasures"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["org", "-created_at"], name="erasures_org_created")]

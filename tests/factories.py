@@ -14,6 +14,7 @@ from memories.models import (
     DuplicateCandidate,
     Entity,
     EntityAlias,
+    Erasure,
     IdempotencyRecord,
     Memory,
     MemoryArtifact,
@@ -94,6 +95,7 @@ class Tenant:
     entity: Entity
     entity_alias: EntityAlias
     memory_entity: MemoryEntity
+    erasure: Erasure
 
     def rows(self) -> dict[type, object]:
         """One row of every tenant table, by model."""
@@ -139,9 +141,12 @@ def populated_tenant(org: Organization) -> Tenant:
                                        mention_count=1)
         alias = EntityAlias.objects.create(org=org, entity=lisbon, alias="Lisboa", key="lisboa")
         mention = MemoryEntity.objects.create(org=org, memory=second, entity=lisbon, mention="Lisbon")
+        erasure = Erasure.objects.create(org=org, scope={"namespace": "memories/user-0"}, counts={"memories": 1},
+                                         requested_by_agent=agent_row, via="api")
     return Tenant(
         org=org, agent=agent_row, session=session, api_key=key_row, membership=membership, memory=first,
         other_memory=second, version=version, relationship=relationship, tag=tag, artifact=artifact,
         memory_artifact=link, retrieval_event=event, provenance=provenance, duplicate_candidate=duplicate,
         idempotency_record=idempotency, usage=usage, entity=lisbon, entity_alias=alias, memory_entity=mention,
+        erasure=erasure,
     )

@@ -620,3 +620,25 @@ class RetrievalEventSerializer(serializers.ModelSerializer):
         signals = event.details.get("signals", {})
         return [{"rank": rank, "id": str(memory_id), "score": score, "signals": signals.get(str(memory_id), {})}
                 for rank, (memory_id, score) in enumerate(zip(event.returned_memory_ids, event.returned_scores), 1)]
+
+
+class EraseRequestSerializer(StrictSerializer):
+    """What the calling agent erases of its own data: a namespace (and all under it), or a session."""
+
+    namespace = NamespaceField(minimum=1, required=False, help_text='e.g. ["users", "alice"]: that namespace and '
+                                                                     "every one under it")
+    session = serializers.UUIDField(required=False)
+    dry_run = serializers.BooleanField(default=False, help_text="Count what would be erased, erase nothing.")
+
+    def validate(self, data):
+        if ("namespace" in data) == ("session" in data):
+            raise serializers.ValidationError({"namespace": ["give the namespace or the session to erase (one of them)"]})
+        return data
+
+
+class ErasureSerializer(serializers.Serializer):
+    erasure_id = serializers.UUIDField(allow_null=True, help_text="The erasure's record; null for a dry run.")
+    scope = serializers.DictField()
+    erased = serializers.DictField(child=serializers.IntegerField(), help_text="Rows deleted (or, for a dry run, "
+                                                                              "that would be), by kind.")
+    dry_run = serializers.BooleanField()

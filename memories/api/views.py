@@ -33,6 +33,7 @@ from memories.api.schema import (
     list_of,
 )
 from memories.errors import InvalidInput, NotFound, OutOfReach
+from memories.lifecycle import erasure
 from memories.writes import change, create, store, tagging
 from memories.writes.kernel import Actor
 from tenants.authentication import ApiKeyAuthentication
@@ -478,3 +479,33 @@ class EntityDetailView(AgentAPIView):
         entity.timeline = selectors.entity_timeline(org_id=self.org_id, entity_id=entity.pk, limit=TIMELINE_SHOWN,
                                                     reach=self.reach)
         return Response(s.EntityDetailSerializer(entity).data)
+
+
+# --------------------------------------------------------------------------- erasure
+
+
+class EraseView(AgentAPIView):
+    @documented(summary="Erase the calling agent's memories of a namespace or a session, for good",
+                description="A hard delete that leaves nothing behind: the agent's memories under the namespace "
+                            "(or in the session) with their versions, relationships, tags, entity links, the "
+                            "entities only they named, the retrieval events that returned them, their idempotency "
+                            "records and their Redis entries. Other agents' memories stay. The erasure is recorded "
+                            "without what was erased. `dry_run` counts first. 404 when there is nothing to erase.",
+                request=s.EraseRequestSerializer, response=s.ErasureSerializer,
+                request_example={"namespace": ["users", "alice"]},
+                response_example={"erasure_id": "0b7f9c2e-3d4a-4b5c-8d6e-7f8a9b0c1d2e",
+                                  "scope": {"namespace": "users/alice", "agent": "5e0c..."},
+                                  "erased": {"memories": 42, "versions": 57, "relationships": 41, "tags": 3},
+                                  "dry_run": False},
+                operation_id="erase")
+    def post(self, request):
+        body = self.validated(s.EraseRequestSerializer, request.data)
+        if "namespace" in body:
+            self.reach.check_write(body["namespace"])
+        elif self.reach.read_only:
+            raise OutOfReach("this API key is read-only")
+        scope = erasure.ErasureScope(namespace=body.get("namespace"), session_id=body.get("session"),
+                                     agent_id=self.agent_id, within=self.reach.namespaces)
+        outcome = erasure.erase(self.org_id, scope, via="api", agent_id=self.agent_id, dry_run=body["dry_run"])
+        return Response({"erasure_id": outcome.erasure.pk if outcome.erasure else None, "scope": scope.as_json(),
+                         "erased": outcome.counts, "dry_run": body["dry_run"]})

@@ -125,13 +125,13 @@ def test_an_unknown_precision_stops_the_product_before_it_serves(settings):
 
 def test_the_query_cache_never_serves_one_precision_for_the_other(int8_queries, settings, embedded_servers):
     text = "a query asked in both precisions 51d0"
-    int8_key = cache._query_key(text)
+    int8_key = cache.query_key(text)
     cache.client().delete(int8_key)
     int8_vector = np.array(cache.query_embedding(text))
     assert cache.client().exists(int8_key)
     with override_settings(MEMORY_PLATFORM=with_search_knobs(settings.MEMORY_PLATFORM,
                                                              QUERY_EMBEDDING_PRECISION="float32")):
-        float32_key = cache._query_key(text)
+        float32_key = cache.query_key(text)
         cache.client().delete(float32_key)
         cache._embed_query_cached.cache_clear()
         float32_vector = np.array(cache.query_embedding(text))

@@ -66,7 +66,7 @@ def test_get_hot_returns_the_top_memories_and_rebuilds_an_expired_set(tenant_a, 
 
 def test_query_embeddings_are_cached_in_redis(api_a):
     text = "a query nobody has asked before 9f2c"
-    key = cache._query_key(text)
+    key = cache.query_key(text)
     cache.client().delete(key)
     cache._embed_query_cached.cache_clear()
     first = cache.query_embedding(text)

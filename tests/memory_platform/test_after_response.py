@@ -30,7 +30,7 @@ def test_inside_a_request_work_waits_for_the_response_to_close(caplog):
 
 def test_a_search_caches_its_query_embedding_once_the_response_is_out(api_a):
     text = "a question no search has asked before 41d7"
-    key = cache._query_key(text)
+    key = cache.query_key(text)
     cache.client().delete(key)
     cache._embed_query_cached.cache_clear()
     assert api_a.post("/api/v1/search", {"query": text, "limit": 1}).status_code == 200

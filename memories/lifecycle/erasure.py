@@ -1,0 +1,323 @@
+"""Erasure: a hard delete that leaves nothing behind (seed 000's "forget everything about this
+user"), by namespace prefix, by agent, by session, or the whole organisation's memory.
+
+What goes, in one transaction, as the organisation (row-level security keeps it inside):
+  * the memories of the scope, whatever their status (deleted, superseded, pending...), their
+    vectors and full-text vectors with them, and every row that refers to one: versions,
+    relationships (either end), tags, usage, artifact links, provenance, duplicate candidates,
+    entity links;
+  * the entities and artifacts only those memories referred to (and, for a namespace or the
+    whole organisation, those kept under it), with their aliases;
+  * the retrieval events that returned one of them or were asked in the scope (their query
+    is free text about it), with their provenance;
+  * the idempotency records whose stored response names one of them, or that the agent or
+    organisation erased wrote;
+  * the sessions erased (a session, an agent's, those under the namespace, or all);
+  * the admin log's lines about the memories and entities erased (they quote the content);
+and once it commits: the memories' places in the hot sets and the retrieval counters in
+Redis, the cached embeddings of the erased events' queries (a query matched without the
+name of the person it named is cached under those other words, and expires with
+QUERY_EMBEDDING_CACHE_SECONDS), and the word statistics the memories counted (folded at once,
+so the words go too).
+
+The erasure itself is recorded (memories.models.Erasure): who asked, the scope, the rows
+deleted by kind, never what they held. The organisation, its agents, keys and operators stay.
+A write into the scope while the erasure runs is not erased (it is not yet visible to it).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Callable
+
+import redis
+from django.db import connection, transaction
+
+from memories import cache, lexicon
+from memories.access import namespace_sql
+from memories.errors import InvalidInput, NotFound
+from memories.models import Erasure
+from memories.retrieval.events import RETRIEVAL_COUNTS_KEY, RETRIEVAL_LAST_KEY
+
+logger = logging.getLogger(__name__)
+
+BATCH = 5_000  # memories deleted per statement, so a long erasure can show its progress
+UUID_PATTERN = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+@dataclass(frozen=True)
+class ErasureScope:
+    """What to erase: everything under a namespace prefix, an agent's, a session's, or the
+    whole organisation's memory. An agent erasing its own data gives its agent_id with a
+    namespace or a session: then only its own memories in it go."""
+
+    namespace: str | None = None  # "users/alice": that namespace and every one under it
+    agent_id: uuid.UUID | None = None
+    session_id: uuid.UUID | None = None
+    everything: bool = False
+    within: tuple[str, ...] = ()  # an API key's namespace prefixes: nothing outside them goes
+
+    def __post_init__(self):
+        if self.everything and (self.namespace is not None or self.agent_id or self.session_id):
+            raise InvalidInput("erasing everything takes no other scope")
+        if self.namespace is not None and self.session_id:
+            raise InvalidInput("give a namespace or a session, not both")
+        if self.namespace is not None and not self.namespace.strip("/"):
+            raise InvalidInput("the namespace to erase is empty", field="namespace")
+        if not (self.everything or self.namespace is not None or self.agent_id or self.session_id):
+            raise InvalidInput("say what to erase: a namespace, an agent, a session, or everything")
+
+    def as_json(self) -> dict:
+        scope = {"all": True} if self.everything else {}
+        if self.namespace is not None:
+            scope["namespace"] = self.namespace
+        if self.agent_id:
+            scope["agent"] = str(self.agent_id)
+        if self.session_id:
+            scope["session"] = str(self.session_id)
+        return scope
+
+    def describe(self) -> str:
+        """In words, for messages: 'namespace users/alice of agent ...'."""
+        if self.everything:
+            return "the whole organisation"
+        parts = [f"namespace {self.namespace}" if self.namespace is not None else "",
+                 f"session {self.session_id}" if self.session_id else "",
+                 f"agent {self.agent_id}" if self.agent_id else ""]
+        return " of ".join(part for part in parts if part)
+
+    def memories(self, alias: str = "m") -> tuple[str, list]:
+        """The condition on memories (as `alias`) that picks the scope's."""
+        conditions, params = [], []
+        if self.namespace is not None:
+            sql, values = namespace_sql(self.namespace, f"{alias}.scope")
+            conditions.append(sql)
+            params += values
+        if self.agent_id:
+            conditions.append(f"{alias}.agent_id = %s")
+            params.append(self.agent_id)
+        if self.session_id:
+            conditions.append(f"{alias}.session_id = %s")
+            params.append(self.session_id)
+        if self.within:
+            under = [namespace_sql(prefix, f"{alias}.scope") for prefix in self.within]
+            conditions.append("(" + " OR ".join(sql for sql, _ in under) + ")")
+            params += [value for _, values in under for value in values]
+        return " AND ".join(conditions) or "TRUE", params
+
+    def under(self, column: str) -> tuple[str, list] | None:
+        """The condition that a row kept under a namespace (`column`) belongs to the scope
+        on its own, whatever it refers to: under the namespace, or anything of the
+        organisation when it is all erased; None for an agent's or a session's."""
+        if self.everything:
+            return "TRUE", []
+        if self.namespace is not None and not self.agent_id:
+            return namespace_sql(self.namespace, column)
+        return None
+
+
+@dataclass
+class Outcome:
+    erasure: Erasure | None  # None for a dry run
+    counts: dict
+
+
+class DryRun(Exception):
+    """Raised inside the transaction to undo a dry run's deletes."""
+
+
+def erase(org_id, scope: ErasureScope, *, via: str, agent_id=None, user_id=None, dry_run: bool = False,
+          progress: Callable[[int, int], None] | None = None) -> Outcome:
+    """Erase the scope's memories and everything they left, as the organisation the caller has
+    set (the API's key, a command's tenant_context). Raises NotFound when the scope holds
+    nothing to erase. A dry run counts what would go and changes nothing. progress(done,
+    total) is called as the memories go."""
+    counts: dict = {}
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            counts = _erase(cursor, org_id, scope, progress)
+            if not any(counts.values()):
+                raise NotFound(f"nothing to erase in {scope.describe()}")
+            if dry_run:
+                raise DryRun
+            erasure = Erasure.objects.create(org_id=org_id, scope=scope.as_json(), counts=counts, via=via,
+                                             requested_by_agent_id=agent_id, requested_by_user_id=user_id)
+    except DryRun:
+        return Outcome(erasure=None, counts=counts)
+    logger.info("erasure done", extra={"erasure_id": str(erasure.pk), "org_id": str(org_id), "via": via,
+                                       "memories": counts["memories"]})
+    return Outcome(erasure=erasure, counts=counts)
+
+
+def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
+    counts = {}
+    where, params = scope.memories("m")
+    # The memories of the scope, numbered so that they can go in batches.
+    cursor.execute("DROP TABLE IF EXISTS erased_memories, erased_entities, erased_artifacts, erased_events")
+    cursor.execute("CREATE TEMP TABLE erased_memories (n bigserial, id uuid PRIMARY KEY) ON COMMIT DROP")
+    cursor.execute(f"INSERT INTO erased_memories (id) SELECT m.id FROM memories m WHERE m.org_id = %s AND {where}"
+                   " ORDER BY m.created_at, m.id", [org_id, *params])
+    total = cursor.rowcount
+    ids = "(SELECT id FROM erased_memories)"
+
+    # What only they (or the scope) hold: entities, artifacts, retrieval events.
+    own_entities, own_params = _or_under(scope, "e.scope")
+    cursor.execute(f"""
+        CREATE TEMP TABLE erased_entities ON COMMIT DROP AS
+        SELECT DISTINCT e.id FROM entities e
+        WHERE e.org_id = %s AND (e.id IN (SELECT me.entity_id FROM memory_entities me
+                                          WHERE me.org_id = %s AND me.memory_id IN {ids}) OR {own_entities})
+    """, [org_id, org_id, *own_params])
+    own_artifacts, own_artifact_params = _or_under(scope, "a.scope")
+    cursor.execute(f"""
+        CREATE TEMP TABLE erased_artifacts ON COMMIT DROP AS
+        SELECT a.id FROM artifacts a
+        WHERE a.org_id = %s AND (a.id IN (SELECT ma.artifact_id FROM memory_artifacts ma
+                                          WHERE ma.org_id = %s AND ma.memory_id IN {ids}) OR {own_artifacts})
+    """, [org_id, org_id, *own_artifact_params])
+    asked, asked_params = _events_asked(scope)
+    cursor.execute(f"""
+        CREATE TEMP TABLE erased_events ON COMMIT DROP AS
+        SELECT r.id, r.query FROM retrieval_events r
+        WHERE r.org_id = %s AND (r.returned_memory_ids && (SELECT coalesce(array_agg(id), '{{}}') FROM erased_memories)
+                                 OR {asked})
+    """, [org_id, *asked_params])
+
+    def delete(name: str, sql: str, values: list) -> None:
+        cursor.execute(sql, values)
+        counts[name] = counts.get(name, 0) + cursor.rowcount
+
+    # What refers to the memories, then the memories in batches.
+    delete("versions", f"DELETE FROM memory_versions WHERE org_id = %s AND memory_id IN {ids}", [org_id])
+    delete("relationships", f"DELETE FROM memory_relationships WHERE org_id = %s "
+                            f"AND (source_id IN {ids} OR target_id IN {ids})", [org_id])
+    delete("tags", f"DELETE FROM memory_tags WHERE org_id = %s AND memory_id IN {ids}", [org_id])
+    delete("usage", f"DELETE FROM memory_usage WHERE org_id = %s AND memory_id IN {ids}", [org_id])
+    delete("artifact_links", f"DELETE FROM memory_artifacts WHERE org_id = %s AND memory_id IN {ids}", [org_id])
+    delete("duplicate_candidates", f"DELETE FROM memory_duplicate_candidates WHERE org_id = %s "
+                                   f"AND (memory_id IN {ids} OR candidate_id IN {ids})", [org_id])
+    delete("entity_links", f"DELETE FROM memory_entities WHERE org_id = %s AND memory_id IN {ids}", [org_id])
+    delete("provenance", f"""
+        DELETE FROM provenance WHERE org_id = %s AND (memory_id IN {ids}
+            OR retrieval_event_id IN (SELECT id FROM erased_events)
+            OR artifact_id IN (SELECT id FROM erased_artifacts a WHERE NOT EXISTS (
+                SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = a.id)))
+    """, [org_id, org_id])
+    counts["memories"] = 0
+    for start in range(1, total + 1, BATCH):
+        delete("memories", "DELETE FROM memories WHERE org_id = %s AND id IN "
+                           "(SELECT id FROM erased_memories WHERE n BETWEEN %s AND %s)",
+               [org_id, start, start + BATCH - 1])
+        if progress:
+            progress(counts["memories"], total)
+
+    # What nothing refers to any more.
+    unreferenced = "NOT EXISTS (SELECT 1 FROM memory_entities me WHERE me.org_id = %s AND me.entity_id = e.id)"
+    delete("entity_aliases", f"""
+        DELETE FROM entity_aliases WHERE org_id = %s AND entity_id IN (
+            SELECT id FROM erased_entities e WHERE {unreferenced})
+    """, [org_id, org_id])
+    delete("entities", f"DELETE FROM entities e WHERE e.org_id = %s AND e.id IN (SELECT id FROM erased_entities) "
+                       f"AND {unreferenced}", [org_id, org_id])
+    delete("artifacts", """
+        DELETE FROM artifacts a WHERE a.org_id = %s AND a.id IN (SELECT id FROM erased_artifacts)
+          AND NOT EXISTS (SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = a.id)
+          AND NOT EXISTS (SELECT 1 FROM provenance p WHERE p.org_id = %s AND p.artifact_id = a.id)
+    """, [org_id, org_id, org_id])
+    delete("retrieval_events", "DELETE FROM retrieval_events WHERE org_id = %s AND id IN (SELECT id FROM erased_events)",
+           [org_id])
+    kept, kept_params = _idempotency_written(scope)
+    delete("idempotency_records", f"""
+        DELETE FROM idempotency_records i WHERE i.org_id = %s AND ({kept} OR EXISTS (
+            SELECT 1 FROM regexp_matches(i.response_body::text, %s, 'g') AS found(id)
+            WHERE found.id[1]::uuid IN (SELECT id FROM erased_memories)))
+    """, [org_id, *kept_params, UUID_PATTERN])
+    sessions, session_params = _sessions(scope)
+    if sessions:
+        delete("sessions", f"DELETE FROM sessions s WHERE s.org_id = %s AND {sessions}", [org_id, *session_params])
+    cursor.execute("""
+        DELETE FROM django_admin_log WHERE object_id IN (
+            SELECT id::text FROM erased_memories UNION ALL SELECT id::text FROM erased_entities)
+    """)
+    counts["admin_log"] = cursor.rowcount
+
+    cursor.execute("SELECT query FROM erased_events")
+    queries = [row[0] for row in cursor.fetchall()]
+    cursor.execute("SELECT id FROM erased_memories")
+    memory_ids = [str(row[0]) for row in cursor.fetchall()]
+    transaction.on_commit(lambda: forget_in_redis(org_id, memory_ids, queries))
+    return counts
+
+
+def _or_under(scope: ErasureScope, column: str) -> tuple[str, list]:
+    under = scope.under(column)
+    return under if under else ("FALSE", [])
+
+
+def _events_asked(scope: ErasureScope) -> tuple[str, list]:
+    """Retrieval events that belong to the scope by where or by whom they were asked."""
+    if scope.everything:
+        return "TRUE", []
+    if scope.namespace is not None:
+        sql, params = namespace_sql(scope.namespace, "r.scope")
+        if scope.agent_id:
+            return f"({sql} AND r.agent_id = %s)", [*params, scope.agent_id]
+        return sql, params
+    if scope.agent_id and not scope.session_id:
+        return "r.agent_id = %s", [scope.agent_id]
+    return "FALSE", []
+
+
+def _idempotency_written(scope: ErasureScope) -> tuple[str, list]:
+    """Idempotency records that go whatever their response holds: the erased agent's, or all."""
+    if scope.everything:
+        return "TRUE", []
+    if scope.agent_id and scope.namespace is None and not scope.session_id:
+        return "i.agent_id = %s", [scope.agent_id]
+    return "FALSE", []
+
+
+def _sessions(scope: ErasureScope) -> tuple[str | None, list]:
+    """The sessions erased with the scope: the session (the agent's own, if an agent erases
+    it, and only with a key that reaches every namespace), an agent's, those kept under the
+    namespace, or all."""
+    if scope.everything:
+        return "TRUE", []
+    if scope.session_id:
+        if scope.within:  # it may hold memories out of the key's reach, which stay
+            return None, []
+        if scope.agent_id:
+            return "s.id = %s AND s.agent_id = %s", [scope.session_id, scope.agent_id]
+        return "s.id = %s", [scope.session_id]
+    if scope.agent_id and scope.namespace is None:
+        return "s.agent_id = %s", [scope.agent_id]
+    if scope.namespace is not None:
+        sql, params = namespace_sql(scope.namespace, "s.scope")
+        if scope.agent_id:
+            return f"{sql} AND s.agent_id = %s", [*params, scope.agent_id]
+        return sql, params
+    return None, []
+
+
+def forget_in_redis(org_id, memory_ids: list[str], queries: list[str]) -> None:
+    """The erased memories' places in every hot set and retrieval counter of the
+    organisation, and the cached embeddings of the erased events' queries. Redis is a cache:
+    when it is unreachable this logs and goes on (the hot sets expire, and the counters of
+    memories that no longer exist update no row)."""
+    client = cache.client()
+    try:
+        with client.pipeline(transaction=False) as pipe:
+            for key in client.scan_iter(match=f"{org_id}:hot_memories:*", count=1000):
+                for start in range(0, len(memory_ids), 1000):
+                    pipe.zrem(key, *memory_ids[start:start + 1000])
+            for key in (RETRIEVAL_COUNTS_KEY.format(org_id=org_id), RETRIEVAL_LAST_KEY.format(org_id=org_id)):
+                for start in range(0, len(memory_ids), 1000):
+                    pipe.hdel(key, *memory_ids[start:start + 1000])
+            for query in set(queries):
+                pipe.delete(cache.query_key(query))
+            pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("erased memories not removed from Redis (%s)", type(exc).__name__)
+    lexicon.fold()  # the erased memories' words leave the statistics now, not in 30 s

@@ -1,0 +1,184 @@
+"""Erasure leaves nothing behind: a marker written through every write channel into one end
+user's namespace is in no table and no Redis key once that namespace is erased, while the
+next user's data, the same in every way, is all still there and still found."""
+
+import uuid
+
+import pytest
+
+from memories.models import Erasure, Memory
+from tenants.context import tenant_context
+from tests.markers import committing
+from tests.memories.api.test_redaction_channels import redis_values_holding, rows_holding
+
+pytestmark = pytest.mark.django_db
+
+
+def ok(response, *statuses):
+    assert response.status_code in (statuses or (200, 201)), response.content
+    return response.json()
+
+
+def write_everywhere(api, user: str, marker: str) -> list[str]:
+    """The marker through every channel an agent writes by, under users/<user>; the ids of the
+    memories written."""
+    namespace = ["users", user]
+    first = ok(api.post("/api/v1/memories", {
+        "content": f"{user} keeps the code word {marker} in a drawer", "namespace": namespace,
+        "metadata": {"note": marker}, "provenance": {"source_event": marker}, "tags": [marker],
+        "entities": [{"name": marker.capitalize(), "type": "person", "aliases": [f"{marker}y"]}]},
+        HTTP_IDEMPOTENCY_KEY=f"first-{user}"))["memory"]
+    [batch] = ok(api.post("/api/v1/memories", {"memories": [
+        {"content": f"Later {user} said {marker} twice", "namespace": namespace, "metadata": {"k": marker}}]}))[
+        "results"]
+    ok(api.patch(f"/api/v1/memories/{first['id']}", {"content": f"{user} keeps {marker} in the desk",
+                                                       "metadata": {"why": marker}}, HTTP_IF_MATCH='"1"'))
+    ok(api.post(f"/api/v1/memories/{batch['id']}/relationships", {
+        "target_id": first["id"], "relation_type": "supports", "predicate": marker, "metadata": {"m": marker}}))
+    ok(api.post(f"/api/v1/memories/{batch['id']}/tags", {"tags": [f"{marker}-tag"]}))
+    newer = ok(api.post(f"/api/v1/memories/{batch['id']}/supersede", {"content": f"{user} now says {marker} once",
+                                                                      "reason": f"corrected {marker}"}))["memory"]
+    stored = ok(api.put("/api/v1/store/items", {"namespace": namespace, "key": "code", "content": f"code {marker}"}))
+    for path, body in (("/api/v1/search", {"query": f"code word {marker}", "filters": {"namespace": "/".join(namespace)}}),
+                       ("/api/v1/retrieve", {"query": f"where is {marker}", "scope": "/".join(namespace)}),
+                       ("/api/v1/store/search", {"namespace": namespace, "query": marker})):
+        ok(api.post(path, body))
+    return [first["id"], batch["id"], newer["id"], stored["id"]]
+
+
+@committing
+def test_erasing_a_namespace_leaves_no_trace_of_it_anywhere_and_keeps_the_next_users(tenant_a, api_a):
+    alice, bob = f"qzv{uuid.uuid4().hex[:10]}", f"qzv{uuid.uuid4().hex[:10]}"  # words no stemmer changes
+    alice_ids = write_everywhere(api_a, "alice", alice)
+    bob_ids = write_everywhere(api_a, "bob", bob)
+    written = rows_holding(alice)
+    assert {"memories", "memory_versions", "memory_relationships", "memory_tags", "idempotency_records",
+            "retrieval_events", "entities", "entity_aliases", "memory_entities"} <= set(written), written
+    assert set(written) & {"memory_lexeme_deltas", "memory_lexeme_stats"}, written  # folded or not yet
+    assert {key.split(":")[1] for i in alice_ids for key in redis_values_holding(i)} >= {"hot_memories", "retrievals"}
+
+    erased = ok(api_a.post("/api/v1/erase", {"namespace": ["users", "alice"]}))
+
+    assert erased["scope"] == {"namespace": "users/alice", "agent": str(tenant_a.agent.id)}
+    assert erased["erased"]["memories"] >= len(alice_ids) and erased["dry_run"] is False
+    assert rows_holding(alice) == {} and rows_holding(alice.capitalize()) == {}
+    for memory_id in alice_ids:
+        assert rows_holding(memory_id) == {}, memory_id
+    assert redis_values_holding(alice) == []
+    # Only the queue's job records may still name an id (the embedding job's arguments; it
+    # finds nothing to do, and its record expires): no hot set, counter or cache does.
+    assert {i: [key for key in redis_values_holding(i) if not key.startswith("rq:")] for i in alice_ids} == (
+        dict.fromkeys(alice_ids, []))
+    # The record says who, what and how much; never what.
+    with tenant_context(tenant_a.org.id):
+        record = Erasure.objects.get(pk=erased["erasure_id"])
+    assert (record.via, record.requested_by_agent_id, record.counts) == ("api", tenant_a.agent.id, erased["erased"])
+    # Bob's memories, written the same way beside Alice's, are all there and found.
+    assert {"memories", "memory_versions", "retrieval_events", "entities"} <= set(rows_holding(bob))
+    found = ok(api_a.post("/api/v1/search", {"query": f"code word {bob}", "filters": {"namespace": "users/bob"}}))
+    assert {result["memory"]["id"] for result in found["results"]} & set(bob_ids)
+    assert ok(api_a.get(f"/api/v1/memories/{bob_ids[0]}"))["content"].endswith("in the desk")
+    # So are the rows of the organisation outside users/ (the populated tenant's).
+    with tenant_context(tenant_a.org.id):
+        assert Memory.objects.filter(pk=tenant_a.memory.pk).exists()
+    # Erased again: there is nothing left, and it says so.
+    again = api_a.post("/api/v1/erase", {"namespace": ["users", "alice"]})
+    assert again.status_code == 404 and "nothing to erase in namespace users/alice" in again.json()["error"]["message"]
+
+
+def test_a_dry_run_counts_and_erases_nothing(api_a):
+    ids = [ok(api_a.post("/api/v1/memories", {"content": f"Carol's note {n}", "namespace": ["users", "carol"]}))[
+        "memory"]["id"] for n in range(3)]
+    counted = ok(api_a.post("/api/v1/erase", {"namespace": ["users", "carol"], "dry_run": True}))
+    assert counted["dry_run"] is True and counted["erasure_id"] is None and counted["erased"]["memories"] == 3
+    assert all(api_a.get(f"/api/v1/memories/{memory_id}").status_code == 200 for memory_id in ids)
+    assert ok(api_a.post("/api/v1/erase", {"namespace": ["users", "carol"]}))["erased"]["memories"] == 3
+    assert all(api_a.get(f"/api/v1/memories/{memory_id}").status_code == 404 for memory_id in ids)
+
+
+def test_a_namespace_prefix_erases_what_is_under_it_and_nothing_beside_it(api_a):
+    def write(*namespace):
+        return ok(api_a.post("/api/v1/memories", {"content": f"a note in {'/'.join(namespace)}",
+                                                  "namespace": list(namespace)}))["memory"]["id"]
+
+    under = [write("users", "dave"), write("users", "dave", "trips"), write("users", "dave", "trips", "2024")]
+    beside = [write("users", "daveed"), write("users", "dave-2"), write("users")]
+    assert ok(api_a.post("/api/v1/erase", {"namespace": ["users", "dave"]}))["erased"]["memories"] == 3
+    assert [api_a.get(f"/api/v1/memories/{i}").status_code for i in under] == [404] * 3
+    assert [api_a.get(f"/api/v1/memories/{i}").status_code for i in beside] == [200] * 3
+
+
+def test_an_agent_erases_only_its_own_memories(tenant_a, api_a, api_client_for):
+    from tests import factories
+
+    other_agent = factories.agent(org=tenant_a.org, name="another agent")
+    api_other = api_client_for(other_agent)
+    mine = ok(api_a.post("/api/v1/memories", {"content": "Erin likes figs", "namespace": ["users", "erin"]}))
+    theirs = ok(api_other.post("/api/v1/memories", {"content": "Erin likes plums", "namespace": ["users", "erin"]}))
+    assert ok(api_a.post("/api/v1/erase", {"namespace": ["users", "erin"]}))["erased"]["memories"] == 1
+    assert api_a.get(f"/api/v1/memories/{mine['memory']['id']}").status_code == 404
+    assert api_a.get(f"/api/v1/memories/{theirs['memory']['id']}").status_code == 200
+
+
+def test_an_organisation_can_never_erase_anothers_memories(api_a, api_b, tenant_b):
+    """B's namespace of the same name is out of A's erasure, and B's session is unknown to A."""
+    kept = ok(api_b.post("/api/v1/memories", {"content": "Frank's address", "namespace": ["users", "frank"]}))
+    ok(api_a.post("/api/v1/memories", {"content": "Frank's order", "namespace": ["users", "frank"]}))
+    assert ok(api_a.post("/api/v1/erase", {"namespace": ["users", "frank"]}))["erased"]["memories"] == 1
+    assert api_b.get(f"/api/v1/memories/{kept['memory']['id']}").status_code == 200
+    response = api_a.post("/api/v1/erase", {"session": str(tenant_b.session.id)})
+    assert response.status_code == 404
+    with tenant_context(tenant_b.org.id):
+        assert Memory.objects.filter(session_id=tenant_b.session.id).exists()
+
+
+def test_erasing_a_session_takes_its_memories_and_the_session(tenant_a, api_a):
+    session = tenant_a.session
+    in_session = ok(api_a.post("/api/v1/memories", {"content": "Said in the session", "session_id": str(session.id),
+                                                    "namespace": ["memories", "user-1"]}))["memory"]["id"]
+    outside = ok(api_a.post("/api/v1/memories", {"content": "Said elsewhere", "namespace": ["memories", "user-1"]}))
+    erased = ok(api_a.post("/api/v1/erase", {"session": str(session.id)}))
+    assert erased["erased"]["sessions"] == 1 and erased["erased"]["memories"] >= 2  # the fixture's own one too
+    assert api_a.get(f"/api/v1/memories/{in_session}").status_code == 404
+    assert api_a.get(f"/api/v1/memories/{outside['memory']['id']}").status_code == 200
+
+
+def test_a_read_only_or_limited_key_cannot_erase_beyond_what_it_may_write(tenant_a, api_client_for):
+    from rest_framework.test import APIClient
+
+    from tests import factories
+
+    writer = APIClient()
+    _, key = factories.api_key(agent=tenant_a.agent, namespaces=["users/gina"])
+    writer.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    ok(writer.post("/api/v1/memories", {"content": "Gina's note", "namespace": ["users", "gina"]}))
+    refused = writer.post("/api/v1/erase", {"namespace": ["users"]})
+    assert refused.status_code == 403 and "may only write under users/gina" in refused.json()["error"]["message"]
+    reader = APIClient()
+    _, key = factories.api_key(agent=tenant_a.agent, read_only=True)
+    reader.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    for body in ({"namespace": ["users", "gina"]}, {"session": str(tenant_a.session.id)}):
+        response = reader.post("/api/v1/erase", body)
+        assert response.status_code == 403 and response.json()["error"]["message"] == "this API key is read-only"
+    assert ok(writer.post("/api/v1/erase", {"namespace": ["users", "gina"]}))["erased"]["memories"] == 1
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({}, "namespace"), ({"namespace": ["users", "x"], "session": str(uuid.uuid4())}, "namespace"),
+    ({"namespace": []}, "namespace"), ({"namespace": "users/x"}, "namespace"), ({"session": "nope"}, "session"),
+    ({"namespace": ["users", "x"], "everything": True}, "everything"),
+])
+def test_bad_erasure_requests_are_refused_and_erase_nothing(tenant_a, api_a, body, field):
+    with tenant_context(tenant_a.org.id):
+        before = Memory.objects.count()
+    response = api_a.post("/api/v1/erase", body)
+    assert response.status_code == 400 and field in response.json()["error"]["fields"], response.json()
+    with tenant_context(tenant_a.org.id):
+        assert Memory.objects.count() == before
+
+
+def test_erasing_an_empty_or_unknown_scope_says_so(api_a):
+    for body, words in (({"namespace": ["users", "nobody"]}, "namespace users/nobody"),
+                        ({"session": "00000000-0000-4000-8000-000000000000"}, "session 00000000-")):
+        response = api_a.post("/api/v1/erase", body)
+        assert response.status_code == 404 and words in response.json()["error"]["message"], response.json()
