@@ -152,7 +152,7 @@ def erase(org_id, scope: ErasureScope, *, via: str, agent_id=None, user_id=None,
 
 
 def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
-    counts = {}
+    counts = {"memories": 0}  # first: what a reader looks for
     where, params = scope.memories("m")
     # The memories of the scope, numbered so that they can go in batches.
     cursor.execute("DROP TABLE IF EXISTS erased_memories, erased_entities, erased_artifacts, erased_events")
@@ -205,7 +205,6 @@ def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
             OR artifact_id IN (SELECT id FROM erased_artifacts a WHERE NOT EXISTS (
                 SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = a.id)))
     """, [org_id, org_id])
-    counts["memories"] = 0
     for start in range(1, total + 1, BATCH):
         delete("memories", "DELETE FROM memories WHERE org_id = %s AND id IN "
                            "(SELECT id FROM erased_memories WHERE n BETWEEN %s AND %s)",

@@ -18,6 +18,14 @@ def _as_uuid(value: str) -> uuid.UUID | None:
         return None
 
 
+def uuid_or_error(value: str, what: str) -> uuid.UUID:
+    """An id an operator typed, or an error that says which argument is not one."""
+    as_id = _as_uuid(value)
+    if as_id is None:
+        raise CommandError(f"{what} must be an id like 3f1c9a52-..., not {value!r}")
+    return as_id
+
+
 def organization_find(identifier: str) -> Organization:
     """By slug or id; finding a tenant is cross-tenant work, done as the service account."""
     as_id = _as_uuid(identifier)
