@@ -86,6 +86,7 @@ COLLECTIONS = [
     ("post", "/api/v1/search", None),
     ("post", "/api/v1/retrieve", None),
     ("get", "/api/v1/hot", None),
+    ("post", "/api/v1/erase", {"namespace": ["users", "bob"]}),
 ]
 
 
@@ -213,6 +214,23 @@ def test_a_read_only_key_reads_and_searches_but_writes_nothing(tenant_a, users, 
     assert reader.post("/api/v1/search", {"query": "peanuts"}).status_code == 200
     assert reader.post("/api/v1/retrieve", {"query": "peanuts", "scope": "users"}).status_code == 200
     assert reader.get("/api/v1/retrieval-events").status_code == 200
+
+
+def test_a_key_limited_to_alice_erases_nothing_of_bobs(tenant_a, users, alice_key):
+    """Not Bob's namespace, not the namespaces above Alice's, and of a session that holds both
+    users' memories, only Alice's (the session itself stays, for Bob's)."""
+    for namespace in (["users", "bob"], ["users"], ["users", "alice2"]):
+        refused = alice_key.post("/api/v1/erase", {"namespace": namespace})
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "out_of_reach", namespace
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.filter(pk__in=[users.alice.pk, users.bob.pk]).update(session=tenant_a.session)
+    erased = alice_key.post("/api/v1/erase", {"session": str(tenant_a.session.id)})
+    assert erased.status_code == 200 and erased.json()["erased"]["memories"] == 1, erased.content
+    assert "sessions" not in erased.json()["erased"]
+    with tenant_context(tenant_a.org.id):
+        assert not Memory.objects.filter(pk=users.alice.pk).exists()
+        assert Memory.objects.filter(pk__in=[users.bob.pk, users.bob_other.pk, users.alice_twin.pk]).count() == 3
+        assert Memory.objects.filter(session=tenant_a.session).exists()
 
 
 def test_issue_api_key_command_limits_a_key(tenant_a, capsys):
