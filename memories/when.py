@@ -155,9 +155,12 @@ def relative(query: str, now: datetime) -> Period | None:
     count = match.group("count").lower()
     count = int(count) if count.isdigit() else NUMBERS[count]
     days = count * UNITS[match.group("units").lower()]
-    centre = today - timedelta(days=days)
-    slack = timedelta(days=max(1, days // 7))  # "3 weeks ago" is about then, give or take
-    return Period(centre - slack, centre + slack + timedelta(days=1), phrase)
+    slack = max(1, days // 7)  # "3 weeks ago" is about then, give or take
+    try:
+        centre = today - timedelta(days=days)
+        return Period(centre - timedelta(days=slack), centre + timedelta(days=slack + 1), phrase)
+    except OverflowError:  # "3000 years ago" lies before the first date a datetime holds
+        return None
 
 
 def period(query: str, now: datetime) -> Period | None:

@@ -62,3 +62,8 @@ def test_the_most_specific_date_wins_over_a_relative_phrase():
 
 def test_a_day_the_month_does_not_have_is_read_as_the_month():
     assert period("on 31 June, 2023", NOW) == Period(day(2023, 6, 1), day(2023, 7, 1), "June, 2023")
+
+
+@pytest.mark.parametrize("query", ["3000 years ago", "99999999 days ago", "what happened 999999999999 years ago"])
+def test_a_time_ago_before_any_date_a_calendar_holds_names_no_period(query):
+    assert period(query, NOW) is None
