@@ -88,6 +88,17 @@ def hot_memory_remove(memory) -> None:
         logger.warning("hot cache not updated (%s)", type(exc).__name__)
 
 
+def hot_memories_remove(memories) -> None:
+    """Take many memories out of their agents' hot sets, in one round trip."""
+    try:
+        with client().pipeline(transaction=False) as pipe:
+            for memory in memories:
+                pipe.zrem(_hot_key(memory.org_id, memory.agent_id), str(memory.pk))
+            pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("hot cache not updated (%s)", type(exc).__name__)
+
+
 def hot_memory_ids(org_id, agent_id, limit: int) -> list[str] | None:
     """The agent's hottest memory ids, best first; None when the set is gone (expired, or
     Redis is down) and must be rebuilt."""

@@ -29,3 +29,14 @@ def search_settings(app_configs, **kwargs) -> list[Error]:
         except ValueError as exc:
             errors.append(Error(str(exc), id=check_id))
     return errors
+
+
+@register()
+def decay_settings(app_configs, **kwargs) -> list[Error]:
+    """The decay threshold and the weak list's strength are strengths: between 0 and 1."""
+    if config.problem():
+        return []
+    knobs = config.config()
+    return [Error(f"MEMORY_PLATFORM_{name.upper()} must be above 0 and at most 1, not {value!r}", id="memories.E004")
+            for name, value in (("decay_threshold", knobs.decay_threshold), ("weak_strength", knobs.weak_strength))
+            if not 0 < value <= 1]

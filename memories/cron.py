@@ -3,6 +3,7 @@
 from rq import cron
 
 from memories import jobs, lexicon, vector_index
+from memories.lifecycle import decay, expiry
 from memories.retrieval import events
 from memory_platform.config import config
 
@@ -15,3 +16,7 @@ cron.register(events.flush_retrievals, "default", interval=config().retrievals_f
 cron.register(vector_index.sync_tenant_indexes, "maintenance", interval=3600)
 # Moves the deltas the write triggers append into each tenant's word statistics (BM25).
 cron.register(lexicon.fold, "maintenance", interval=30)
+# Removes for good the memories past their expiry (they left every read when they expired).
+cron.register(expiry.expire, "maintenance", interval=60)
+# Archives what has faded (seed 004's nightly decay), at 03:00 UTC.
+cron.register(decay.decay, "maintenance", cron="0 3 * * *", job_timeout=3600)

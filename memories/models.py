@@ -32,6 +32,11 @@ def live_sql(alias: str = "") -> str:
 LIVE_SQL = live_sql()
 
 
+# What the final ranking reads of a memory's own row (memories.retrieval.ranking.RankingRow),
+# also held by the covering index of live vectors so an exact search reads no heap row.
+RANKING_MEMORY_COLUMNS = ("importance", "confidence", "created_at", "decay_rate", "reinforced_at")
+
+
 # The longest content a memory may hold, in characters (also a check constraint).
 CONTENT_MAX_CHARS = 8192
 
@@ -150,9 +155,12 @@ class Memory(TenantModel):
     last_retrieved_at = None
     last_injected_at = models.DateTimeField(null=True, blank=True)
 
-    # Decay (seed 004): confirmed memories are protected and do not decay.
+    # Decay (seed 004; memories.strength): confirmed memories are protected and do not decay.
     decay_rate = models.FloatField(default=0.1)
     is_protected = models.BooleanField(default=False)
+    # When the decay clock last restarted other than by a retrieval: changed, confirmed,
+    # approved, restored or unarchived (None: when it was written).
+    reinforced_at = models.DateTimeField(null=True, blank=True)
 
     # Bi-temporal validity (seed 004): when the fact holds, and when the event happened.
     valid_from = models.DateTimeField(null=True, blank=True)
@@ -163,6 +171,9 @@ class Memory(TenantModel):
     superseded_by = tenant_fk("self", null=True, db_column="superseded_by")
     merged_into = tenant_fk("self", null=True, db_column="merged_into")
     expires_at = models.DateTimeField(null=True, blank=True)
+    # The time to live it was written with, in seconds: a read that refreshes it (refresh_ttl)
+    # moves expires_at that far from now again.
+    ttl_seconds = models.PositiveIntegerField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     # Optimistic concurrency: bumped with every change, matched against If-Match.
     version = models.PositiveIntegerField(default=1)
@@ -202,9 +213,9 @@ class Memory(TenantModel):
             ),
             # Exact vector search of a tenant's live memories reads only this index (an
             # index-only scan): ~1 µs a row instead of ~3 for heap rows, and the columns the
-            # ranking reads of the rows it returns (docs/adr/0035).
+            # ranking reads of the rows it returns (docs/adr/0035; RANKING_MEMORY_COLUMNS).
             models.Index(
-                fields=["org"], include=["id", "embedding", "expires_at", "importance", "confidence", "created_at"],
+                fields=["org"], include=["id", "embedding", "expires_at", *RANKING_MEMORY_COLUMNS],
                 condition=LIVE & Q(embedding__isnull=False), name="memories_live_vectors",
             ),
         ]
@@ -249,6 +260,8 @@ class Memory(TenantModel):
             ),
             models.CheckConstraint(condition=Q(key__isnull=True) | Q(key__length__gt=0), name="memories_key_not_empty"),
             models.CheckConstraint(condition=Q(decay_rate__gte=0), name="memories_decay_rate_non_negative"),
+            models.CheckConstraint(condition=Q(ttl_seconds__isnull=True) | Q(ttl_seconds__gt=0, expires_at__isnull=False),
+                                   name="memories_ttl_positive_and_expiring"),
             models.CheckConstraint(
                 condition=Q(is_protected=False) | Q(decay_rate=0), name="memories_protected_do_not_decay"
             ),
@@ -658,3 +671,27 @@ class Erasure(TenantModel):
         db_table = "erasures"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["org", "-created_at"], name="erasures_org_created")]
+
+
+class LifecycleJob(models.TextChoices):
+    DECAY = "decay"
+    EXPIRY = "expiry"
+
+
+class LifecycleRun(TenantModel):
+    """What a scheduled lifecycle job did to one organisation's memories (memories.lifecycle):
+    the nightly decay (how many it weighed, archived, and how many are fading), the expiry
+    sweep (how many it removed). Read by the stats and the console's dashboard."""
+
+    Job = LifecycleJob
+
+    job = models.CharField(max_length=16, choices=Job.choices)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
+    counts = models.JSONField(default=dict)
+
+    class Meta:
+        db_table = "lifecycle_runs"
+        ordering = ["-finished_at"]
+        indexes = [models.Index(fields=["org", "job", "-finished_at"], name="lifecycle_runs_latest")]
+        constraints = [models.CheckConstraint(condition=Q(job__in=LifecycleJob.values), name="lifecycle_runs_job_valid")]

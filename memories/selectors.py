@@ -4,6 +4,8 @@ would catch a missing filter; the filter is kept anyway, as defence in depth).""
 from __future__ import annotations
 
 from django.db.models import Prefetch, Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Now
 
 from memories.access import EVERYWHERE, KeyReach, scope_prefix_filter
 from memories.entities import name_key
@@ -24,22 +26,39 @@ def _with_tags(queryset: QuerySet) -> QuerySet:
     return queryset.prefetch_related(Prefetch("tags", queryset=MemoryTag.objects.order_by("tag")))
 
 
-def memory_get(*, org_id, memory_id, include_deleted: bool = True) -> Memory:
+# A memory past its expiry is gone to every read at once, before the sweep removes it for good
+# (memories.lifecycle.expiry); the console may still open it, and a list may ask for it.
+NOT_EXPIRED = Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
+
+
+def memory_get(*, org_id, memory_id, include_deleted: bool = True, include_expired: bool = False) -> Memory:
     queryset = _with_tags(Memory.objects.filter(org_id=org_id))
     if not include_deleted:
         queryset = queryset.filter(deleted_at__isnull=True)
+    if not include_expired:
+        queryset = queryset.filter(NOT_EXPIRED)
     try:
         return queryset.get(pk=memory_id)
     except (Memory.DoesNotExist, ValueError):
         raise NotFound(f"memory {memory_id} not found") from None
 
 
+def memory_refresh_ttl(*, org_id, memory_ids) -> int:
+    """A read that refreshes (seed 003 / LangGraph's refresh_ttl): each of these memories that
+    was written with a time to live, and has not expired, expires that long from now again.
+    Not a change of the memory: no version, the same ETag. Returns how many moved."""
+    return (Memory.objects.filter(NOT_EXPIRED, org_id=org_id, pk__in=list(memory_ids), ttl_seconds__isnull=False)
+            .update(expires_at=RawSQL("now() + make_interval(secs => ttl_seconds)", [])))
+
+
 def memory_list(*, org_id, category=None, status=None, memory_type=None, agent=None, session=None,
                 namespace=None, tag=None, created_after=None, created_before=None,
-                include_deleted: bool = False, **ignored) -> QuerySet:
+                include_deleted: bool = False, include_expired: bool = False, **ignored) -> QuerySet:
     queryset = Memory.objects.filter(org_id=org_id)
     if not include_deleted:
         queryset = queryset.filter(deleted_at__isnull=True)
+    if not include_expired:
+        queryset = queryset.filter(NOT_EXPIRED)
     exact = {"category": category, "status": status, "memory_type": memory_type, "agent_id": agent,
              "session_id": session, "created_at__gte": created_after, "created_at__lt": created_before}
     queryset = queryset.filter(**{name: value for name, value in exact.items() if value is not None})
@@ -76,20 +95,24 @@ def memory_tags(*, org_id, memory_id) -> list[str]:
 # --------------------------------------------------------------------------- the namespace store
 
 
-def store_get(*, org_id, scope: str, key: str) -> Memory:
-    memory = _with_tags(Memory.objects.filter(org_id=org_id, scope=scope, key=key, deleted_at__isnull=True)).first()
+def store_get(*, org_id, scope: str, key: str, refresh_ttl: bool = False) -> Memory:
+    found = Memory.objects.filter(NOT_EXPIRED, org_id=org_id, scope=scope, key=key, deleted_at__isnull=True)
+    if refresh_ttl:
+        memory_refresh_ttl(org_id=org_id, memory_ids=found.values_list("pk", flat=True))
+    memory = _with_tags(found).first()
     if memory is None:
         raise NotFound(f"no item {key!r} in namespace {scope!r}", field="key")
     return memory
 
 
 def store_keys(*, org_id, scope: str) -> list[str]:
-    return list(Memory.objects.filter(org_id=org_id, scope=scope, key__isnull=False, deleted_at__isnull=True)
-                .order_by("key").values_list("key", flat=True))
+    return list(Memory.objects.filter(NOT_EXPIRED, org_id=org_id, scope=scope, key__isnull=False,
+                                      deleted_at__isnull=True).order_by("key").values_list("key", flat=True))
 
 
 def store_namespaces(*, org_id, prefix: str = "", limit: int = 1000, reach: KeyReach = EVERYWHERE) -> list[str]:
-    queryset = Memory.objects.filter(reach.memories(), org_id=org_id, deleted_at__isnull=True).exclude(scope="")
+    queryset = Memory.objects.filter(NOT_EXPIRED, reach.memories(), org_id=org_id,
+                                     deleted_at__isnull=True).exclude(scope="")
     if prefix:
         queryset = queryset.filter(scope_prefix_filter(prefix))
     return list(queryset.order_by("scope").values_list("scope", flat=True).distinct()[:limit])
@@ -138,7 +161,7 @@ def _linked_memories(*, org_id, entity_id, reach: KeyReach) -> QuerySet:
     """The live memories that mention the entity, in reach (a memory is linked to the
     entities of its own namespace; the reach is applied to the memories anyway)."""
     links = MemoryEntity.objects.filter(org_id=org_id, entity_id=entity_id).values("memory_id")
-    return (Memory.objects.without_usage().filter(LIVE, reach.memories(), org_id=org_id, pk__in=links)
+    return (Memory.objects.without_usage().filter(LIVE, NOT_EXPIRED, reach.memories(), org_id=org_id, pk__in=links)
             .defer("embedding", "search_vector"))
 
 

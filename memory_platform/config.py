@@ -94,8 +94,9 @@ class SearchConfig:
     # speakers); 1 turns it off.
     speaker_others_weight: float
     # The final score: relevance (fused) blended with these, recency halving every
-    # recency_half_life_days.
-    ranking_weights: Mapping[str, float] = _weights("relevance", "importance", "confidence", "recency", "usage")
+    # recency_half_life_days; strength is how well the memory is held (memories.strength).
+    ranking_weights: Mapping[str, float] = _weights("relevance", "importance", "confidence", "recency", "usage",
+                                                    "strength")
     recency_half_life_days: float
     # Seed 003's store search returns items at or above this cosine similarity.
     store_similarity_threshold: float
@@ -161,6 +162,10 @@ class PlatformConfig:
     # and for how long.
     hot_cache_size: int
     hot_cache_ttl_seconds: int
+    # The nightly decay (memories.lifecycle.decay) archives a live memory whose strength
+    # (memories.strength) fell below this; the weak list shows those below weak_strength.
+    decay_threshold: float
+    weak_strength: float
     # Largest request body the API reads, in bytes (413 beyond).
     max_request_bytes: int
     rate_limits: RateLimitConfig

@@ -8,6 +8,7 @@ from rest_framework import serializers as drf
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
+from memories import selectors
 from memories.api import serializers as s
 from memories.api.schema import EXAMPLE_MEMORY, documented, list_of
 from memories.api.views import AgentAPIView
@@ -141,6 +142,8 @@ class StoreSearchView(AgentAPIView):
             scope=body["namespace"], filters=filters,
             request={"limit": body["limit"], "mode": "vector", "expand": 0, "threshold": threshold},
             outcome=outcome, agent_id=self.agent_id)
+        if body["refresh_ttl"]:
+            selectors.memory_refresh_ttl(org_id=self.org_id, memory_ids=[r.memory.pk for r in outcome.results])
         similarity = {r.memory.pk: r.signals["vector"]["similarity"] for r in outcome.results}
         results = sorted((r.memory for r in outcome.results), key=lambda m: -similarity[m.pk])
         return Response({"results": s.StoreSearchResultSerializer(results, many=True,

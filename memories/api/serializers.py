@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
 
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from memories import strength
 from memories.models import (
     CONTENT_MAX_CHARS,
     Entity,
@@ -18,6 +20,7 @@ from memories.models import (
 )
 from memories.retrieval import expansion
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
+from memories.writes.kernel import DECAY_RATE_MAX, TTL_MAX_SECONDS
 from memory_platform.config import config
 
 NAMESPACE_SEPARATOR = "/"
@@ -111,6 +114,9 @@ class MemoryFieldsMixin(StrictSerializer):
     key = serializers.CharField(min_length=1, max_length=256, required=False, allow_null=True)
     metadata = serializers.DictField(required=False)
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    ttl = serializers.IntegerField(min_value=1, max_value=TTL_MAX_SECONDS, required=False,
+                                   help_text="Time to live in seconds: the memory expires that long after this "
+                                             "write (or after a read that refreshes it). Not with expires_at.")
     valid_from = serializers.DateTimeField(required=False, allow_null=True)
     valid_until = serializers.DateTimeField(required=False, allow_null=True)
     event_time = serializers.DateTimeField(required=False, allow_null=True)
@@ -124,6 +130,8 @@ class MemoryFieldsMixin(StrictSerializer):
             parts = attrs["scope"].split(NAMESPACE_SEPARATOR)
             if any(not part.strip() for part in parts):
                 raise serializers.ValidationError({"scope": ["scope segments between '/' must not be empty"]})
+        if "ttl" in attrs and attrs.get("expires_at") is not None:
+            raise serializers.ValidationError({"ttl": ["send ttl or expires_at, not both"]})
         start, end = attrs.get("valid_from"), attrs.get("valid_until")
         if start and end and end < start:
             raise serializers.ValidationError({"valid_until": ["must not be before valid_from"]})
@@ -144,6 +152,9 @@ class MemoryCreateSerializer(MemoryFieldsMixin):
     source = serializers.ChoiceField(Memory.Source.choices, required=False)
     session_id = serializers.UUIDField(required=False, allow_null=True)
     provenance = serializers.DictField(required=False)
+    decay_rate = serializers.FloatField(min_value=0.0, max_value=DECAY_RATE_MAX, required=False,
+                                        help_text="How fast the memory fades unless it is retrieved (0: never; "
+                                                  "default 0.1, and 0 for episodes).")
     tags = serializers.ListField(child=TagField(), required=False, max_length=TAG_LIST_LIMIT)
     entities = EntityGivenSerializer(many=True, required=False, max_length=50,
                                      help_text="Entities the memory is about, with their aliases; the built-in "
@@ -228,6 +239,8 @@ class RelationshipCreateSerializer(StrictSerializer):
 class StorePutSerializer(StrictSerializer):
     namespace = NamespaceField(minimum=2)
     key = serializers.CharField(min_length=1, max_length=256)
+    ttl = serializers.IntegerField(min_value=1, max_value=TTL_MAX_SECONDS, required=False,
+                                   help_text="Time to live in seconds, refreshed by reads (refresh_ttl).")
     content = serializers.CharField(max_length=CONTENT_MAX_CHARS)
     metadata = serializers.DictField(required=False)
     category = serializers.ChoiceField(Memory.Category.choices, required=False)
@@ -238,6 +251,8 @@ class StoreLocatorSerializer(StrictSerializer):
 
     namespace = serializers.CharField(max_length=256)
     key = serializers.CharField(min_length=1, max_length=256)
+    refresh_ttl = serializers.BooleanField(required=False, default=True,
+                                           help_text="An item written with a ttl expires that long from now again.")
 
     def validate_namespace(self, value):
         return namespace_to_scope(value.split(NAMESPACE_SEPARATOR), minimum=2)
@@ -268,6 +283,8 @@ class MemoryListQuerySerializer(StrictSerializer):
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
     include_deleted = serializers.BooleanField(required=False, default=False)
+    include_expired = serializers.BooleanField(required=False, default=False,
+                                               help_text="Also memories past their expiry, not yet swept away.")
     cursor = serializers.CharField(required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
@@ -320,6 +337,9 @@ class MemorySerializer(serializers.ModelSerializer):
     # Kept in memory_usage and read through Memory's manager (memories migration 0009).
     retrieval_count = serializers.IntegerField(read_only=True)
     last_retrieved_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    strength = serializers.SerializerMethodField(
+        help_text="How strongly the memory is held now, 0-1 (decay since its last retrieval or change; "
+                  "archived below the decay threshold). 1 for memories that do not decay.")
 
     class Meta:
         model = Memory
@@ -327,8 +347,9 @@ class MemorySerializer(serializers.ModelSerializer):
             "id", "org_id", "agent_id", "session_id", "content", "content_hash", "category", "memory_type", "source",
             "status", "confidence", "usefulness_score", "importance", "sensitivity", "validation_status", "scope",
             "namespace", "key", "provenance", "metadata", "tags", "retrieval_count", "last_retrieved_at",
-            "last_injected_at", "decay_rate", "is_protected", "valid_from", "valid_until", "event_time",
-            "superseded_by", "merged_into", "expires_at", "deleted_at", "version", "embedding_status",
+            "last_injected_at", "decay_rate", "is_protected", "strength", "reinforced_at", "valid_from",
+            "valid_until", "event_time", "superseded_by", "merged_into", "expires_at", "ttl_seconds", "deleted_at",
+            "version", "embedding_status",
             "embedding_model", "created_at", "updated_at",
         ]
         read_only_fields = fields
@@ -343,6 +364,53 @@ class MemorySerializer(serializers.ModelSerializer):
 
     def get_embedding_status(self, memory) -> str:
         return "ready" if memory.embedding_dimensions else "pending"
+
+    def get_strength(self, memory) -> float:
+        return round(strength.of(memory, timezone.now()), 4)
+
+
+class WeakQuerySerializer(StrictSerializer):
+    """Filters of GET /memories/weak, from the query string."""
+
+    below = serializers.FloatField(min_value=0.0, max_value=1.0, required=False,
+                                   help_text="Strength under which a memory is listed (default 0.5).")
+    namespace = serializers.CharField(max_length=256, required=False,
+                                      help_text="Prefix: `users/alice` matches users/alice/... too.")
+    limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
+    offset = serializers.IntegerField(min_value=0, max_value=10**9, default=0)
+
+
+class FadingSerializer(StrictSerializer):
+    """A memory that is fading (memories.lifecycle.decay.Fading)."""
+
+    memory = MemorySerializer()
+    strength = serializers.FloatField(help_text="How strongly it is held now, 0-1.")
+    archived_after = serializers.DateTimeField(
+        allow_null=True, help_text="When the nightly decay will archive it unless it is retrieved, changed or "
+                                   "confirmed first (the decay threshold, 0.05 by default).")
+
+    def to_representation(self, fading):
+        data = super().to_representation(fading)
+        data["strength"] = round(fading.strength, 4)
+        return data
+
+
+class ExplanationSerializer(StrictSerializer):
+    """memories.retrieval.explain.Explanation."""
+
+    memory = MemorySerializer()
+    strength = serializers.DictField(help_text="How strongly it is held (value), what drives it, and when the "
+                                               "nightly decay would archive it (archived_after; null if never).")
+    ranking = serializers.DictField(help_text="What it brings to any search's final score besides relevance: "
+                                              "each part, its weight, and their weighted sum.")
+    versions = serializers.ListField(child=serializers.DictField())
+    relationships = serializers.ListField(child=serializers.DictField(),
+                                          help_text="Both directions, those whose other end is in reach.")
+    entities = serializers.ListField(child=serializers.DictField())
+    provenance = serializers.ListField(child=serializers.DictField())
+    retrievals = serializers.ListField(child=serializers.DictField(), allow_null=True,
+                                       help_text="The latest searches that returned it, with its rank there "
+                                                 "(null for a key limited to namespaces).")
 
 
 class EntitySerializer(serializers.ModelSerializer):
@@ -557,6 +625,8 @@ class StoreSearchRequestSerializer(StrictSerializer):
     query = serializers.CharField(max_length=4000)
     threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    refresh_ttl = serializers.BooleanField(default=True, help_text="Items found that were written with a ttl "
+                                                                   "expire that long from now again.")
 
 
 class HotQuerySerializer(StrictSerializer):

@@ -6,6 +6,7 @@ app_name = "api"
 
 urlpatterns = [
     path("memories", views.MemoryCollectionView.as_view(), name="memories"),
+    path("memories/weak", views.WeakMemoriesView.as_view(), name="memories-weak"),
     path("memories/<uuid:memory_id>", views.MemoryDetailView.as_view(), name="memory"),
     path("memories/<uuid:memory_id>/restore", views.MemoryRestoreView.as_view(), name="memory-restore"),
     path("memories/<uuid:memory_id>/confirm", views.MemoryConfirmView.as_view(), name="memory-confirm"),
@@ -13,6 +14,7 @@ urlpatterns = [
     path("memories/<uuid:memory_id>/correct", views.MemorySupersedeView.as_view(), name="memory-correct"),
     path("memories/<uuid:memory_id>/feedback", views.MemoryFeedbackView.as_view(), name="memory-feedback"),
     path("memories/<uuid:memory_id>/history", views.MemoryHistoryView.as_view(), name="memory-history"),
+    path("memories/<uuid:memory_id>/explain", views.MemoryExplainView.as_view(), name="memory-explain"),
     path("memories/<uuid:memory_id>/tags", views.MemoryTagsView.as_view(), name="memory-tags"),
     path("memories/<uuid:memory_id>/tags/<str:tag>", views.MemoryTagDetailView.as_view(), name="memory-tag"),
     path("memories/<uuid:memory_id>/relationships", views.MemoryRelationshipsView.as_view(),

@@ -33,7 +33,8 @@ from memories.api.schema import (
     list_of,
 )
 from memories.errors import InvalidInput, NotFound, OutOfReach
-from memories.lifecycle import erasure
+from memories.lifecycle import decay, erasure
+from memories.retrieval import explain
 from memories.writes import change, create, store, tagging
 from memories.writes.kernel import Actor
 from tenants.authentication import ApiKeyAuthentication
@@ -380,7 +381,7 @@ class StoreItemView(AgentAPIView):
         self.reach.check_write(body["namespace"])
         result = store.store_put(org_id=self.org_id, agent_id=self.agent_id, scope=body["namespace"],
                                  key=body["key"], content=body["content"], metadata=body.get("metadata"),
-                                 category=body.get("category", "factual"))
+                                 category=body.get("category", "factual"), ttl=body.get("ttl"))
         memory = self.fresh(result.memory.pk)
         return Response(s.StoreItemSerializer(memory).data,
                         status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
@@ -388,10 +389,14 @@ class StoreItemView(AgentAPIView):
 
     @documented(summary="Get an item by namespace and key", response=s.StoreItemSerializer,
                 parameters=[OpenApiParameter("namespace", str, description="namespace joined with '/', e.g. memories/user-42"),
-                            OpenApiParameter("key", str)], response_example=EXAMPLE_STORE_ITEM, operation_id="store_get")
+                            OpenApiParameter("key", str),
+                            OpenApiParameter("refresh_ttl", bool, description="default true: an item written with "
+                                             "a ttl expires that long from now again")],
+                response_example=EXAMPLE_STORE_ITEM, operation_id="store_get")
     def get(self, request):
         where = self.store_locator(request)
-        memory = selectors.store_get(org_id=self.org_id, scope=where["namespace"], key=where["key"])
+        memory = selectors.store_get(org_id=self.org_id, scope=where["namespace"], key=where["key"],
+                                     refresh_ttl=where["refresh_ttl"])
         return Response(s.StoreItemSerializer(memory).data, headers={"ETag": f'"{memory.version}"'})
 
     @documented(summary="Delete an item by namespace and key", response=OpenApiResponse(description="deleted"),
@@ -447,6 +452,36 @@ ENTITY_PAGE = inline_serializer("EntityPage", {
     "results": s.EntitySerializer(many=True)})
 FACTS_SHOWN = 20
 TIMELINE_SHOWN = 50
+
+
+class MemoryExplainView(AgentAPIView):
+    @documented(summary="Explain a memory: strength, ranking parts, history, provenance, edges, entities, "
+                        "and the searches that returned it", response=s.ExplanationSerializer,
+                operation_id="memories_explain")
+    def get(self, request, memory_id):
+        explanation = explain.memory_explain(org_id=self.org_id, memory=self.fresh(memory_id), reach=self.reach,
+                                             with_retrievals=not self.reach.limited)
+        return Response(s.ExplanationSerializer(explanation).data)
+
+
+class WeakMemoriesView(AgentAPIView):
+    @documented(summary="What is fading: live memories whose strength is low, the weakest first",
+                response=inline_serializer("WeakPage", {"count": drf.IntegerField(),
+                                                        "results": s.FadingSerializer(many=True)}),
+                parameters=[s.WeakQuerySerializer],
+                description="Strength falls with the time since a memory was last retrieved or changed (slower "
+                            "for one retrieved often, or important); the nightly decay archives what falls below "
+                            "the decay threshold (0.05). Confirming a memory protects it; episodes and confirmed "
+                            "memories do not decay and are never listed.",
+                response_example={"count": 1, "results": [{"memory": EXAMPLE_MEMORY, "strength": 0.08,
+                                                           "archived_after": "2027-01-10T09:00:00Z"}]},
+                operation_id="memories_weak")
+    def get(self, request):
+        query = self.validated(s.WeakQuerySerializer, s.query_data(request.query_params, ()))
+        fading, count = decay.weak_memories(org_id=self.org_id, below=query.get("below"),
+                                            namespace=query.get("namespace"), limit=query["limit"],
+                                            offset=query["offset"], reach=self.reach)
+        return Response({"count": count, "results": s.FadingSerializer(fading, many=True).data})
 
 
 class EntityCollectionView(AgentAPIView):

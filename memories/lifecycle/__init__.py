@@ -1,1 +1,2 @@
-"""What happens to memories over time and at the end: erasure (erasure.py)."""
+"""What happens to memories over time and at the end: decay (decay.py), expiry (expiry.py),
+erasure (erasure.py)."""

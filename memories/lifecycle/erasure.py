@@ -1,5 +1,6 @@
 """Erasure: a hard delete that leaves nothing behind (seed 000's "forget everything about this
-user"), by namespace prefix, by agent, by session, or the whole organisation's memory.
+user"), by namespace prefix, by agent, by session, or the whole organisation's memory; and
+the memories past their expiry (seed 002's TTL: memories.lifecycle.expiry sweeps them here).
 
 What goes, in one transaction, as the organisation (row-level security keeps it inside):
   * the memories of the scope, whatever their status (deleted, superseded, pending...), their
@@ -58,19 +59,22 @@ class ErasureScope:
     session_id: uuid.UUID | None = None
     everything: bool = False
     within: tuple[str, ...] = ()  # an API key's namespace prefixes: nothing outside them goes
+    expired: bool = False  # the memories past their expiry (memories.lifecycle.expiry)
 
     def __post_init__(self):
-        if self.everything and (self.namespace is not None or self.agent_id or self.session_id):
+        if self.everything and (self.namespace is not None or self.agent_id or self.session_id or self.expired):
             raise InvalidInput("erasing everything takes no other scope")
+        if self.expired and (self.namespace is not None or self.agent_id or self.session_id):
+            raise InvalidInput("the expired memories are erased on their own")
         if self.namespace is not None and self.session_id:
             raise InvalidInput("give a namespace or a session, not both")
         if self.namespace is not None and not self.namespace.strip("/"):
             raise InvalidInput("the namespace to erase is empty", field="namespace")
-        if not (self.everything or self.namespace is not None or self.agent_id or self.session_id):
+        if not (self.everything or self.expired or self.namespace is not None or self.agent_id or self.session_id):
             raise InvalidInput("say what to erase: a namespace, an agent, a session, or everything")
 
     def as_json(self) -> dict:
-        scope = {"all": True} if self.everything else {}
+        scope = {"all": True} if self.everything else {"expired": True} if self.expired else {}
         if self.namespace is not None:
             scope["namespace"] = self.namespace
         if self.agent_id:
@@ -83,6 +87,8 @@ class ErasureScope:
         """In words, for messages: 'namespace users/alice of agent ...'."""
         if self.everything:
             return "the whole organisation"
+        if self.expired:
+            return "the memories past their expiry"
         parts = [f"namespace {self.namespace}" if self.namespace is not None else "",
                  f"session {self.session_id}" if self.session_id else "",
                  f"agent {self.agent_id}" if self.agent_id else ""]
@@ -91,6 +97,8 @@ class ErasureScope:
     def memories(self, alias: str = "m") -> tuple[str, list]:
         """The condition on memories (as `alias`) that picks the scope's."""
         conditions, params = [], []
+        if self.expired:
+            conditions.append(f"{alias}.expires_at <= now()")
         if self.namespace is not None:
             sql, values = namespace_sql(self.namespace, f"{alias}.scope")
             conditions.append(sql)

@@ -27,7 +27,7 @@ from django.utils import timezone
 from memories import lexicon
 from memories.models import LIVE_SQL
 from memories.retrieval.filters import SearchFilters
-from memories.retrieval.ranking import Hit, ranked_hits, ranking_columns, usage_join
+from memories.retrieval.ranking import Hit, memory_columns, ranked_hits, ranking_columns, usage_join
 from memory_platform.config import config
 
 _tenant_text_cache: dict = {}
@@ -149,7 +149,7 @@ def idf(documents: int, frequency: int) -> float:
 # (its positions in search_vector), dl how many words it holds, both read from one unnest.
 BM25 = """
     SELECT best.id, best.score, {ranking} FROM (
-        SELECT c.id, c.importance, c.confidence, c.created_at, s.bm25 AS score
+        SELECT c.id, {memory}, s.bm25 AS score
         FROM ({candidates}) c
         CROSS JOIN LATERAL (
             SELECT sum(t.idf * d.tf * (%s + 1) / (d.tf + %s * (1 - %s + %s * d.dl / %s))) AS bm25
@@ -163,7 +163,7 @@ BM25 = """
     ) best {usage}
     ORDER BY best.score DESC, best.created_at DESC, best.id
 """
-CANDIDATE_COLUMNS = "m.id, m.importance, m.confidence, m.created_at, m.search_vector"
+CANDIDATE_COLUMNS = f"m.id, {memory_columns('m')}, m.search_vector"
 
 
 def bm25_statement(org_id, text: str, filters: SearchFilters, k: int, small: bool) -> tuple[str, list] | None:
@@ -212,7 +212,7 @@ def bm25_statement(org_id, text: str, filters: SearchFilters, k: int, small: boo
                           f"({matching} AND NOT m.tenant_lexemes @@ %s::tsquery LIMIT %s)")
             candidate_params = [*params, every_word, budget,
                                 *params, tagged_query(org_id, [[essential[0]]]), every_word, budget]
-    return (BM25.format(ranking=ranking_columns("best"), candidates=candidates, usage=usage_join("best")),
+    return (BM25.format(ranking=ranking_columns("best"), memory=memory_columns("c"), candidates=candidates, usage=usage_join("best")),
             [*candidate_params, *bm25, org_id])
 
 
@@ -258,8 +258,8 @@ def ts_rank_statement(org_id, text: str, filters: SearchFilters, k: int, small: 
         # indexes. Each memory is ranked against the query it matched.
         return f"""
             SELECT best.id, best.score, {ranking_columns("best")} FROM (
-                SELECT id, score, has_all, importance, confidence, created_at FROM (
-                    SELECT m.id, m.importance, m.confidence, m.created_at, m.search_vector @@ all_words AS has_all,
+                SELECT id, score, has_all, {memory_columns("matches")} FROM (
+                    SELECT m.id, {memory_columns("m")}, m.search_vector @@ all_words AS has_all,
                            ts_rank_cd(m.search_vector,
                                       CASE WHEN m.search_vector @@ all_words THEN all_words ELSE any_word END,
                                       1 | 32) AS score
@@ -292,8 +292,8 @@ def ts_rank_statement(org_id, text: str, filters: SearchFilters, k: int, small: 
     ranked = config().search.or_matches_ranked
     return f"""
         WITH held_all AS (
-            SELECT id, importance, confidence, created_at, score FROM (
-                SELECT m.id, m.importance, m.confidence, m.created_at, ts_rank_cd(m.search_vector, q.all_words, 1 | 32) AS score
+            SELECT id, {memory_columns("matched")}, score FROM (
+                SELECT m.id, {memory_columns("m")}, ts_rank_cd(m.search_vector, q.all_words, 1 | 32) AS score
                 FROM memories m, plainto_tsquery('english', %s) AS q(all_words)
                 WHERE {where} AND m.tenant_lexemes @@ %s::tsquery AND m.search_vector @@ q.all_words
                 LIMIT %s
@@ -301,14 +301,14 @@ def ts_rank_statement(org_id, text: str, filters: SearchFilters, k: int, small: 
             ORDER BY score DESC, created_at DESC, id
             LIMIT %s
         ), held_two AS (
-            SELECT m.id, m.importance, m.confidence, m.created_at, ts_rank_cd(m.search_vector, q.any_word, 1 | 32) AS score
+            SELECT m.id, {memory_columns("m")}, ts_rank_cd(m.search_vector, q.any_word, 1 | 32) AS score
             FROM memories m, (SELECT {two_of_them} AS two, websearch_to_tsquery('english', %s) AS any_word) q
             WHERE (SELECT count(*) FROM held_all) < %s
               AND {where} AND m.tenant_lexemes @@ %s::tsquery AND m.search_vector @@ q.two
               AND m.id NOT IN (SELECT id FROM held_all)
             LIMIT %s
         ), held_one AS (
-            SELECT m.id, m.importance, m.confidence, m.created_at, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
+            SELECT m.id, {memory_columns("m")}, ts_rank_cd(m.search_vector, q, 1 | 32) AS score
             FROM memories m, websearch_to_tsquery('english', %s) q
             WHERE (SELECT count(*) FROM held_all) + (SELECT count(*) FROM held_two) < %s
               AND {where} AND m.tenant_lexemes @@ %s::tsquery AND m.search_vector @@ q

@@ -1,5 +1,5 @@
 """What every signal produces (Hit), how signals are fused (reciprocal-rank fusion), and the
-final ranking: relevance blended with importance, confidence, recency and usage.
+final ranking: relevance blended with importance, confidence, recency, usage and strength.
 
 A signal is any module whose search returns Hits, best first (ranked_hits makes them from
 rows, equal scores sharing a rank); the pipeline keeps them under the signal's name, fusion
@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 from django.db import connection
 
-from memories.models import Memory
+from memories import strength
+from memories.models import RANKING_MEMORY_COLUMNS, Memory
 from memory_platform.config import config
 
 
@@ -40,6 +41,8 @@ class RankingRow(NamedTuple):
     importance: float
     confidence: float
     created_at: datetime
+    decay_rate: float
+    reinforced_at: datetime | None
     retrieval_count: int
     last_retrieved_at: datetime | None
 
@@ -67,10 +70,15 @@ def ranked_hits(rows, measure: str | None = "score") -> list[Hit]:
 USAGE_COLUMNS = "coalesce(u.retrieval_count, 0) AS retrieval_count, u.last_retrieved_at"
 
 
+def memory_columns(alias: str) -> str:
+    """The columns a RankingRow reads of the memories row (or subquery) `alias`, after its id."""
+    return ", ".join(f"{alias}.{column}" for column in RANKING_MEMORY_COLUMNS)
+
+
 def ranking_columns(alias: str) -> str:
     """A RankingRow's columns after the id: the memory's own from `alias`, the usage from
     `usage_join`."""
-    return f"{alias}.importance, {alias}.confidence, {alias}.created_at, {USAGE_COLUMNS}"
+    return f"{memory_columns(alias)}, {USAGE_COLUMNS}"
 
 
 def usage_join(alias: str) -> str:
@@ -168,7 +176,7 @@ class SearchOutcome:
 
 def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> list[Result]:
     """The final score: relevance (fused, scaled to [0, 1]) blended with importance,
-    confidence, recency and usage, weights from settings (RANKING_WEIGHTS). `memories` maps
+    confidence, recency, usage and strength (how well it is held: memories.strength), weights from settings (RANKING_WEIGHTS). `memories` maps
     each id to its RankingRow."""
     weights = config().search.ranking_weights
     top = max(fused.values(), default=1.0) or 1.0
@@ -183,6 +191,7 @@ def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> li
             "confidence": float(memory.confidence),
             "recency": recency(memory.created_at, now, config().search.recency_half_life_days),
             "usage": usage(memory.retrieval_count),
+            "strength": strength.of(memory, now),
         }
         score = sum(weights[name] * value for name, value in parts.items())
         results.append(Result(memory, round(score, 6), {**signal_details.get(memory_id, {}), "blend": {

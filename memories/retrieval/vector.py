@@ -23,7 +23,7 @@ from memories import vector_index
 from memories.embeddings import vector_literal
 from memories.retrieval import fulltext, size
 from memories.retrieval.filters import SearchFilters
-from memories.retrieval.ranking import Hit, ranked_hits, ranking_columns, usage_join
+from memories.retrieval.ranking import Hit, memory_columns, ranked_hits, ranking_columns, usage_join
 from memory_platform.config import config
 
 _index_cache: dict = {}
@@ -132,7 +132,7 @@ def statement(cursor, org_id, embedding: list[float], filters: SearchFilters, k:
     sql = f"""
         SELECT nearest.id, 1 - nearest.distance AS similarity, {ranking_columns("nearest")}
         FROM (
-            SELECT m.id, m.importance, m.confidence, m.created_at, {distance} AS distance
+            SELECT m.id, {memory_columns("m")}, {distance} AS distance
             FROM memories m
             WHERE {where} AND m.embedding IS NOT NULL
             ORDER BY distance

@@ -25,6 +25,7 @@ from memories.writes.kernel import (
     embedding_fields,
     enqueue_embedding,
     find_live_duplicate,
+    lifetime,
     locked,
     record_version,
     recorded,
@@ -44,7 +45,7 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
         check_version(memory, expected_version, require=True)
         if memory.deleted_at is not None:
             raise Conflict(f"memory {memory.pk} is deleted; restore it first", code="deleted")
-        changes = dict(changes)
+        changes = lifetime(changes, timezone.now())
         redactor = redactor_for(org_id)
         check_identifiers(redactor, scope=changes.get("scope"), key=changes.get("key"),
                           sensitivity=changes.get("sensitivity"))
@@ -73,6 +74,7 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
             for name, value in embedding_fields(embed_one(memory.content)).items():
                 setattr(memory, name, value)
         memory.version += 1
+        memory.reinforced_at = timezone.now()  # a memory someone changed is fresh in mind again
         try:
             with transaction.atomic():
                 memory.save()
@@ -104,6 +106,8 @@ def transition(org_id, memory_id, operation: str, actor: Actor, expected_version
         was_live = memory.is_live
         apply(memory)
         memory.version += 1
+        if memory.is_live:  # confirmed, approved, restored, unarchived: its decay starts over
+            memory.reinforced_at = timezone.now()
         try:
             with transaction.atomic():
                 memory.save()

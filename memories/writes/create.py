@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.models import LIVE, Memory, MemoryTag, MemoryVersion
@@ -22,9 +23,11 @@ from memories.writes.kernel import (
     check_identifiers,
     content_hash,
     embed_one,
+    decay_fields,
     embedding_fields,
     enqueue_embedding,
     find_live_duplicate,
+    lifetime,
     record_version,
     recorded,
     redact,
@@ -58,7 +61,7 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     """Insert one memory and its first version, inside the caller's transaction; an equal live
     memory in the same namespace is returned instead. embed=False leaves the embedding pending
     (the caller enqueues the job)."""
-    fields = dict(fields)
+    fields = decay_fields(lifetime(fields, timezone.now()))
     redactor = redactor or redactor_for(org_id)
     given_entities = redacted_entities(redactor, fields.pop("entities", None))
     check_identifiers(redactor, scope=fields.get("scope"), key=fields.get("key"), tags=tags,
@@ -132,9 +135,12 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
     with transaction.atomic():
         redactor = redactor_for(org_id)
         actor = recorded(actor, redactor)
-        prepared, given = [], {}
+        prepared, given, now = [], {}, timezone.now()
         for index, item in enumerate(items):
-            item = dict(item)
+            try:
+                item = decay_fields(lifetime(item, now))
+            except InvalidInput as exc:
+                raise InvalidInput(exc.message, field=f"memories[{index}].{exc.field}") from None
             content, tags = item.pop("content"), sorted(set(item.pop("tags", [])))
             named = redacted_entities(redactor, item.pop("entities", None))
             try:

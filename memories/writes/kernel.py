@@ -12,6 +12,7 @@ import re
 import unicodedata
 import uuid
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -26,17 +27,26 @@ from memories.redaction import IdentifierHoldsSecret, Redactor
 
 logger = logging.getLogger(__name__)
 
-# Fields a client may set when writing a memory; everything else is the server's.
+# Fields a client may set when writing a memory; everything else is the server's. `ttl` (a
+# time to live in seconds) is stored as expires_at and ttl_seconds (lifetime).
 WRITABLE_FIELDS = (
     "category", "memory_type", "source", "confidence", "importance", "sensitivity", "scope", "key",
-    "session_id", "metadata", "provenance", "expires_at", "valid_from", "valid_until", "event_time",
+    "session_id", "metadata", "provenance", "expires_at", "ttl", "valid_from", "valid_until", "event_time",
+    "decay_rate",
 )
-UPDATABLE_FIELDS = ("content", *(f for f in WRITABLE_FIELDS if f not in ("source", "session_id", "provenance")))
+UPDATABLE_FIELDS = ("content", *(f for f in WRITABLE_FIELDS
+                                 if f not in ("source", "session_id", "provenance", "decay_rate")))
 SNAPSHOT_FIELDS = (
     "memory_type", "source", "importance", "usefulness_score", "sensitivity", "validation_status", "scope", "key",
-    "expires_at", "valid_from", "valid_until", "event_time", "is_protected", "decay_rate", "superseded_by_id",
-    "merged_into_id", "deleted_at", "session_id",
+    "expires_at", "ttl_seconds", "valid_from", "valid_until", "event_time", "is_protected", "decay_rate",
+    "superseded_by_id", "merged_into_id", "deleted_at", "session_id",
 )
+# The longest time to live a write may give, in seconds (ten years).
+TTL_MAX_SECONDS = 10 * 365 * 86400
+# How fast a memory fades (memories.strength) unless the writer says otherwise: episodes, the
+# record of what happened, do not.
+DEFAULT_DECAY_RATE = {Memory.MemoryType.EPISODIC: 0.0}
+DECAY_RATE_MAX = 10.0
 
 
 # --------------------------------------------------------------------------- what is stored
@@ -135,6 +145,34 @@ def find_live_duplicate(org_id, agent_id, scope: str, digest: str) -> Memory | N
     equal = Memory.objects.filter(LIVE, org_id=org_id, agent_id=agent_id, scope=scope, content_hash=digest,
                                   key__isnull=True).order_by()
     return next(iter(equal[:1]), None)
+
+
+def lifetime(fields: dict, now: datetime) -> dict:
+    """The fields with a time to live (`ttl`, seconds) as they are stored: expires_at that far
+    from now, and ttl_seconds, which a read may refresh. An explicit expires_at replaces a
+    time to live the memory had."""
+    fields = dict(fields)
+    ttl = fields.pop("ttl", None)
+    if ttl is None:
+        if "expires_at" in fields:
+            fields["ttl_seconds"] = None
+        return fields
+    if fields.get("expires_at") is not None:
+        raise InvalidInput("give ttl or expires_at, not both", field="ttl")
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or not 0 < ttl <= TTL_MAX_SECONDS:
+        raise InvalidInput(f"ttl must be a whole number of seconds from 1 to {TTL_MAX_SECONDS}", field="ttl")
+    return {**fields, "expires_at": now + timedelta(seconds=ttl), "ttl_seconds": ttl}
+
+
+def decay_fields(fields: dict) -> dict:
+    """The fields with the memory's decay rate: the writer's, or its type's default."""
+    rate = fields.get("decay_rate")
+    if rate is None:
+        default = Memory._meta.get_field("decay_rate").default
+        return {**fields, "decay_rate": DEFAULT_DECAY_RATE.get(fields.get("memory_type"), default)}
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= DECAY_RATE_MAX:
+        raise InvalidInput(f"decay_rate must be a number from 0 to {DECAY_RATE_MAX:g}", field="decay_rate")
+    return {**fields, "decay_rate": float(rate)}
 
 
 # --------------------------------------------------------------------------- history

@@ -12,8 +12,10 @@ from memories.writes.kernel import Actor
 
 
 def store_put(*, org_id, agent_id, scope: str, key: str, content: str, metadata: dict | None = None,
-              category: str = Memory.Category.FACTUAL, actor: Actor | None = None) -> WriteResult:
-    """Upsert by namespace and key: last write wins, and every write leaves a version."""
+              category: str = Memory.Category.FACTUAL, actor: Actor | None = None,
+              ttl: int | None = None) -> WriteResult:
+    """Upsert by namespace and key: last write wins, and every write leaves a version. ttl: a
+    time to live in seconds (None: the item does not expire, and loses one it had)."""
     actor = actor or Actor(agent_id=agent_id)
     with transaction.atomic():
         current = (Memory.objects.select_for_update()
@@ -22,12 +24,13 @@ def store_put(*, org_id, agent_id, scope: str, key: str, content: str, metadata:
             try:
                 with transaction.atomic():
                     return memory_create(org_id=org_id, agent_id=agent_id, content=content, scope=scope, key=key,
-                                         metadata=metadata or {}, category=category, actor=actor)
+                                         metadata=metadata or {}, category=category, actor=actor, ttl=ttl)
             except Conflict:
                 # A concurrent first put of the same key won; this write comes last, so it wins.
                 current = Memory.objects.select_for_update().get(org_id=org_id, scope=scope, key=key,
                                                                 deleted_at__isnull=True)
-        changes = {"content": content, "metadata": metadata or {}}
+        changes = {"content": content, "metadata": metadata or {},
+                   **({"ttl": ttl} if ttl is not None else {"expires_at": None})}
         memory = memory_update(org_id=org_id, memory_id=current.pk, changes=changes,
                                expected_version=current.version, actor=actor)
         return WriteResult(memory, created=False)

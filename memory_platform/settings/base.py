@@ -271,7 +271,7 @@ MEMORY_PLATFORM = {
         "NEIGHBOUR_SEEDS": env.int("MEMORY_PLATFORM_NEIGHBOUR_SEEDS", default=10),
         "SPEAKER_OTHERS_WEIGHT": env.float("MEMORY_PLATFORM_SPEAKER_OTHERS_WEIGHT", default=0.5),
         "RANKING_WEIGHTS": {"relevance": 0.75, "importance": 0.08, "confidence": 0.08, "recency": 0.05,
-                            "usage": 0.04},
+                            "usage": 0.04, "strength": 0.05},
         "RECENCY_HALF_LIFE_DAYS": env.float("MEMORY_PLATFORM_RECENCY_HALF_LIFE_DAYS", default=30.0),
         "STORE_SIMILARITY_THRESHOLD": env.float("MEMORY_PLATFORM_STORE_SIMILARITY_THRESHOLD", default=0.7),
         "QUERY_EMBEDDING_CACHE_SECONDS": 86400,
@@ -280,6 +280,8 @@ MEMORY_PLATFORM = {
     "RETRIEVALS_FLUSH_SECONDS": env.int("MEMORY_PLATFORM_RETRIEVALS_FLUSH_SECONDS", default=30),
     "HOT_CACHE_SIZE": 50,
     "HOT_CACHE_TTL_SECONDS": 300,
+    "DECAY_THRESHOLD": env.float("MEMORY_PLATFORM_DECAY_THRESHOLD", default=0.05),
+    "WEAK_STRENGTH": env.float("MEMORY_PLATFORM_WEAK_STRENGTH", default=0.5),
     "MAX_REQUEST_BYTES": env.int("MEMORY_PLATFORM_MAX_REQUEST_BYTES", default=2 * 1024 * 1024),
     "RATE_LIMITS": {
         "API_KEY": env.str("MEMORY_PLATFORM_RATE_LIMIT_API_KEY", default="600/min"),

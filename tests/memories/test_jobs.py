@@ -143,10 +143,10 @@ def test_the_cron_configuration_registers_the_periodic_jobs():
     import memories.cron
 
     importlib.reload(memories.cron)
-    registered = {job["func"].__name__: job["interval"] for job in cron._job_data_registry}
+    registered = {job["func"].__name__: job["interval"] or job["cron"] for job in cron._job_data_registry}
     cron._job_data_registry.clear()
     assert registered == {"embed_pending": 60, "purge_idempotency_records": 3600, "flush_retrievals": 30,
-                          "sync_tenant_indexes": 3600, "fold": 30}
+                          "sync_tenant_indexes": 3600, "fold": 30, "expire": 60, "decay": "0 3 * * *"}
 
 
 class BrokenModel:

@@ -81,12 +81,32 @@ def test_migrate_twice_changes_nothing_and_migrations_reverse_to_zero(scratch):
     assert catalog_snapshot(scratch) == applied
 
 
+def memory_row(scratch, org, agent, *, content: str, scope: str = "", category: str = "factual",
+               memory_type: str = "semantic"):
+    """A memory inserted with the columns every migration since 0013 has (the model may have
+    more than the schema a test migrated to), as the service account; its Memory, unsaved."""
+    from memories.models import Memory
+    from memories.writes.kernel import content_hash
+
+    memory = Memory(org=org, agent=agent, content=content, content_hash=content_hash(content), scope=scope,
+                    category=category, memory_type=memory_type)
+    with connections[scratch].cursor() as cursor:
+        cursor.execute("""
+            INSERT INTO memories (id, org_id, agent_id, content, content_hash, category, memory_type, source,
+                                  status, confidence, usefulness_score, importance, sensitivity, validation_status,
+                                  scope, provenance, metadata, decay_rate, is_protected, version, embedding_model,
+                                  created_at, updated_at)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, 'extracted', 'active', 0.8, 0.5, 0, 'internal', 'unverified', %s,
+                    '{}', '{}', 0.1, false, 1, '', now(), now())
+        """, [memory.pk, org.pk, agent.pk, content, memory.content_hash, category, memory_type, scope])
+    return memory
+
+
 def test_dedup_moves_within_namespaces_without_changing_a_row(scratch):
     """Memories 0014-0015 on a database that has data: near-duplicate pairs found across two
     namespaces are closed (not deleted), pairs within one stay open, and afterwards the same
     sentence may live once in each namespace, never twice in one."""
     from memories.models import DuplicateCandidate, Memory
-    from memories.writes.kernel import content_hash
     from tenants.context import service_account
     from tenants.models import Agent, Organization
 
@@ -97,8 +117,7 @@ def test_dedup_moves_within_namespaces_without_changing_a_row(scratch):
         agent = Agent.objects.using(scratch).create(org=org, name="agent")
 
         def memory(scope: str, content: str) -> Memory:
-            return Memory.objects.using(scratch).create(org=org, agent=agent, scope=scope, content=content,
-                                                        content_hash=content_hash(content), category="factual")
+            return memory_row(scratch, org, agent, scope=scope, content=content)
 
         alice, bob = memory("users/alice", "Lives in Lisbon"), memory("users/bob", "Lives in Lisbon, Portugal")
         alice_again = memory("users/alice", "Lives in Lisbon (Portugal)")
@@ -146,13 +165,13 @@ def test_idempotency_keys_stored_before_are_hashed_so_a_retry_still_finds_its_re
 
 
 def test_entity_links_stored_before_roles_learn_who_spoke(scratch):
-    from memories.models import Entity, Memory
+    from memories.models import Entity
     from tenants.context import service_account
 
     org, agent = migrated_to(scratch, "0019", "chat")
     with service_account(using=scratch):
-        memory = Memory.objects.using(scratch).create(org=org, agent=agent, content="Mel O'Neil: Caroline, how was it?",
-                                                      category="episodic", scope="chats", content_hash="0" * 64)
+        memory = memory_row(scratch, org, agent, content="Mel O'Neil: Caroline, how was it?", category="episodic",
+                            scope="chats")
         people = {name: Entity.objects.using(scratch).create(org=org, scope="chats", kind="person", name=name,
                                                              key=name.lower()) for name in ("Mel O'Neil", "Caroline")}
         with connections[scratch].cursor() as cursor:
@@ -164,3 +183,17 @@ def test_entity_links_stored_before_roles_learn_who_spoke(scratch):
     with service_account(using=scratch), connections[scratch].cursor() as cursor:
         cursor.execute("SELECT mention, role FROM memory_entities ORDER BY mention")
         assert cursor.fetchall() == [("Caroline", "mentioned"), ("Mel O'Neil", "speaker")]
+
+
+def test_episodes_stored_before_decay_do_not_decay_and_the_rest_keep_their_rate(scratch):
+    from memories.models import Memory
+    from tenants.context import service_account
+
+    org, agent = migrated_to(scratch, "0021", "decay")
+    with service_account(using=scratch):
+        episode = memory_row(scratch, org, agent, content="Caroline: hi", memory_type="episodic")
+        fact = memory_row(scratch, org, agent, content="Caroline lives in Lyon")
+    call_command("migrate", "memories", database=scratch, verbosity=0)
+    with service_account(using=scratch):
+        rates = dict(Memory.objects.using(scratch).values_list("content", "decay_rate"))
+    assert rates == {episode.content: 0.0, fact.content: 0.1}

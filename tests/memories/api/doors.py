@@ -16,6 +16,7 @@ MEMORY_DOORS = [
     ("post", "/api/v1/memories/{memory}/correct", {"content": "taken over"}),
     ("post", "/api/v1/memories/{memory}/feedback", {"useful": False}),
     ("get", "/api/v1/memories/{memory}/history", None),
+    ("get", "/api/v1/memories/{memory}/explain", None),
     ("get", "/api/v1/memories/{memory}/tags", None),
     ("post", "/api/v1/memories/{memory}/tags", {"tags": ["mine"]}),
     ("delete", "/api/v1/memories/{memory}/tags/{tag}", None),

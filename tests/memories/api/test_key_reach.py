@@ -76,6 +76,7 @@ EVENTS = [("get", "/api/v1/retrieval-events", None), *EVENT_DOORS]
 COLLECTIONS = [
     ("get", "/api/v1/memories", None),
     ("post", "/api/v1/memories", {"content": "x"}),
+    ("get", "/api/v1/memories/weak", None),
     ("get", "/api/v1/entities", None),
     ("put", "/api/v1/store/items", None),
     ("get", "/api/v1/store/items", None),

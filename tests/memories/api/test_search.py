@@ -49,7 +49,8 @@ def test_search_ranks_the_matching_memory_first_and_explains_each_signal(api_a, 
     top = body["results"][0]
     assert top["signals"]["vector"]["rank"] == 1 and 0 < top["signals"]["vector"]["similarity"] <= 1
     assert top["signals"]["fulltext"]["rank"] >= 1
-    assert set(top["signals"]["blend"]) == {"relevance", "importance", "confidence", "recency", "usage"}
+    assert set(top["signals"]["blend"]) == {"relevance", "importance", "confidence", "recency", "usage", "strength"}
+    assert top["signals"]["blend"]["strength"] == pytest.approx(1.0, abs=1e-3)  # written just now
     assert [r["score"] for r in body["results"]] == sorted((r["score"] for r in body["results"]), reverse=True)
     assert body["degraded"] is None and body["vector_method"] == "exact"
 

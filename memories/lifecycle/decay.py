@@ -1,0 +1,148 @@
+"""Decay (seed 004): what is fading, and the nightly job that archives what has faded.
+
+A memory's strength (memories.strength) falls with the time since it was last retrieved or
+changed, slower the more it was retrieved and the more important it is; confirmed (protected)
+memories and, by default, episodes keep strength 1. The nightly job archives every live memory
+whose strength fell below DECAY_THRESHOLD (seed 004: 0.05), never deletes one, and writes a
+version saying why; unarchiving it (console, or a restore) starts its clock again. The job is
+idempotent: strength is computed, not stored, so a second run finds nothing more to do.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memories import cache, strength
+from memories.access import EVERYWHERE, KeyReach, namespace_sql
+from memories.models import LifecycleRun, Memory, MemoryTag, MemoryVersion, live_sql
+from memories.writes.kernel import Actor, version_row
+from memory_platform.config import config
+from tenants.context import service_account, tenant_job
+from tenants.models import Organization
+
+logger = logging.getLogger(__name__)
+
+BATCH = 1000  # memories archived per statement
+
+# The live memories that decay, with their strength now: the weak list and the job read this.
+DECAYING_SQL = f"""
+    SELECT m.id, {strength.strength_sql("m", "u")} AS strength
+    FROM memories m
+    LEFT JOIN memory_usage u ON u.org_id = m.org_id AND u.memory_id = m.id
+    WHERE m.org_id = %s AND {live_sql("m")}
+      AND m.decay_rate > 0 AND (m.expires_at IS NULL OR m.expires_at > now())
+"""
+
+
+@dataclass
+class Fading:
+    """A memory that is fading: how strongly it is held, and when the job will archive it if
+    nobody retrieves, changes or confirms it first."""
+
+    memory: Memory
+    strength: float
+    archived_after: datetime | None
+
+
+def weak_memories(*, org_id, below: float | None = None, namespace: str | None = None, limit: int = 50,
+                  offset: int = 0, reach: KeyReach = EVERYWHERE) -> tuple[list[Fading], int]:
+    """Live memories whose strength is below `below` (default WEAK_STRENGTH), the weakest
+    first, and how many there are: what will be archived unless it is used or confirmed."""
+    below = config().weak_strength if below is None else below
+    conditions, params = [], []
+    for prefix in ([namespace] if namespace else []):
+        sql, values = namespace_sql(prefix, "m.scope")
+        conditions.append(sql)
+        params += values
+    if reach.limited:
+        under = [namespace_sql(prefix, "m.scope") for prefix in reach.namespaces]
+        conditions.append("(" + " OR ".join(sql for sql, _ in under) + ")")
+        params += [value for _, values in under for value in values]
+    narrowed = "".join(f" AND {condition}" for condition in conditions)
+    with connection.cursor() as cursor:
+        cursor.execute(f"""
+            SELECT id, strength, count(*) OVER () FROM ({DECAYING_SQL}{narrowed}) decaying
+            WHERE strength < %s ORDER BY strength, id LIMIT %s OFFSET %s
+        """, [org_id, *params, below, limit, offset])
+        rows = cursor.fetchall()
+    total = rows[0][2] if rows else 0
+    memories = Memory.objects.filter(org_id=org_id, pk__in=[row[0] for row in rows]).prefetch_related("tags")
+    by_id = {memory.pk: memory for memory in memories}
+    threshold = config().decay_threshold
+    fading = []
+    for memory_id, held, _ in rows:
+        memory = by_id[memory_id]
+        days = strength.days_until(threshold, decay_rate=memory.decay_rate, importance=memory.importance,
+                                   retrieval_count=memory.retrieval_count)
+        since = strength.last_reinforced(memory.created_at, memory.reinforced_at, memory.last_retrieved_at)
+        fading.append(Fading(memory, held, since + timedelta(days=days) if days is not None else None))
+    return fading, total
+
+
+@tenant_job
+def decay_organisation(*, org_id) -> dict:
+    """Archive the organisation's live memories whose strength fell below DECAY_THRESHOLD, each
+    with a version row saying why, and record the run (LifecycleRun). Returns its counts."""
+    started = timezone.now()
+    threshold, weak = config().decay_threshold, config().weak_strength
+    with connection.cursor() as cursor:
+        cursor.execute(f"""
+            SELECT count(*), count(*) FILTER (WHERE strength < %s),
+                   coalesce(array_agg(id ORDER BY id) FILTER (WHERE strength < %s), '{{}}'),
+                   coalesce(array_agg(strength ORDER BY id) FILTER (WHERE strength < %s), '{{}}')
+            FROM ({DECAYING_SQL}) decaying
+        """, [weak, threshold, threshold, org_id])
+        decaying, fading, faded_ids, strengths = cursor.fetchone()
+    held = dict(zip(faded_ids, strengths))
+    archived = 0
+    for start in range(0, len(faded_ids), BATCH):
+        archived += _archive(org_id, faded_ids[start:start + BATCH], held, threshold)
+    counts = {"decaying": decaying, "fading": fading - archived, "archived": archived}
+    LifecycleRun.objects.create(org_id=org_id, job=LifecycleRun.Job.DECAY, started_at=started, counts=counts)
+    return counts
+
+
+def _archive(org_id, memory_ids: list, held: dict, threshold: float) -> int:
+    """Archive these memories (those still live: a memory changed meanwhile is left to the next
+    run), with their version rows."""
+    memories = list(Memory.objects.select_for_update(skip_locked=True).filter(
+        org_id=org_id, pk__in=memory_ids, status=Memory.Status.ACTIVE, deleted_at__isnull=True))
+    if not memories:
+        return 0
+    tags: dict = {}
+    for memory_id, tag in MemoryTag.objects.filter(org_id=org_id, memory_id__in=[m.pk for m in memories]).values_list(
+            "memory_id", "tag"):
+        tags.setdefault(memory_id, []).append(tag)
+    actor = Actor(changed_by_type=MemoryVersion.ChangedByType.SYSTEM)
+    for memory in memories:
+        memory.status = Memory.Status.ARCHIVED
+        memory.version += 1
+    Memory.objects.bulk_update(memories, ["status", "version"])
+    MemoryVersion.objects.bulk_create([
+        version_row(memory, MemoryVersion.Operation.ARCHIVE,
+                    actor.because(f"decay: strength {held[memory.pk]:.3f} fell below {threshold:g}"),
+                    tags.get(memory.pk, []))
+        for memory in memories])
+    transaction.on_commit(lambda: cache.hot_memories_remove(memories))
+    return len(memories)
+
+
+def decay() -> dict:
+    """The nightly job (memories.cron): every organisation's decay, each in its own transaction.
+    Returns the totals."""
+    with service_account():
+        org_ids = list(Organization.objects.values_list("id", flat=True))
+    totals = {"organisations": 0, "decaying": 0, "fading": 0, "archived": 0}
+    for org_id in org_ids:
+        counts = decay_organisation(org_id=org_id)
+        totals["organisations"] += 1
+        for name, value in counts.items():
+            totals[name] += value
+    logger.info("decay: %(archived)d archived, %(fading)d fading of %(decaying)d decaying memories "
+                "in %(organisations)d organisations", totals)
+    return totals

@@ -1,0 +1,116 @@
+"""Decay (issue 19, item 1): strength from age, accesses and importance; the nightly job
+archives what faded, with a version saying why, and nothing else; it is idempotent and stays
+within each organisation; a memory brought back starts its clock again."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memories import strength
+from memories.lifecycle import decay
+from memories.models import LifecycleRun, Memory, MemoryUsage, MemoryVersion
+from memories.writes.change import memory_confirm, memory_unarchive
+from memories.writes.kernel import Actor
+from tenants.context import tenant_context
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def aged(memory: Memory, days: float) -> Memory:
+    """The memory as if written `days` ago."""
+    with tenant_context(memory.org_id):
+        Memory.objects.filter(pk=memory.pk).update(created_at=timezone.now() - timedelta(days=days))
+        return Memory.objects.get(pk=memory.pk)
+
+
+def retrieved(memory: Memory, *, count: int, days_ago: float) -> None:
+    with tenant_context(memory.org_id):
+        MemoryUsage.objects.update_or_create(org_id=memory.org_id, memory_id=memory.pk, defaults={
+            "retrieval_count": count, "last_retrieved_at": timezone.now() - timedelta(days=days_ago)})
+
+
+def status_of(memory: Memory) -> str:
+    with tenant_context(memory.org_id):
+        return Memory.objects.get(pk=memory.pk).status
+
+
+def make(tenant, content: str, days: float, **fields) -> Memory:
+    return aged(factories.memory(org=tenant.org, agent=tenant.agent, content=content, **fields), days)
+
+
+def test_strength_in_sql_is_the_same_as_in_python(tenant_a):
+    cases = [make(tenant_a, "plain and old", 40), make(tenant_a, "important", 40, importance=0.9),
+             make(tenant_a, "fresh", 0), make(tenant_a, "often used", 120, decay_rate=0.3)]
+    retrieved(cases[3], count=12, days_ago=9)
+    with tenant_context(tenant_a.org.id), connection.cursor() as cursor:
+        cursor.execute(f"SELECT m.id, {strength.strength_sql('m', 'u')} FROM memories m "
+                       "LEFT JOIN memory_usage u ON u.org_id = m.org_id AND u.memory_id = m.id "
+                       "WHERE m.org_id = %s AND m.id = ANY(%s)", [tenant_a.org.id, [c.pk for c in cases]])
+        in_sql = dict(cursor.fetchall())
+        now = timezone.now()
+        for memory in Memory.objects.filter(pk__in=[c.pk for c in cases]):
+            assert in_sql[memory.pk] == pytest.approx(strength.of(memory, now), rel=1e-4), memory.content
+    assert in_sql[cases[2].pk] == pytest.approx(1.0, abs=1e-4) and in_sql[cases[0].pk] < in_sql[cases[1].pk]
+
+
+def test_the_nightly_job_archives_only_what_faded_with_a_version_saying_why(tenant_a):
+    faded = make(tenant_a, "the user once mentioned a dentist appointment", 200)
+    used = make(tenant_a, "the user likes long walks", 200)
+    retrieved(used, count=3, days_ago=1)
+    confirmed = make(tenant_a, "the user is allergic to peanuts", 0)
+    with tenant_context(tenant_a.org.id):
+        memory_confirm(org_id=tenant_a.org.id, memory_id=confirmed.pk, actor=Actor())
+    aged(confirmed, 400)
+    episode = make(tenant_a, "Caroline: I went to the support group", 400, memory_type="episodic", decay_rate=0.0)
+    fresh = make(tenant_a, "the user adopted a cat", 0)
+
+    counts = decay.decay_organisation(org_id=tenant_a.org.id)
+
+    assert counts["archived"] == 1
+    assert status_of(faded) == "archived"
+    assert [status_of(m) for m in (used, confirmed, episode, fresh)] == ["active"] * 4
+    with tenant_context(tenant_a.org.id):
+        version = MemoryVersion.objects.filter(memory_id=faded.pk).order_by("-version_num").first()
+        assert version.operation == "archive" and version.changed_by_type == "system"
+        assert version.change_reason.startswith("decay: strength 0.0") and "below 0.05" in version.change_reason
+        assert version.status == "archived" and version.content == faded.content
+        run = LifecycleRun.objects.get(job="decay")
+        assert run.counts == counts
+
+    # Idempotent: the second run finds nothing more to archive, and writes no second version.
+    assert decay.decay_organisation(org_id=tenant_a.org.id)["archived"] == 0
+    with tenant_context(tenant_a.org.id):
+        assert MemoryVersion.objects.filter(memory_id=faded.pk, operation="archive").count() == 1
+
+
+def test_the_job_of_one_organisation_leaves_anothers_faded_memories_alone(tenant_a, tenant_b):
+    ours, theirs = make(tenant_a, "an old fact of Alpha", 300), make(tenant_b, "an old fact of Beta", 300)
+    decay.decay_organisation(org_id=tenant_a.org.id)
+    assert status_of(ours) == "archived" and status_of(theirs) == "active"
+    with tenant_context(tenant_a.org.id):
+        assert not LifecycleRun.objects.filter(org_id=tenant_b.org.id).exists()
+    totals = decay.decay()  # the cron job: every organisation, each as itself
+    assert status_of(theirs) == "archived" and totals["archived"] >= 1 and totals["organisations"] >= 2
+
+
+def test_a_memory_brought_back_from_decay_starts_its_clock_again(tenant_a):
+    memory = make(tenant_a, "the user's first car was red", 300)
+    decay.decay_organisation(org_id=tenant_a.org.id)
+    with tenant_context(tenant_a.org.id):
+        back = memory_unarchive(org_id=tenant_a.org.id, memory_id=memory.pk, actor=Actor())
+        assert back.status == "active" and strength.of(Memory.objects.get(pk=memory.pk), timezone.now()) > 0.99
+    assert decay.decay_organisation(org_id=tenant_a.org.id)["archived"] == 0
+    assert status_of(memory) == "active"
+
+
+def test_the_weak_list_is_the_weakest_first_with_when_each_would_go(tenant_a):
+    weakest, weaker, strong = make(tenant_a, "weakest", 70), make(tenant_a, "weaker", 30), make(tenant_a, "strong", 1)
+    with tenant_context(tenant_a.org.id):
+        fading, total = decay.weak_memories(org_id=tenant_a.org.id)
+    assert [f.memory.pk for f in fading] == [weakest.pk, weaker.pk] and total == 2
+    assert fading[0].strength < fading[1].strength < 0.5
+    assert timezone.now() < fading[0].archived_after < fading[1].archived_after
+    assert strong.pk not in [f.memory.pk for f in fading]
