@@ -395,6 +395,11 @@ class FadingSerializer(StrictSerializer):
         return data
 
 
+class StatsQuerySerializer(StrictSerializer):
+    namespace = serializers.CharField(max_length=256, required=False,
+                                      help_text="Prefix: `users/alice` counts users/alice/... too.")
+
+
 class ExplanationSerializer(StrictSerializer):
     """memories.retrieval.explain.Explanation."""
 

@@ -27,6 +27,7 @@ urlpatterns = [
     path("store/namespaces", views.StoreNamespacesView.as_view(), name="store-namespaces"),
     path("store/search", retrieval_views.StoreSearchView.as_view(), name="store-search"),
     path("erase", views.EraseView.as_view(), name="erase"),
+    path("stats", views.StatsView.as_view(), name="stats"),
     path("search", retrieval_views.SearchView.as_view(), name="search"),
     path("retrieve", retrieval_views.RetrieveView.as_view(), name="retrieve"),
     path("hot", retrieval_views.HotView.as_view(), name="hot"),

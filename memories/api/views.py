@@ -33,7 +33,7 @@ from memories.api.schema import (
     list_of,
 )
 from memories.errors import InvalidInput, NotFound, OutOfReach
-from memories.lifecycle import decay, erasure
+from memories.lifecycle import decay, erasure, stats
 from memories.retrieval import explain
 from memories.writes import change, create, store, tagging
 from memories.writes.kernel import Actor
@@ -462,6 +462,24 @@ class MemoryExplainView(AgentAPIView):
         explanation = explain.memory_explain(org_id=self.org_id, memory=self.fresh(memory_id), reach=self.reach,
                                              with_retrievals=not self.reach.limited)
         return Response(s.ExplanationSerializer(explanation).data)
+
+
+class StatsView(AgentAPIView):
+    @documented(summary="The store at a glance: memories by status, category, type and strength, growth, "
+                        "relationships, entities, and the lifecycle jobs' last runs",
+                response=inline_serializer("Stats", {
+                    "memories": drf.DictField(), "growth": drf.ListField(child=drf.DictField()),
+                    "relationships": drf.DictField(), "entities": drf.DictField(), "lifecycle": drf.DictField()}),
+                parameters=[s.StatsQuerySerializer],
+                description="Within the key's reach. `memories.strength` counts live memories that decay: strong "
+                            "(at least 0.5), fading, faded (below the decay threshold, archived by the next "
+                            "nightly run), and those that do not decay. `lifecycle` says when the decay and the "
+                            "expiry sweep last ran for the organisation, and what they did (counts only for a key "
+                            "that reaches every namespace).",
+                operation_id="stats")
+    def get(self, request):
+        query = self.validated(s.StatsQuerySerializer, s.query_data(request.query_params, ()))
+        return Response(stats.memory_stats(org_id=self.org_id, namespace=query.get("namespace"), reach=self.reach))
 
 
 class WeakMemoriesView(AgentAPIView):

@@ -39,6 +39,36 @@ DECAYING_SQL = f"""
 """
 
 
+def narrowing(namespace: str | None, reach: KeyReach) -> tuple[str, list]:
+    """The conditions (" AND ...") that keep DECAYING_SQL under a namespace prefix and within
+    a key's reach, with their parameters."""
+    conditions, params = [], []
+    for prefix in ([namespace] if namespace else []):
+        sql, values = namespace_sql(prefix, "m.scope")
+        conditions.append(sql)
+        params += values
+    if reach.limited:
+        under = [namespace_sql(prefix, "m.scope") for prefix in reach.namespaces]
+        conditions.append("(" + " OR ".join(sql for sql, _ in under) + ")")
+        params += [value for _, values in under for value in values]
+    return "".join(f" AND {condition}" for condition in conditions), params
+
+
+def strength_bands(*, org_id, namespace: str | None = None, reach: KeyReach = EVERYWHERE) -> dict:
+    """How many live decaying memories are strong (at least WEAK_STRENGTH), fading (down to the
+    decay threshold) and faded (below it: the nightly job archives them)."""
+    narrowed, params = narrowing(namespace, reach)
+    with connection.cursor() as cursor:
+        cursor.execute(f"""
+            SELECT count(*) FILTER (WHERE strength >= %s), count(*) FILTER (WHERE strength < %s AND strength >= %s),
+                   count(*) FILTER (WHERE strength < %s)
+            FROM ({DECAYING_SQL}{narrowed}) decaying
+        """, [config().weak_strength, config().weak_strength, config().decay_threshold, config().decay_threshold,
+              org_id, *params])
+        strong, fading, faded = cursor.fetchone()
+    return {"strong": strong, "fading": fading, "faded": faded}
+
+
 @dataclass
 class Fading:
     """A memory that is fading: how strongly it is held, and when the job will archive it if
@@ -54,16 +84,7 @@ def weak_memories(*, org_id, below: float | None = None, namespace: str | None =
     """Live memories whose strength is below `below` (default WEAK_STRENGTH), the weakest
     first, and how many there are: what will be archived unless it is used or confirmed."""
     below = config().weak_strength if below is None else below
-    conditions, params = [], []
-    for prefix in ([namespace] if namespace else []):
-        sql, values = namespace_sql(prefix, "m.scope")
-        conditions.append(sql)
-        params += values
-    if reach.limited:
-        under = [namespace_sql(prefix, "m.scope") for prefix in reach.namespaces]
-        conditions.append("(" + " OR ".join(sql for sql, _ in under) + ")")
-        params += [value for _, values in under for value in values]
-    narrowed = "".join(f" AND {condition}" for condition in conditions)
+    narrowed, params = narrowing(namespace, reach)
     with connection.cursor() as cursor:
         cursor.execute(f"""
             SELECT id, strength, count(*) OVER () FROM ({DECAYING_SQL}{narrowed}) decaying

@@ -77,6 +77,7 @@ COLLECTIONS = [
     ("get", "/api/v1/memories", None),
     ("post", "/api/v1/memories", {"content": "x"}),
     ("get", "/api/v1/memories/weak", None),
+    ("get", "/api/v1/stats", None),
     ("get", "/api/v1/entities", None),
     ("put", "/api/v1/store/items", None),
     ("get", "/api/v1/store/items", None),

@@ -215,3 +215,39 @@ def test_explain_says_why_a_memory_is_held_and_ranks_as_it_does(tenant_a, api_a,
     [seen] = explained["retrievals"]
     assert seen["query"] == "dog called Max" and seen["rank"] == 1
     assert api_b.get(f"/api/v1/memories/{new['id']}/explain").status_code == 404
+
+
+# --------------------------------------------------------------------------- stats
+
+
+def test_stats_count_what_the_key_reaches_with_strength_bands_and_the_last_runs(tenant_a, tenant_b, api_a, api_b,
+                                                                               api_client_for):
+    from memories.lifecycle import decay
+
+    fresh = write(api_a, "Alice likes jazz", namespace=["users", "alice"])
+    fading = write(api_a, "Alice once visited Oslo", namespace=["users", "alice"])
+    faded = write(api_a, "Bob had a cold in spring", namespace=["users", "bob"])
+    write(api_a, "Bob: hello there", namespace=["users", "bob"], memory_type="episodic")
+    age(tenant_a.org.id, fading["id"], 30)
+    age(tenant_a.org.id, faded["id"], 300)
+
+    everything = ok(api_a.get("/api/v1/stats", {"namespace": "users"}))
+    memories = everything["memories"]
+    assert memories["total"] == 4 and memories["live"] == 4 and memories["by_memory_type"]["episodic"] == 1
+    assert memories["strength"] == {"strong": 1, "fading": 1, "faded": 1, "not_decaying": 1}
+    assert sum(day["created"] for day in everything["growth"]) == 2  # the aged two were written long ago
+    assert everything["lifecycle"] == {"decay": None, "expiry": None}
+
+    decay.decay_organisation(org_id=tenant_a.org.id)
+    after = ok(api_a.get("/api/v1/stats", {"namespace": "users"}))
+    assert after["memories"]["by_status"] == {"active": 3, "archived": 1}
+    assert after["lifecycle"]["decay"]["counts"]["archived"] == 1
+
+    _, key = factories.api_key(agent=tenant_a.agent, namespaces=["users/alice"])
+    alice_only = api_client_for(tenant_a.agent)
+    alice_only.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    hers = ok(alice_only.get("/api/v1/stats"))
+    assert hers["memories"]["total"] == 2 and "counts" not in hers["lifecycle"]["decay"]
+    theirs = ok(api_b.get("/api/v1/stats", {"namespace": "users"}))
+    assert theirs["memories"]["total"] == 0 and theirs["lifecycle"]["decay"] is None
+    assert fresh["id"] not in str(theirs)
