@@ -457,6 +457,23 @@ TIMELINE_SHOWN = 50
 class MemoryExplainView(AgentAPIView):
     @documented(summary="Explain a memory: strength, ranking parts, history, provenance, edges, entities, "
                         "and the searches that returned it", response=s.ExplanationSerializer,
+                response_example={
+                    "memory": EXAMPLE_MEMORY,
+                    "strength": {"value": 0.62, "decay_rate": 0.1, "is_protected": False, "importance": 0.4,
+                                 "retrieval_count": 2, "last_reinforced_at": "2026-11-01T09:00:00Z",
+                                 "threshold": 0.05, "archived_after": "2027-03-02T09:00:00Z"},
+                    "ranking": {"weights": {"relevance": 0.75, "importance": 0.08, "confidence": 0.08,
+                                            "recency": 0.05, "usage": 0.04, "strength": 0.05},
+                                "parts": {"importance": 0.4, "confidence": 0.9, "recency": 0.63, "usage": 0.24,
+                                          "strength": 0.62},
+                                "without_relevance": 0.1562},
+                    "versions": [{"version_num": 1, "operation": "create", "status": "active",
+                                  "changed_by_type": "agent", "change_reason": "",
+                                  "created_at": "2026-11-01T09:00:00Z"}],
+                    "relationships": [], "entities": [], "provenance": [],
+                    "retrievals": [{"event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "kind": "search",
+                                    "query": "What does the user drink?", "rank": 1, "score": 0.81,
+                                    "created_at": "2026-11-20T10:00:00Z"}]},
                 operation_id="memories_explain")
     def get(self, request, memory_id):
         explanation = explain.memory_explain(org_id=self.org_id, memory=self.fresh(memory_id), reach=self.reach,
@@ -471,6 +488,17 @@ class StatsView(AgentAPIView):
                     "memories": drf.DictField(), "growth": drf.ListField(child=drf.DictField()),
                     "relationships": drf.DictField(), "entities": drf.DictField(), "lifecycle": drf.DictField()}),
                 parameters=[s.StatsQuerySerializer],
+                response_example={
+                    "memories": {"total": 120, "live": 112, "expiring": 3, "embedding_pending": 0,
+                                 "by_status": {"active": 112, "archived": 6, "superseded": 2},
+                                 "by_category": {"factual": 80, "preference": 40},
+                                 "by_memory_type": {"episodic": 70, "semantic": 50},
+                                 "strength": {"strong": 30, "fading": 9, "faded": 1, "not_decaying": 72}},
+                    "growth": [{"date": "2026-11-24", "created": 12}],
+                    "relationships": {"temporal": 69, "supersedes": 2}, "entities": {"person": 4, "place": 3},
+                    "lifecycle": {"decay": {"finished_at": "2026-11-25T03:00:04Z",
+                                            "counts": {"decaying": 40, "fading": 9, "archived": 1}},
+                                  "expiry": None}},
                 description="Within the key's reach. `memories.strength` counts live memories that decay: strong "
                             "(at least 0.5), fading, faded (below the decay threshold, archived by the next "
                             "nightly run), and those that do not decay. `lifecycle` says when the decay and the "
