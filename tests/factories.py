@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from itertools import count
 
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from memories.models import (
     EMBEDDING_DIMENSIONS,
@@ -15,6 +16,7 @@ from memories.models import (
     Entity,
     EntityAlias,
     Erasure,
+    LifecycleRun,
     IdempotencyRecord,
     Memory,
     MemoryArtifact,
@@ -96,6 +98,7 @@ class Tenant:
     entity_alias: EntityAlias
     memory_entity: MemoryEntity
     erasure: Erasure
+    lifecycle_run: LifecycleRun
 
     def rows(self) -> dict[type, object]:
         """One row of every tenant table, by model."""
@@ -143,10 +146,12 @@ def populated_tenant(org: Organization) -> Tenant:
         mention = MemoryEntity.objects.create(org=org, memory=second, entity=lisbon, mention="Lisbon")
         erasure = Erasure.objects.create(org=org, scope={"namespace": "memories/user-0"}, counts={"memories": 1},
                                          requested_by_agent=agent_row, via="api")
+        lifecycle_run = LifecycleRun.objects.create(org=org, job="decay", started_at=timezone.now(),
+                                                    counts={"decaying": 0, "fading": 0, "archived": 0})
     return Tenant(
         org=org, agent=agent_row, session=session, api_key=key_row, membership=membership, memory=first,
         other_memory=second, version=version, relationship=relationship, tag=tag, artifact=artifact,
         memory_artifact=link, retrieval_event=event, provenance=provenance, duplicate_candidate=duplicate,
         idempotency_record=idempotency, usage=usage, entity=lisbon, entity_alias=alias, memory_entity=mention,
-        erasure=erasure,
+        erasure=erasure, lifecycle_run=lifecycle_run,
     )

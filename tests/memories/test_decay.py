@@ -77,8 +77,7 @@ def test_the_nightly_job_archives_only_what_faded_with_a_version_saying_why(tena
         assert version.operation == "archive" and version.changed_by_type == "system"
         assert version.change_reason.startswith("decay: strength 0.0") and "below 0.05" in version.change_reason
         assert version.status == "archived" and version.content == faded.content
-        run = LifecycleRun.objects.get(job="decay")
-        assert run.counts == counts
+        assert LifecycleRun.objects.filter(job="decay", counts=counts).count() == 1
 
     # Idempotent: the second run finds nothing more to archive, and writes no second version.
     assert decay.decay_organisation(org_id=tenant_a.org.id)["archived"] == 0
