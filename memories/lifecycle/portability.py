@@ -154,7 +154,8 @@ def embedding_values(text: str, dimensions: int) -> np.ndarray:
     except ValueError:
         raise BadRecord(f"embedding.vector is not {EMBEDDING_ENCODING}") from None
     if len(raw) != 4 * dimensions:
-        raise BadRecord(f"embedding.vector holds {len(raw) // 4} values, not {dimensions}")
+        raise BadRecord(f"embedding.vector holds {len(raw)} bytes, not the {4 * dimensions} of {dimensions} "
+                        "float32 values")
     values = np.frombuffer(raw, dtype="<f4")
     if not np.isfinite(values).all():
         raise BadRecord("embedding.vector holds a value that is not a finite number")
