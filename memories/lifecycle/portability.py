@@ -317,7 +317,8 @@ class Fields:
         if value is None:
             return None
         try:
-            return uuid.UUID(value) if isinstance(value, str) else None
+            if isinstance(value, str):
+                return uuid.UUID(value)
         except ValueError:
             pass
         raise self._bad(name, "an id such as 3f1c9a52-6f0e-4a51-9d7b-2c1f0e8a4b6d")

@@ -37,6 +37,7 @@ def test_a_minimal_memory_takes_the_defaults_a_write_would():
     (json.dumps({**MEMORY, "content": "   "}), "content must be a non-empty string"),
     (json.dumps({**MEMORY, "content": "x" * 8193}), "content must be at most 8192 characters"),
     (json.dumps({**MEMORY, "agent": None}), "agent is missing"),
+    (json.dumps({**MEMORY, "session": 7}), "session must be an id"),
     (json.dumps({**MEMORY, "status": "gone"}), "status must be one of active, superseded, merged"),
     (json.dumps({**MEMORY, "confidence": 1.5}), "confidence must be between 0 and 1"),
     (json.dumps({**MEMORY, "confidence": True}), "confidence must be a number"),
