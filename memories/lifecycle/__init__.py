@@ -1,1 +1,2 @@
-"""What happens to memories over time and at the end: erasure (erasure.py)."""
+"""What happens to memories at the end and beyond their organisation: erasure (erasure.py),
+export and import as JSONL (portability.py the format, export.py, importing.py)."""

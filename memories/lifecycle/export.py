@@ -157,12 +157,17 @@ def _sessions(org_id, scope: ExportScope, in_scope) -> Iterator[dict]:
                "ended_at": session["ended_at"]}
 
 
+def _needed(rows, scope: ExportScope, linked: Q):
+    """The rows the scope's memories link to, and for a namespace those kept under it."""
+    if scope.everything:
+        return rows
+    under = scope.kept_under()
+    return rows.filter(linked | under if under is not None else linked)
+
+
 def _entities(org_id, scope: ExportScope, in_scope) -> Iterator[dict]:
-    entities = Entity.objects.filter(org_id=org_id)
-    if not scope.everything:
-        linked = Q(pk__in=MemoryEntity.objects.filter(org_id=org_id, memory__in=in_scope).values("entity_id"))
-        under = scope.kept_under()
-        entities = entities.filter(linked | under if under is not None else linked)
+    entities = _needed(Entity.objects.filter(org_id=org_id), scope, Q(pk__in=MemoryEntity.objects.filter(
+        org_id=org_id, memory__in=in_scope).values("entity_id")))
     fields = ("id", "scope", "kind", "name", "summary", "attributes", "mention_count", "first_seen_at",
               "last_seen_at")
     rows = entities.order_by("scope", "kind", "key", "id").values(*fields).iterator(chunk_size=CHUNK)
@@ -176,11 +181,8 @@ def _entities(org_id, scope: ExportScope, in_scope) -> Iterator[dict]:
 
 
 def _artifacts(org_id, scope: ExportScope, in_scope) -> Iterator[dict]:
-    artifacts = Artifact.objects.filter(org_id=org_id)
-    if not scope.everything:
-        linked = Q(pk__in=MemoryArtifact.objects.filter(org_id=org_id, memory__in=in_scope).values("artifact_id"))
-        under = scope.kept_under()
-        artifacts = artifacts.filter(linked | under if under is not None else linked)
+    artifacts = _needed(Artifact.objects.filter(org_id=org_id), scope, Q(pk__in=MemoryArtifact.objects.filter(
+        org_id=org_id, memory__in=in_scope).values("artifact_id")))
     fields = ("id", "scope", "sha256", "storage_uri", "artifact_type", "metadata", "created_at")
     rows = artifacts.order_by("created_at", "id").values(*fields).iterator(chunk_size=CHUNK)
     while chunk := list(islice(rows, CHUNK)):

@@ -746,31 +746,30 @@ class _Import:
             self.members.update({name: found.get(name) for name in unknown})
         return self.members
 
-    def write_relationships(self, chunk, written: _Written) -> None:
-        targets = self.targets({("memory", record[end]) for _, record in chunk for end in ("source", "target")})
-        rows = []
+    def between(self, chunk, ends: tuple[str, str], kind: str, written: _Written) -> Iterator[tuple]:
+        """(record, first memory here, second) for the chunk's records whose two memories are
+        both here, and two; the others are left out."""
+        targets = self.targets({("memory", record[end]) for _, record in chunk for end in ends})
         for _, record in chunk:
-            source, target = (targets.get(("memory", record[end]), (None,))[0] for end in ("source", "target"))
-            if source is None or target is None or source == target:
-                written.left_out["relationships"] += 1
+            first, second = (targets.get(("memory", record[end]), (None,))[0] for end in ends)
+            if first is None or second is None or first == second:
+                written.left_out[kind] += 1
                 continue
-            rows.append((uuid.uuid4(), self.org_id, source, target, record["relation_type"],
-                         self.redactor.plain(record["predicate"]), record["weight"], record["confidence"],
-                         as_json(self.redactor.json(record["evidence"])[0]),
-                         as_json(self.redactor.json(record["metadata"])[0]), record["valid_from"],
-                         record["valid_until"], record["created_at"] or timezone.now()))
+            yield record, first, second
+
+    def write_relationships(self, chunk, written: _Written) -> None:
+        rows = [(uuid.uuid4(), self.org_id, source, target, record["relation_type"],
+                 self.redactor.plain(record["predicate"]), record["weight"], record["confidence"],
+                 as_json(self.redactor.json(record["evidence"])[0]), as_json(self.redactor.json(record["metadata"])[0]),
+                 record["valid_from"], record["valid_until"], record["created_at"] or timezone.now())
+                for record, source, target in self.between(chunk, ("source", "target"), "relationships", written)]
         self.insert("memory_relationships", rows, written, ignore_conflicts=True)
 
     def write_duplicate_candidates(self, chunk, written: _Written) -> None:
-        targets = self.targets({("memory", record[end]) for _, record in chunk for end in ("memory", "candidate")})
-        rows = []
-        for _, record in chunk:
-            memory, candidate = (targets.get(("memory", record[end]), (None,))[0] for end in ("memory", "candidate"))
-            if memory is None or candidate is None or memory == candidate:
-                written.left_out["duplicate_candidates"] += 1
-                continue
-            rows.append((uuid.uuid4(), self.org_id, memory, candidate, record["similarity"],
-                         record["detected_at"] or timezone.now(), record["resolved_at"], record["resolution"]))
+        rows = [(uuid.uuid4(), self.org_id, memory, candidate, record["similarity"],
+                 record["detected_at"] or timezone.now(), record["resolved_at"], record["resolution"])
+                for record, memory, candidate in self.between(chunk, ("memory", "candidate"), "duplicate_candidates",
+                                                              written)]
         self.insert("memory_duplicate_candidates", rows, written, ignore_conflicts=True)
 
     # ----------------------------------------------------------------------- after the writes

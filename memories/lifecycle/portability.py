@@ -69,6 +69,10 @@ ORIGIN_KEY = "imported_from"
 EMBEDDING_ENCODING = "float32-le-base64"
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a memory with a long history is one long line
 MAX_JSON_DEPTH = 64  # as the API allows (memories.api.storable)
+# Each choice's values, read once: a TextChoices' `values` builds its list on every read.
+CHOICES = {choices: tuple(choices.values) for choices in (
+    EntityKind, MemoryCategory, MemorySource, MemoryStatus, MemoryType, MemoryValidationStatus,
+    RelationshipRelationType, VersionChangedByType, VersionOperation)}
 
 
 # --------------------------------------------------------------------------- the scope
@@ -369,7 +373,7 @@ def read_session(fields: Fields) -> dict:
 def read_entity(fields: Fields) -> dict:
     return {
         "id": fields.ident("id"), "scope": fields.text("scope", default="", max_length=256),
-        "kind": fields.choice("kind", EntityKind.values),
+        "kind": fields.choice("kind", CHOICES[EntityKind]),
         "name": fields.text("name", max_length=256, blank=False), "summary": fields.text("summary", default=""),
         "attributes": fields.json("attributes"), "mention_count": fields.count("mention_count", default=0),
         "first_seen_at": fields.moment("first_seen_at"), "last_seen_at": fields.moment("last_seen_at"),
@@ -400,12 +404,12 @@ def read_artifact(fields: Fields) -> dict:
 def _version(fields: Fields) -> dict:
     return {
         "version_num": fields.count("version_num", minimum=1),
-        "operation": fields.choice("operation", VersionOperation.values),
+        "operation": fields.choice("operation", CHOICES[VersionOperation]),
         "content": fields.text("content", max_length=CONTENT_MAX_CHARS),
         "category": fields.text("category", max_length=16), "confidence": fields.unit("confidence"),
         "status": fields.text("status", max_length=16), "metadata": fields.json("metadata"),
         "snapshot": fields.json("snapshot"),
-        "changed_by_type": fields.choice("changed_by_type", VersionChangedByType.values),
+        "changed_by_type": fields.choice("changed_by_type", CHOICES[VersionChangedByType]),
         "changed_by_agent": fields.ident("changed_by_agent", default=None),
         "changed_by_user": fields.text("changed_by_user", default=None, max_length=150),
         "change_reason": fields.text("change_reason", default=""), "created_at": fields.moment("created_at"),
@@ -427,15 +431,15 @@ def read_memory(fields: Fields) -> dict:
         "id": fields.ident("id"), "origin": fields.ident("origin", default=fields.record.get("id")),
         "agent": fields.ident("agent"), "session": fields.ident("session", default=None),
         "content": fields.text("content", max_length=CONTENT_MAX_CHARS, blank=False),
-        "category": fields.choice("category", MemoryCategory.values),
-        "memory_type": fields.choice("memory_type", MemoryType.values, default=MemoryType.SEMANTIC),
-        "source": fields.choice("source", MemorySource.values, default=MemorySource.EXTRACTED),
-        "status": fields.choice("status", MemoryStatus.values, default=MemoryStatus.ACTIVE),
+        "category": fields.choice("category", CHOICES[MemoryCategory]),
+        "memory_type": fields.choice("memory_type", CHOICES[MemoryType], default=MemoryType.SEMANTIC),
+        "source": fields.choice("source", CHOICES[MemorySource], default=MemorySource.EXTRACTED),
+        "status": fields.choice("status", CHOICES[MemoryStatus], default=MemoryStatus.ACTIVE),
         "confidence": fields.unit("confidence", default=0.8),
         "usefulness_score": fields.unit("usefulness_score", default=0.5),
         "importance": fields.unit("importance", default=0.0),
         "sensitivity": fields.text("sensitivity", default="internal", max_length=64, blank=False),
-        "validation_status": fields.choice("validation_status", MemoryValidationStatus.values,
+        "validation_status": fields.choice("validation_status", CHOICES[MemoryValidationStatus],
                                            default=MemoryValidationStatus.UNVERIFIED),
         "scope": fields.text("scope", default="", max_length=256),
         "key": fields.text("key", default=None, max_length=256, blank=False),
@@ -477,7 +481,7 @@ def read_memory(fields: Fields) -> dict:
 def read_relationship(fields: Fields) -> dict:
     relationship = {
         "source": fields.ident("source"), "target": fields.ident("target"),
-        "relation_type": fields.choice("relation_type", RelationshipRelationType.values),
+        "relation_type": fields.choice("relation_type", CHOICES[RelationshipRelationType]),
         "predicate": fields.text("predicate", default="", max_length=128),
         "weight": fields.number("weight", default=1.0), "confidence": fields.unit("confidence", default=0.8),
         "evidence": fields.json("evidence", list), "metadata": fields.json("metadata"),

@@ -15,7 +15,8 @@ from memories.models import Memory
 from tenants.context import tenant_context
 from tests import factories
 from tests.console.conftest import operator
-from tests.console.test_browser import PASSWORD, browser, page, shot, sign_in, world  # noqa: F401 (fixtures)
+# The browser tests' fixtures (a headless Chromium page, an organisation to sign in to).
+from tests.console.test_browser import PASSWORD, browser, page, shot, sign_in, world  # noqa: F401
 from tests.markers import committing
 from tests.memories.test_portability import remembered
 
@@ -43,9 +44,9 @@ def queue():
 def test_an_admin_downloads_the_organisation_or_a_namespace(org_a, console_as):
     remembered(org_a)
     admin = console_as(org_a, "admin")
-    page = admin.get(admin.base + "export/")
-    assert page.status_code == 200 and b"11 in all" in page.content
-    assert f'href="/console/{org_a.slug}/export/"'.encode() in page.content  # the section's link, for admins
+    shown = admin.get(admin.base + "export/")
+    assert shown.status_code == 200 and b"11 in all" in shown.content
+    assert f'href="/console/{org_a.slug}/export/"'.encode() in shown.content  # the section's link, for admins
 
     whole = admin.get(admin.base + "export/download")
     assert whole.status_code == 200 and whole["Content-Type"] == "application/x-ndjson"
@@ -126,7 +127,7 @@ def test_another_organisations_page_download_and_imports_are_missing(org_a, org_
 
 @committing
 @pytest.mark.slow
-def test_in_a_browser_the_upload_and_the_import_show_their_progress(page, world, tmp_path, queue):
+def test_in_a_browser_the_upload_and_the_import_show_their_progress(page, world, tmp_path, queue):  # noqa: F811
     source = factories.organization("Source Corp")
     remembered(source)
     exported = tmp_path / "source.jsonl"

@@ -402,3 +402,23 @@ def test_a_memory_before_the_one_it_was_superseded_by_is_linked_once_both_are_wr
     with tenant_context(org_b.id):
         old_here = Memory.objects.get(org_id=org_b.id, content=made["tea"].content)
         assert old_here.status == "superseded" and old_here.superseded_by.content == made["black tea"].content
+
+
+def test_the_imported_copy_exported_back_into_the_first_organisation_adds_nothing(org_a, org_b, tmp_path):
+    remembered(org_a)
+    there, back = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    export_to(there, org_a)
+    import_from(there, org_b)
+    export_to(back, org_b)
+    before = counts(org_a)
+    out = import_from(back, org_a)
+    assert counts(org_a) == before and "created nothing" in out  # each row is found by its origin
+
+
+def test_an_import_called_for_another_organisation_than_the_one_set_writes_nothing(org_a, org_b, tmp_path):
+    remembered(org_a)
+    path = tmp_path / "a.jsonl"
+    export_to(path, org_a)
+    with tenant_context(org_b.id), pytest.raises(importing.ImportFailed, match="row-level security"):
+        importing.memories_import(org_id=org_a.id, file=path.open("rb"))  # B's context, A's id
+    assert counts(org_b)["Memory"] == 0 and counts(org_a)["Memory"] == 11
