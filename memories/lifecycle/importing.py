@@ -871,23 +871,23 @@ def upload_path(job_id: str) -> Path:
 def import_enqueue(*, org_id, chunks: Iterator[bytes], name: str, skip_bad_lines: bool) -> str:
     """Keep an uploaded file (its chunks) and ask the worker to import it into the
     organisation; returns the job's id. Raises OSError if the file cannot be kept, and
-    Redis's errors if the queue is unreachable (the file is removed then)."""
+    Redis's errors if the queue is unreachable (nothing is kept then)."""
     import django_rq
 
     job_id = str(uuid.uuid4())
     path = upload_path(job_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as kept:
-        for chunk in chunks:
-            kept.write(chunk)
     try:
+        with path.open("wb") as kept:
+            for chunk in chunks:
+                kept.write(chunk)
         # At once, not when the request commits: the job needs nothing the request writes, and
         # the page that answers the upload shows it.
         django_rq.get_queue(IMPORT_QUEUE, commit_mode="auto").enqueue(
             import_job, org_id=str(org_id), upload=job_id, skip_bad_lines=skip_bad_lines, job_id=job_id,
             job_timeout=IMPORT_TIMEOUT_SECONDS, result_ttl=IMPORT_KEPT_SECONDS, failure_ttl=IMPORT_KEPT_SECONDS,
             meta={"org_id": str(org_id), "name": name, "size": path.stat().st_size})
-    except Exception:
+    except BaseException:  # an upload cut short, or no queue: nothing is kept
         path.unlink(missing_ok=True)
         raise
     return job_id

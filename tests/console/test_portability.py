@@ -159,3 +159,19 @@ def test_in_a_browser_the_upload_and_the_import_show_their_progress(page, world,
     shot(page, "import-done")
     with tenant_context(world.org.id):
         assert Memory.objects.filter(org_id=world.org.id).count() == 11
+
+
+def test_with_the_queue_unreachable_the_upload_is_refused_and_nothing_kept(org_b, console_as, htmx, monkeypatch):
+    import django_rq.settings
+
+    from tests.memory_platform.test_health import closed_port
+
+    unreachable = {**django_rq.settings.QUEUES[importing.IMPORT_QUEUE], "URL": f"redis://127.0.0.1:{closed_port()}/0"}
+    monkeypatch.setitem(django_rq.settings.QUEUES, importing.IMPORT_QUEUE, unreachable)
+    kept_before = set(importing.upload_path("x").parent.glob("*.jsonl"))
+    admin = console_as(org_b, "admin")
+    upload = io.BytesIO(b"{}\n")
+    upload.name = "b.jsonl"
+    answer = admin.post(admin.base + "export/import", {"file": upload}, **htmx("import"))
+    assert answer.status_code == 409 and b"could not be queued" in answer.content
+    assert set(importing.upload_path("x").parent.glob("*.jsonl")) == kept_before
