@@ -313,11 +313,8 @@ class _Import:
             self.read_so_far[kind] += len(chunk)
             if kind in planners:
                 planners[kind](chunk)
-        if not self.report.complete:
-            message = f"the file ends at line {self.report.lines} without its end record: it was cut short"
-            if not self.skip_bad_lines:
-                raise ImportFailed(message)
-            self.report.bad_lines.append({"line": self.report.lines, "message": message})
+        if not self.report.complete and not self.skip_bad_lines:  # skipping, the report says it
+            raise ImportFailed(f"the file ends at line {self.report.lines} without its end record: it was cut short")
 
     def plan_header(self, chunk) -> None:
         header = chunk[0][1]

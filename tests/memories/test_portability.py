@@ -270,6 +270,18 @@ def test_skipping_bad_lines_imports_the_rest_and_reports_each(org_a, org_b, tmp_
     assert counts(org_b)["Memory"] == 9
 
 
+def test_skipping_bad_lines_a_file_cut_short_is_imported_up_to_where_it_ends(org_a, org_b, tmp_path):
+    remembered(org_a)
+    path = tmp_path / "a.jsonl"
+    export_to(path, org_a)
+    lines = path.read_text().splitlines(keepends=True)
+    last_memory = max(n for n, text in enumerate(lines) if json.loads(text)["type"] == "memory")
+    path.write_text("".join(lines[:last_memory + 1]))
+    out = import_from(path, org_b, "--skip-bad-lines")
+    assert f"The file ends at line {last_memory + 1} without its end record" in out and "Bad lines" not in out
+    assert counts(org_b)["Memory"] == 11 and counts(org_b)["MemoryRelationship"] == 0
+
+
 def test_a_reference_to_a_record_the_file_does_not_hold_is_a_bad_line(org_a, org_b, tmp_path):
     remembered(org_a)
     path = tmp_path / "a.jsonl"

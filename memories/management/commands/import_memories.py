@@ -54,7 +54,10 @@ class Command(BaseCommand):
         if report.duplicates:
             lines.append(f"Duplicates skipped: {report.duplicates}.")
             lines += [f"  line {item['line']}: {item['reason']} ({item['existing']})" for item in report.duplicate_lines]
-        if report.bad or report.bad_lines:
+        if not report.complete:
+            lines.append(f"The file ends at line {report.lines} without its end record: it was cut short, and what "
+                         "came before was imported.")
+        if report.bad:
             lines.append(f"Bad lines skipped: {report.bad}.")
             lines += [f"  line {item['line']}: {item['message']}" for item in report.bad_lines]
         if any(report.left_out.values()):
