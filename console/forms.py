@@ -204,3 +204,29 @@ class ApiKeyForm(forms.Form):
             return api_key_namespaces(p for p in self.cleaned_data["namespaces"].split(",") if p.strip())
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
+
+
+class ExportForm(forms.Form):
+    """What to download: the organisation, an agent's memories, a namespace's, or both."""
+
+    agent = forms.ChoiceField(required=False)
+    namespace = forms.CharField(required=False, max_length=256,
+                                help_text="A prefix: users/alice covers users/alice/... too, never users/alice2.")
+    without_embeddings = forms.BooleanField(required=False, label="without vectors (a third the size; the "
+                                                                  "importing deployment embeds them again)")
+
+    def __init__(self, *args, agents=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.agents = {str(agent.pk): agent for agent in agents}
+        self.fields["agent"].choices = [("", "every agent")] + [(key, a.name) for key, a in self.agents.items()]
+
+    def clean_namespace(self) -> str | None:
+        namespace = self.cleaned_data["namespace"].strip().strip("/")
+        return namespace or None
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(label="JSONL file", help_text="A file export_memories (or this page) wrote.")
+    skip_bad_lines = forms.BooleanField(required=False, label="import the good lines and list the bad ones "
+                                                              "(otherwise a bad line stops the import, nothing "
+                                                              "imported)")

@@ -9,6 +9,7 @@ from console.views import (
     entities,
     events,
     memories,
+    portability,
     review,
 )
 
@@ -41,6 +42,10 @@ urlpatterns = [
     path(org + "events/", events.event_list, name="events"),
     path(org + "events/<uuid:event_id>/", events.event_detail, name="event"),
     path(org + "events/<uuid:event_id>/replay", events.event_replay, name="event-replay"),
+    path(org + "export/", portability.portability, name="portability"),
+    path(org + "export/download", portability.export_download, name="export-download"),
+    path(org + "export/import", portability.import_upload, name="import-upload"),
+    path(org + "export/imports/<uuid:job_id>/", portability.import_progress, name="import"),
     path(org + "agents/", agents.agent_list, name="agents"),
     path(org + "agents/<uuid:agent_id>/", agents.agent_detail, name="agent"),
     path(org + "agents/<uuid:agent_id>/keys", agents.api_key_issue, name="api-key-issue"),

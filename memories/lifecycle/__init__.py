@@ -1,2 +1,3 @@
-"""What happens to memories over time and at the end: decay (decay.py), expiry (expiry.py),
-erasure (erasure.py)."""
+"""What happens to memories over time, at the end and beyond their organisation: decay
+(decay.py), expiry (expiry.py), erasure (erasure.py), stats (stats.py), and export and import
+as JSONL (portability.py the format, export.py, importing.py)."""

@@ -29,6 +29,25 @@
     });
   });
 
+  // An upload's progress (Export & import): the form's bar fills as the file is sent. htmx
+  // reports the answer's download with the same event, after the upload's loadend: not shown.
+  function uploadBar(element) {
+    return element.querySelector ? element.querySelector("progress[data-upload-progress]") : null;
+  }
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (uploadBar(event.target)) event.target.setAttribute("data-uploading", "");
+  });
+  document.addEventListener("htmx:xhr:loadend", function (event) {
+    if (event.target.removeAttribute) event.target.removeAttribute("data-uploading");
+  });
+  document.addEventListener("htmx:xhr:progress", function (event) {
+    var bar = uploadBar(event.target);
+    if (!bar || !event.target.hasAttribute("data-uploading") || !event.detail.lengthComputable) return;
+    bar.hidden = false;
+    bar.max = event.detail.total;
+    bar.value = event.detail.loaded;
+  });
+
   // Review queue: j / k move between items, a approves, r jumps to the reason field, Enter in
   // it rejects. Keys typed into a field are left alone.
   function items() { return Array.prototype.slice.call(document.querySelectorAll("[data-review-queue] .review-item")); }
