@@ -20,7 +20,7 @@ state as once. With the default rate of 0.1 an unimportant memory nobody retriev
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timedelta
 
 EXPONENT = 0.8
 SECONDS_PER_DAY = 86400.0
@@ -61,6 +61,15 @@ def days_until(threshold: float, *, decay_rate: float, importance: float, retrie
     if per_day <= 0:
         return None
     return (-math.log(threshold) / per_day) ** (1 / EXPONENT)
+
+
+def fades_at(memory, threshold: float) -> datetime | None:
+    """When the memory's strength reaches `threshold` if nothing reinforces it first (None: never)."""
+    days = days_until(threshold, decay_rate=memory.decay_rate, importance=memory.importance,
+                      retrieval_count=memory.retrieval_count)
+    if days is None:
+        return None
+    return last_reinforced(memory.created_at, memory.reinforced_at, memory.last_retrieved_at) + timedelta(days=days)
 
 
 def strength_sql(memory: str = "m", usage: str = "u") -> str:

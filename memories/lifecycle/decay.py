@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
 
 from memories import cache, strength
-from memories.access import EVERYWHERE, KeyReach, namespace_sql
+from memories.access import EVERYWHERE, KeyReach
 from memories.models import LifecycleRun, Memory, MemoryTag, MemoryVersion, live_sql
+from memories.retrieval.filters import SearchFilters
 from memories.writes.kernel import Actor, version_row
 from memory_platform.config import config
 from tenants.context import service_account, tenant_job
@@ -42,16 +43,9 @@ DECAYING_SQL = f"""
 def narrowing(namespace: str | None, reach: KeyReach) -> tuple[str, list]:
     """The conditions (" AND ...") that keep DECAYING_SQL under a namespace prefix and within
     a key's reach, with their parameters."""
-    conditions, params = [], []
-    for prefix in ([namespace] if namespace else []):
-        sql, values = namespace_sql(prefix, "m.scope")
-        conditions.append(sql)
-        params += values
-    if reach.limited:
-        under = [namespace_sql(prefix, "m.scope") for prefix in reach.namespaces]
-        conditions.append("(" + " OR ".join(sql for sql, _ in under) + ")")
-        params += [value for _, values in under for value in values]
-    return "".join(f" AND {condition}" for condition in conditions), params
+    conditions = SearchFilters(namespace=namespace, within=reach.namespaces).namespace_conditions("m.scope")
+    return ("".join(f" AND {sql}" for sql, _ in conditions),
+            [value for _, values in conditions for value in values])
 
 
 def strength_bands(*, org_id, namespace: str | None = None, reach: KeyReach = EVERYWHERE) -> dict:
@@ -95,13 +89,8 @@ def weak_memories(*, org_id, below: float | None = None, namespace: str | None =
     memories = Memory.objects.filter(org_id=org_id, pk__in=[row[0] for row in rows]).prefetch_related("tags")
     by_id = {memory.pk: memory for memory in memories}
     threshold = config().decay_threshold
-    fading = []
-    for memory_id, held, _ in rows:
-        memory = by_id[memory_id]
-        days = strength.days_until(threshold, decay_rate=memory.decay_rate, importance=memory.importance,
-                                   retrieval_count=memory.retrieval_count)
-        since = strength.last_reinforced(memory.created_at, memory.reinforced_at, memory.last_retrieved_at)
-        fading.append(Fading(memory, held, since + timedelta(days=days) if days is not None else None))
+    fading = [Fading(by_id[memory_id], held, strength.fades_at(by_id[memory_id], threshold))
+              for memory_id, held, _ in rows]
     return fading, total
 
 

@@ -6,8 +6,6 @@ searches that returned it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
-
 from django.db.models import Q
 from django.utils import timezone
 
@@ -37,13 +35,9 @@ def memory_explain(*, org_id, memory: Memory, reach: KeyReach = EVERYWHERE, with
     now = timezone.now()
     since = strength.last_reinforced(memory.created_at, memory.reinforced_at, memory.last_retrieved_at)
     threshold = config().decay_threshold
-    days = strength.days_until(threshold, decay_rate=memory.decay_rate, importance=memory.importance,
-                               retrieval_count=memory.retrieval_count)
-    held = strength.of(memory, now)
     weights = config().search.ranking_weights
-    parts = {"importance": float(memory.importance), "confidence": float(memory.confidence),
-             "recency": ranking.recency(memory.created_at, now, config().search.recency_half_life_days),
-             "usage": ranking.usage(memory.retrieval_count), "strength": held}
+    parts = ranking.standing(memory, now)
+    held = parts["strength"]
     relationships = (MemoryRelationship.objects.filter(reach.memories("source__"), reach.memories("target__"),
                                                        Q(source_id=memory.pk) | Q(target_id=memory.pk), org_id=org_id)
                      .order_by("created_at"))
@@ -60,7 +54,7 @@ def memory_explain(*, org_id, memory: Memory, reach: KeyReach = EVERYWHERE, with
         strength={"value": round(held, 4), "decay_rate": memory.decay_rate, "is_protected": memory.is_protected,
                   "importance": float(memory.importance), "retrieval_count": memory.retrieval_count,
                   "last_reinforced_at": since, "threshold": threshold,
-                  "archived_after": since + timedelta(days=days) if days is not None and memory.is_live else None},
+                  "archived_after": strength.fades_at(memory, threshold) if memory.is_live else None},
         ranking={"weights": dict(weights), "parts": {name: round(value, 6) for name, value in parts.items()},
                  "without_relevance": round(sum(weights[name] * value for name, value in parts.items()), 6)},
         versions=list(MemoryVersion.objects.filter(org_id=org_id, memory_id=memory.pk).order_by("version_num")

@@ -174,6 +174,17 @@ class SearchOutcome:
     understood: dict = field(default_factory=dict)
 
 
+def standing(memory: RankingRow | Memory, now: datetime) -> dict[str, float]:
+    """What a memory brings to the final score of any search besides its relevance, by part."""
+    return {
+        "importance": float(memory.importance),
+        "confidence": float(memory.confidence),
+        "recency": recency(memory.created_at, now, config().search.recency_half_life_days),
+        "usage": usage(memory.retrieval_count),
+        "strength": strength.of(memory, now),
+    }
+
+
 def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> list[Result]:
     """The final score: relevance (fused, scaled to [0, 1]) blended with importance,
     confidence, recency, usage and strength (how well it is held: memories.strength), weights from settings (RANKING_WEIGHTS). `memories` maps
@@ -185,14 +196,7 @@ def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> li
         memory = memories.get(memory_id)
         if memory is None:
             continue
-        parts = {
-            "relevance": relevance / top,
-            "importance": float(memory.importance),
-            "confidence": float(memory.confidence),
-            "recency": recency(memory.created_at, now, config().search.recency_half_life_days),
-            "usage": usage(memory.retrieval_count),
-            "strength": strength.of(memory, now),
-        }
+        parts = {"relevance": relevance / top, **standing(memory, now)}
         score = sum(weights[name] * value for name, value in parts.items())
         results.append(Result(memory, round(score, 6), {**signal_details.get(memory_id, {}), "blend": {
             name: round(value, 6) for name, value in parts.items()}, "fused": round(relevance, 6)}))
