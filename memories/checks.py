@@ -32,11 +32,13 @@ def search_settings(app_configs, **kwargs) -> list[Error]:
 
 
 @register()
-def decay_settings(app_configs, **kwargs) -> list[Error]:
-    """The decay threshold and the weak list's strength are strengths: between 0 and 1."""
+def lifecycle_settings(app_configs, **kwargs) -> list[Error]:
+    """The decay threshold and the weak list's strength are strengths, the consolidation's
+    similarity a cosine worth proposing: above 0, at most 1."""
     if config.problem():
         return []
     knobs = config.config()
     return [Error(f"MEMORY_PLATFORM_{name.upper()} must be above 0 and at most 1, not {value!r}", id="memories.E004")
-            for name, value in (("decay_threshold", knobs.decay_threshold), ("weak_strength", knobs.weak_strength))
+            for name, value in (("decay_threshold", knobs.decay_threshold), ("weak_strength", knobs.weak_strength),
+                                ("consolidation_similarity", knobs.consolidation_similarity))
             if not 0 < value <= 1]

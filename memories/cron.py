@@ -3,7 +3,7 @@
 from rq import cron
 
 from memories import jobs, lexicon, vector_index
-from memories.lifecycle import decay, expiry
+from memories.lifecycle import consolidation, decay, expiry
 from memories.retrieval import events
 from memory_platform.config import config
 
@@ -20,3 +20,5 @@ cron.register(lexicon.fold, "maintenance", interval=30)
 cron.register(expiry.expire, "maintenance", interval=60)
 # Archives what has faded (seed 004's nightly decay), at 03:00 UTC.
 cron.register(decay.decay, "maintenance", cron="0 3 * * *", job_timeout=3600)
+# Consolidates a recently closed session whose queued consolidation never ran.
+cron.register(consolidation.consolidate_pending, "maintenance", interval=600, job_timeout=3600)

@@ -48,7 +48,13 @@ def claim_pending(org_id: str, memory_ids: list[str]) -> list[Memory]:
 def embed_memories(*, org_id: str, memory_ids: list[str]) -> int:
     """Embed the listed memories of one organisation that still lack an embedding; record
     their near-duplicates. Returns how many were embedded."""
-    pending = claim_pending(org_id, memory_ids)
+    return embed_now(org_id, memory_ids)
+
+
+def embed_now(org_id, memory_ids: list) -> int:
+    """embed_memories inside the caller's tenant context and transaction (a job that needs
+    these vectors before it goes on: a session's consolidation)."""
+    pending = claim_pending(org_id, [str(memory_id) for memory_id in memory_ids])
     if not pending:
         return 0
     started = time.perf_counter()

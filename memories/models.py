@@ -676,12 +676,14 @@ class Erasure(TenantModel):
 class LifecycleJob(models.TextChoices):
     DECAY = "decay"
     EXPIRY = "expiry"
+    CONSOLIDATION = "consolidation"
 
 
 class LifecycleRun(TenantModel):
     """What a scheduled lifecycle job did to one organisation's memories (memories.lifecycle):
     the nightly decay (how many it weighed, archived, and how many are fading), the expiry
-    sweep (how many it removed). Read by the stats and the console's dashboard."""
+    sweep (how many it removed), a session's consolidation (what it proposed). Read by the stats
+    and the console's dashboard."""
 
     Job = LifecycleJob
 

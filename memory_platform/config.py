@@ -151,6 +151,9 @@ class PlatformConfig:
     # A new memory whose cosine similarity to a live memory of the same agent and namespace
     # reaches this is recorded as a near-duplicate candidate for review.
     near_duplicate_similarity: float
+    # When a session closes, two of its memories of the same agent and namespace whose cosine
+    # similarity reaches this are proposed for merging (memories.lifecycle.consolidation).
+    consolidation_similarity: float
     # Weight of one usefulness signal in the moving average of usefulness_score.
     feedback_weight: float
     # Most memories one batch create may carry.

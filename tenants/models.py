@@ -117,6 +117,10 @@ class Session(TenantModel):
     metadata = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # When the consolidation of the closed session ran (memories.lifecycle.consolidation), and
+    # what it proposed: it runs once; its sweep picks up a recently closed one not reached.
+    consolidated_at = models.DateTimeField(null=True, blank=True)
+    consolidation = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "sessions"

@@ -23,6 +23,12 @@ EXAMPLE_MEMORY = {
     "expires_at": None, "deleted_at": None, "version": 1, "embedding_status": "ready",
     "embedding_model": "all-MiniLM-L6-v2", "created_at": "2026-11-21T16:31:56Z", "updated_at": "2026-11-21T16:31:56Z",
 }
+EXAMPLE_SESSION = {
+    "id": "c2a4e6f8-1b3d-4f5a-8c7e-9d0b1a2c3e4f", "agent_id": EXAMPLE_MEMORY["agent_id"], "external_id": "thread-81",
+    "namespace": ["users", "alice"], "metadata": {"channel": "chat"}, "status": "open",
+    "started_at": "2026-11-21T16:30:00Z", "ended_at": None, "consolidated_at": None, "consolidation": None,
+    "memory_count": 12,
+}
 EXAMPLE_VERSION = {
     "id": "91da50c5-27fc-4281-af64-a83cd4bb1957", "memory_id": MEMORY_ID, "version_num": 1, "operation": "create",
     "content": EXAMPLE_MEMORY["content"], "category": "preference", "confidence": 0.9, "status": "active",

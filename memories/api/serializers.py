@@ -22,6 +22,7 @@ from memories.retrieval import expansion
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 from memories.writes.kernel import DECAY_RATE_MAX, TTL_MAX_SECONDS
 from memory_platform.config import config
+from tenants.models import Session
 
 NAMESPACE_SEPARATOR = "/"
 
@@ -717,3 +718,57 @@ class ErasureSerializer(serializers.Serializer):
     erased = serializers.DictField(child=serializers.IntegerField(), help_text="Rows deleted (or, for a dry run, "
                                                                               "that would be), by kind.")
     dry_run = serializers.BooleanField()
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+class SessionCreateSerializer(StrictSerializer):
+    external_id = serializers.CharField(min_length=1, max_length=256, required=False,
+                                        help_text="The agent's own id for the conversation (a thread id): sent "
+                                                  "again while the session is open, it finds that session.")
+    namespace = NamespaceField(minimum=1, required=False, help_text='Whose conversation it is, e.g. ["users", '
+                                                                     '"alice"]. A key limited to namespaces must '
+                                                                     "give one it reaches.")
+    metadata = serializers.DictField(required=False)
+
+
+class SessionListQuerySerializer(StrictSerializer):
+    agent = serializers.UUIDField(required=False)
+    status = serializers.ChoiceField(["open", "closed"], required=False)
+    namespace = serializers.CharField(max_length=256, required=False,
+                                      help_text="Prefix: `users` matches users/alice too.")
+    external_id = serializers.CharField(max_length=256, required=False)
+    cursor = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
+class SessionCloseSerializer(StrictSerializer):
+    consolidate = serializers.BooleanField(default=True, help_text="Propose merges of the session's near-duplicates "
+                                                                  "and a summary for review (default true).")
+
+
+class SessionMemoriesQuerySerializer(StrictSerializer):
+    cursor = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    agent_id = serializers.UUIDField(read_only=True, allow_null=True)
+    namespace = serializers.SerializerMethodField()
+    status = serializers.SerializerMethodField()
+    memory_count = serializers.IntegerField(read_only=True, help_text="Its live memories.")
+    consolidation = serializers.DictField(read_only=True, allow_null=True,
+                                          help_text="What the consolidation proposed once it ran: merge proposals "
+                                                    "(duplicate_pairs) and summaries waiting for review.")
+
+    class Meta:
+        model = Session
+        fields = ["id", "agent_id", "external_id", "namespace", "metadata", "status", "started_at", "ended_at",
+                  "consolidated_at", "consolidation", "memory_count"]
+
+    def get_namespace(self, session) -> list[str]:
+        return scope_to_namespace(session.scope)
+
+    def get_status(self, session) -> str:
+        return "closed" if session.ended_at else "open"

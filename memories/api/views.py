@@ -22,6 +22,7 @@ from memories.api.schema import (
     EXAMPLE_FACT,
     EXAMPLE_MEMORY,
     EXAMPLE_RELATIONSHIP,
+    EXAMPLE_SESSION,
     EXAMPLE_STORE_ITEM,
     EXAMPLE_VERSION,
     IDEMPOTENCY_ERRORS,
@@ -33,7 +34,7 @@ from memories.api.schema import (
     list_of,
 )
 from memories.errors import InvalidInput, NotFound, OutOfReach
-from memories.lifecycle import decay, erasure, stats
+from memories.lifecycle import decay, erasure, sessions, stats
 from memories.retrieval import explain
 from memories.writes import change, create, store, tagging
 from memories.writes.kernel import Actor
@@ -560,6 +561,100 @@ class EntityDetailView(AgentAPIView):
         entity.timeline = selectors.entity_timeline(org_id=self.org_id, entity_id=entity.pk, limit=TIMELINE_SHOWN,
                                                     reach=self.reach)
         return Response(s.EntityDetailSerializer(entity).data)
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+class SessionCursorPagination(MemoryCursorPagination):
+    ordering = ("-started_at", "-id")
+
+
+class SessionMemoriesPagination(MemoryCursorPagination):
+    ordering = ("created_at", "id")  # the order they were written in: the conversation's
+
+
+class SessionCollectionView(AgentAPIView):
+    @documented(summary="List sessions, the newest first", parameters=[s.SessionListQuerySerializer],
+                response=list_of(s.SessionSerializer, "SessionPage", paginated=True),
+                response_example={"next": None, "previous": None, "results": [EXAMPLE_SESSION]},
+                description="The organisation's sessions within the key's reach; filter by agent, status (open or "
+                            "closed), namespace prefix or external_id.",
+                operation_id="sessions_list")
+    def get(self, request):
+        query = self.validated(s.SessionListQuerySerializer, s.query_data(request.query_params, ()))
+        queryset = sessions.session_list(org_id=self.org_id, agent=query.get("agent"), status=query.get("status"),
+                                         namespace=query.get("namespace"), external_id=query.get("external_id"),
+                                         reach=self.reach)
+        paginator = SessionCursorPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(s.SessionSerializer(page, many=True).data)
+
+    @documented(summary="Open a session (or find the open one of this external_id)", request=s.SessionCreateSerializer,
+                response=s.SessionSerializer, status=201, also=(200,), parameters=[IDEMPOTENCY_KEY],
+                description="A session groups the memories an agent writes in one conversation or task run: name "
+                            "it in their `session_id`. With an `external_id` (the agent's own id for the "
+                            "conversation) the agent's open session of that id is returned with 200 instead of a "
+                            "second one. Close it when the conversation ends.",
+                request_example={"external_id": "thread-81", "namespace": ["users", "alice"],
+                                 "metadata": {"channel": "chat"}},
+                response_example={**EXAMPLE_SESSION, "memory_count": 0}, errors=IDEMPOTENCY_ERRORS,
+                operation_id="sessions_create")
+    @idempotent
+    def post(self, request):
+        body = self.validated(s.SessionCreateSerializer, request.data)
+        session, created = sessions.session_open(org_id=self.org_id, agent_id=self.agent_id,
+                                                 external_id=body.get("external_id", ""),
+                                                 scope=body.get("namespace", ""), metadata=body.get("metadata"),
+                                                 reach=self.reach)
+        return Response(s.SessionSerializer(session).data,
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class SessionDetailView(AgentAPIView):
+    @documented(summary="Get a session", response=s.SessionSerializer, response_example=EXAMPLE_SESSION,
+                operation_id="sessions_get")
+    def get(self, request, session_id):
+        return Response(s.SessionSerializer(sessions.session_get(org_id=self.org_id, session_id=session_id,
+                                                                 reach=self.reach)).data)
+
+
+class SessionCloseView(AgentAPIView):
+    @documented(summary="Close a session; its consolidation proposes merges and a summary for review",
+                request=s.SessionCloseSerializer, response=s.SessionSerializer,
+                description="A closed session takes no new memory (a write naming it is a 409 `session_closed`). "
+                            "A worker then consolidates it, without a language model: pairs of its memories (same "
+                            "agent and namespace) at least CONSOLIDATION_SIMILARITY alike become merge proposals "
+                            "in the conflict queue, and from three memories on, a summary drawn from those that "
+                            "cover the session best waits for review (status pending_review, tag "
+                            "`session-summary`, derived_from edges to them). `consolidation` shows what it "
+                            "proposed once it ran.",
+                request_example={},
+                response_example={**EXAMPLE_SESSION, "status": "closed", "ended_at": "2026-11-21T17:05:00Z"},
+                errors=dict([documented_error(409, "session_closed", "session c2a4e6f8-... is already closed")]),
+                operation_id="sessions_close")
+    def post(self, request, session_id):
+        body = self.validated(s.SessionCloseSerializer, request.data)
+        session = sessions.session_close(org_id=self.org_id, session_id=session_id, reach=self.reach,
+                                         consolidate=body["consolidate"])
+        return Response(s.SessionSerializer(session).data)
+
+
+class SessionMemoriesView(AgentAPIView):
+    @documented(summary="A session's memories, in the order they were written",
+                parameters=[s.SessionMemoriesQuerySerializer],
+                response=list_of(s.MemorySerializer, "SessionMemoryPage", paginated=True),
+                response_example={"next": None, "previous": None, "results": [EXAMPLE_MEMORY]},
+                description="Not deleted, not expired, whatever their status (a summary waiting for review "
+                            "included); within the key's reach.",
+                operation_id="sessions_memories")
+    def get(self, request, session_id):
+        self.validated(s.SessionMemoriesQuerySerializer, s.query_data(request.query_params, ()))
+        session = sessions.session_get(org_id=self.org_id, session_id=session_id, reach=self.reach)
+        queryset = selectors.memory_list(org_id=self.org_id, session=session.pk).filter(self.reach.memories())
+        paginator = SessionMemoriesPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(s.MemorySerializer(page, many=True).data)
 
 
 # --------------------------------------------------------------------------- erasure

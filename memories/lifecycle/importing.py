@@ -152,7 +152,10 @@ def as_json(value) -> str:
 JSONB = "jsonb"
 TABLES = {
     "agents": ("id", "org_id", "name", "description", "is_active", "created_at", "updated_at"),
-    "sessions": ("id", "org_id", "agent_id", "scope", "external_id", "metadata", "started_at", "ended_at"),
+    # A closed session arrives consolidated (consolidated_at: its end): its memories carry what
+    # its consolidation proposed, and the sweep is not to propose it again here.
+    "sessions": ("id", "org_id", "agent_id", "scope", "external_id", "metadata", "started_at", "ended_at",
+                 "consolidated_at"),
     "entities": ("id", "org_id", "scope", "kind", "name", "key", "summary", "attributes", "mention_count",
                  "first_seen_at", "last_seen_at"),
     "entity_aliases": ("id", "org_id", "entity_id", "alias", "key", "created_at"),
@@ -577,7 +580,7 @@ class _Import:
                 metadata = with_origin(self.redactor.json(record["metadata"])[0], record["origin"])
                 rows.append((target, self.org_id, self.agents[record["agent"]][0] if record["agent"] else None,
                              record["scope"], record["external_id"], as_json(metadata),
-                             record["started_at"] or timezone.now(), record["ended_at"]))
+                             record["started_at"] or timezone.now(), record["ended_at"], record["ended_at"]))
         self.insert("sessions", rows, written)
 
     def write_entities(self, chunk, written: _Written) -> None:

@@ -7,9 +7,10 @@ version row -> near-duplicate candidates (found against the stored row).
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memories.errors import Conflict, InvalidInput, NotFound
@@ -104,11 +105,32 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     return WriteResult(memory, created=True, near_duplicates=found)
 
 
+def hold_open_sessions(org_id, named: dict) -> None:
+    """The sessions writes name ({field: session id}) must exist and be open. Each is read FOR
+    SHARE, held until the write commits: closing a session (an update of its row) waits for
+    the writes in flight, so its consolidation sees them, and a write after the close is
+    refused."""
+    wanted = {name: uuid.UUID(str(session_id)) for name, session_id in named.items() if session_id}
+    if not wanted:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, ended_at FROM sessions WHERE org_id = %s AND id = ANY(%s::uuid[]) ORDER BY id "
+                       "FOR SHARE", [org_id, sorted({str(session_id) for session_id in wanted.values()})])
+        ended = dict(cursor.fetchall())
+    for name, session_id in wanted.items():
+        if session_id not in ended:
+            raise NotFound(f"session {session_id} not found", field=name)
+        if ended[session_id] is not None:
+            raise Conflict(f"session {session_id} is closed; open a new session for new memories",
+                           code="session_closed", field=name)
+
+
 def memory_create(*, org_id, agent_id, content: str, tags: list[str] = (), actor: Actor | None = None,
                   **fields) -> WriteResult:
     """Create one memory, embedded inline (pending if the model fails)."""
     actor = actor or Actor(agent_id=agent_id)
     with transaction.atomic():
+        hold_open_sessions(org_id, {"session_id": fields.get("session_id")})
         result = insert_memory(org_id, agent_id, content, fields, list(tags), actor)
         if result.created and result.memory.embedding is None:
             enqueue_embedding(org_id, [result.memory.pk])
@@ -133,6 +155,8 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
     commit (which also finds their near-duplicates)."""
     actor = actor or Actor(agent_id=agent_id)
     with transaction.atomic():
+        hold_open_sessions(org_id, {f"memories[{index}].session_id": item.get("session_id")
+                                    for index, item in enumerate(items)})
         redactor = redactor_for(org_id)
         actor = recorded(actor, redactor)
         prepared, given, now = [], {}, timezone.now()

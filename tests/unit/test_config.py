@@ -103,11 +103,12 @@ def test_a_wrongly_typed_knob_is_one_check_error_naming_it_not_a_traceback(setti
     assert [(error.id, "EXACT_SCAN_ROWS" in error.msg) for error in errors] == [("memories.E000", True)]
 
 
-@pytest.mark.parametrize("knob, value", [("DECAY_THRESHOLD", 0.0), ("DECAY_THRESHOLD", 1.5), ("WEAK_STRENGTH", -0.1)])
+@pytest.mark.parametrize("knob, value", [("DECAY_THRESHOLD", 0.0), ("DECAY_THRESHOLD", 1.5), ("WEAK_STRENGTH", -0.1),
+                                         ("CONSOLIDATION_SIMILARITY", 0.0)])
 def test_a_strength_outside_0_to_1_stops_the_checks(settings, knob, value):
-    from memories.checks import decay_settings
+    from memories.checks import lifecycle_settings
 
-    assert decay_settings(None) == []
+    assert lifecycle_settings(None) == []
     settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, knob: value}
-    [error] = decay_settings(None)
+    [error] = lifecycle_settings(None)
     assert error.id == "memories.E004" and f"MEMORY_PLATFORM_{knob}" in error.msg
