@@ -1,5 +1,6 @@
 """What the dashboard shows of one organisation: counts, growth, the review and conflict
-queues, and the job queues."""
+queues, the lifecycle (when each scheduled job last ran and what it did, strength bands, what
+is fading), and the job queues."""
 
 from __future__ import annotations
 
@@ -14,13 +15,40 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from memories.conflicts import open_conflict_count
-from memories.models import Memory
+from memories.lifecycle import decay
+from memories.models import LifecycleRun, Memory
 from tenants.models import Agent
 
 logger = logging.getLogger(__name__)
 
 GROWTH_DAYS = 30
 QUEUES = ("default", "embeddings", "maintenance")
+FADING_SHOWN = 5
+
+# The scheduled lifecycle jobs (memories.cron), in the words an operator reads them in.
+LIFECYCLE_JOBS = (
+    (LifecycleRun.Job.DECAY, "Decay", "nightly, 03:00 UTC", "archives the memories that have faded"),
+    (LifecycleRun.Job.EXPIRY, "Expiry sweep", "every minute", "removes memories past their time to live"),
+    (LifecycleRun.Job.CONSOLIDATION, "Session consolidation", "when a session closes",
+     "proposes merges and a summary for review"),
+)
+
+
+@dataclass
+class LifecycleJobState:
+    job: str
+    name: str
+    schedule: str
+    does: str
+    last_run: LifecycleRun | None
+    runs_last_day: int
+
+    @property
+    def outcome(self) -> list[tuple[str, int]]:
+        """What the last run did, as (what, how many), its counts that are numbers."""
+        counts = self.last_run.counts if self.last_run else {}
+        return [(name.replace("_", " "), value) for name, value in counts.items()
+                if isinstance(value, int) and not isinstance(value, bool)]
 
 
 @dataclass
@@ -33,6 +61,9 @@ class Stats:
     pending_review: int
     open_conflicts: int
     embedding_pending: int
+    lifecycle: list[LifecycleJobState] = field(default_factory=list)
+    strength: dict = field(default_factory=dict)
+    fading: list = field(default_factory=list)
     queues: list[dict] = field(default_factory=list)
     workers: int | None = None
     queue_error: str = ""
@@ -60,9 +91,24 @@ def stats(org_id) -> Stats:
         pending_review=dict(by_status).get(Memory.Status.PENDING_REVIEW, 0),
         open_conflicts=open_conflict_count(org_id=org_id),
         embedding_pending=memories.filter(embedding__isnull=True).count(),
+        lifecycle=lifecycle_jobs(org_id),
+        strength=decay.strength_bands(org_id=org_id),
+        fading=decay.weak_memories(org_id=org_id, limit=FADING_SHOWN)[0],
     )
     _add_queue_state(result)
     return result
+
+
+def lifecycle_jobs(org_id) -> list[LifecycleJobState]:
+    """Each scheduled lifecycle job: its last run for the organisation and how many runs in
+    the last day."""
+    day_ago = timezone.now() - timedelta(days=1)
+    recent = dict(LifecycleRun.objects.filter(org_id=org_id, finished_at__gte=day_ago).values("job")
+                  .annotate(n=Count("id")).values_list("job", "n"))
+    return [LifecycleJobState(job, name, schedule, does,
+                              LifecycleRun.objects.filter(org_id=org_id, job=job).order_by("-finished_at").first(),
+                              recent.get(job, 0))
+            for job, name, schedule, does in LIFECYCLE_JOBS]
 
 
 def _add_queue_state(result: Stats) -> None:

@@ -119,3 +119,33 @@ def test_the_dashboard_counts_and_charts(console_as, tenant_a):
     # Nothing the Content-Security-Policy (style-src 'self') would refuse: presentation attributes only.
     assert "<style" not in chart and ' style="' not in chart and 'fill="#3465a4"' in chart
     assert re.search(r"<th>embeddings</th><td>\d+</td>", page)
+
+
+def test_the_dashboard_shows_the_lifecycle_jobs_and_what_is_fading(console_as, tenant_a, tenant_b):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memories.lifecycle import decay
+    from memories.models import LifecycleRun, Memory
+
+    fading = remember(tenant_a, "The user's gym is on Elm Street")
+    other = remember(tenant_b, "Organisation B's own fading fact")
+    for memory in (fading, other):
+        with tenant_context(memory.org_id):
+            Memory.objects.filter(pk=memory.pk).update(created_at=timezone.now() - timedelta(days=45))
+    with tenant_context(tenant_a.org.id):
+        LifecycleRun.objects.all().delete()
+    decay.decay_organisation(org_id=tenant_a.org.id)
+    decay.decay_organisation(org_id=tenant_b.org.id)
+
+    client = console_as(tenant_a.org, "viewer")
+    page = client.get(client.base).content.decode()
+    lifecycle = page[page.index('id="lifecycle"'):page.index("Job queues")]
+    decay_row = lifecycle[lifecycle.index("<th>Decay"):lifecycle.index("Expiry sweep")]
+    assert "1 in 24 h" in decay_row and "archived 0" in decay_row and "fading 1" in decay_row
+    expiry_row = lifecycle[lifecycle.index("Expiry sweep"):lifecycle.index("Session consolidation")]
+    assert "never" in expiry_row
+    assert re.search(r"<strong>\d+</strong> strong, <strong>1</strong> fading", lifecycle)
+    weakest = lifecycle[lifecycle.index("Weakest"):]
+    assert f"memories/{fading.pk}/" in weakest and "gym is on Elm" in weakest and "Organisation B" not in weakest
