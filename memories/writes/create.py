@@ -74,10 +74,10 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     key, scope = fields.get("key"), fields.get("scope") or ""
     if key is None and (existing := find_live_duplicate(org_id, agent_id, scope, digest)):
         return WriteResult(existing, created=False, deduplicated=True)
-    vector = embed_one(redacted.content) if embed else None
+    embedded = embed_one(redacted.content) if embed else None
     memory = Memory(org_id=org_id, agent_id=agent_id, content=redacted.content, content_hash=digest,
                     metadata=redacted.metadata, provenance=redacted.provenance,
-                    **fields, **embedding_fields(vector))
+                    **fields, **embedding_fields(embedded))
     hold_timelines(org_id, [memory])
     try:
         with transaction.atomic():
@@ -98,7 +98,7 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     record_version(memory, MemoryVersion.Operation.CREATE, actor, tags)
     refresh_hot_set(memory)
     found = []
-    if vector is not None:
+    if embedded is not None:
         duplicates = near_duplicates(org_id, [memory.pk])
         record_duplicates(org_id, duplicates)
         found = duplicates.get(memory.pk, [])
