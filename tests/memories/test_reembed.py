@@ -148,7 +148,9 @@ def test_an_unknown_model_is_refused_and_nothing_changes(written):
         with pytest.raises(CommandError, match=f"unknown embedding model 'nope'; known: {FLOAT32}, {INT8}"
                            if option != "--drop" else "nope has no vectors here to drop"):
             command(option, "nope")
-    assert not EmbeddingModel.objects.exclude(name=FLOAT32).exists() and not kept("nope")
+    with pytest.raises(CommandError, match="--threads must be 0"):
+        command("--model", INT8, "--threads", "-1")
+    assert not EmbeddingModel.objects.exclude(name=FLOAT32).exists() and not kept("nope") and not kept(INT8)
 
 
 def test_the_active_model_is_not_built_again():
@@ -255,7 +257,11 @@ def test_memories_written_after_a_switch_are_embedded_by_the_new_model(written, 
 def test_a_memory_changed_after_its_vector_was_built_is_embedded_again_at_the_switch(written, tenant_a, api_a):
     reembed.build(model=INT8)
     changed = written[tenant_a.org.id][1]
+    with tenant_context(tenant_a.org.id):
+        written_at = Memory.objects.without_usage().get(pk=changed).updated_at
     api_a.patch(f"/api/v1/memories/{changed}", {"content": "The user is allergic to cats"}, HTTP_IF_MATCH='"1"')
+    with tenant_context(tenant_a.org.id):
+        assert Memory.objects.without_usage().get(pk=changed).updated_at > written_at  # a change, and its vector
 
     switched = reembed.activate(model=INT8)
 
