@@ -252,18 +252,19 @@ def counts(model: str) -> tuple[int, int]:
 
 
 def build(*, model: str, progress: Progress | None = None, seconds: float | None = None,
-          after: tuple[str, str] | None = None) -> Built:
+          after: tuple[str, str] | None = None, threads: int = 0) -> Built:
     """Embed with `model` every memory that lacks a vector of it for its current text, into
     memory_embeddings. Searches go on meanwhile, from the active model. seconds: stop after
-    about that long (finished False; call again with `after` to go on). Raises InvalidInput
-    for an unknown model, Conflict for the active one, Busy while another re-embedding runs."""
+    about that long (finished False; call again with `after` to go on). threads: the model's
+    CPU threads in this process (0: one per core). Raises InvalidInput for an unknown model,
+    Conflict for the active one, Busy while another re-embedding runs."""
     _buildable(model)
     with exclusive():
         row = _row(model)
         if row is None or row.state != State.BUILDING or not after:
             _record(model, state=State.BUILDING, task="build", error="", started_at=timezone.now(), finished_at=None)
         try:
-            built = _embed_missing(model, progress=progress, seconds=seconds, after=after)
+            built = _embed_missing(model, progress=progress, seconds=seconds, after=after, threads=threads)
         except BaseException as exc:
             _record(model, task="", error=_reason(exc))
             raise
@@ -273,10 +274,10 @@ def build(*, model: str, progress: Progress | None = None, seconds: float | None
 
 
 def _embed_missing(model: str, *, progress: Progress | None, seconds: float | None,
-                   after: tuple[str, str] | None) -> Built:
+                   after: tuple[str, str] | None, threads: int = 0) -> Built:
     """Passes over every memory by (org_id, id), embedding those without a current vector of
     the model, until a whole pass finds none (or PASSES passes, or the deadline)."""
-    embedder = embedder_for(model)
+    embedder = embedder_for(model, threads)
     deadline = time.monotonic() + seconds if seconds else None
     done, total = counts(model)
     _record(model, memories_done=done, memories_total=total)
@@ -364,7 +365,7 @@ class Switched:
     seconds: float  # how long the switch's transaction took
 
 
-def activate(*, model: str, progress: Progress | None = None) -> Switched:
+def activate(*, model: str, progress: Progress | None = None, threads: int = 0) -> Switched:
     """Make `model` the active one: catch up (embed what its build missed, or what changed
     since), then switch in one transaction. Raises InvalidInput for an unknown model,
     Conflict for the active one or one never built (or whose build has not finished), Busy
@@ -374,7 +375,7 @@ def activate(*, model: str, progress: Progress | None = None) -> Switched:
         _activatable(model)  # again, now that nothing else can change it
         _record(model, task="activate", error="")
         try:
-            caught_up = _embed_missing(model, progress=progress, seconds=None, after=None)
+            caught_up = _embed_missing(model, progress=progress, seconds=None, after=None, threads=threads)
             switched = _switch(model)
         except BaseException as exc:
             _record(model, task="", error=_reason(exc))
@@ -386,12 +387,12 @@ def activate(*, model: str, progress: Progress | None = None) -> Switched:
     return switched
 
 
-def rollback(*, progress: Progress | None = None) -> Switched:
+def rollback(*, progress: Progress | None = None, threads: int = 0) -> Switched:
     """Activate the model the active one replaced (its vectors were kept)."""
     current = EmbeddingModel.objects.filter(state=State.ACTIVE).first()
     if current is None or not current.replaced:
         raise Conflict(f"nothing to roll back to: no model was active before {active_model()}", code="no_previous")
-    return activate(model=current.replaced, progress=progress)
+    return activate(model=current.replaced, progress=progress, threads=threads)
 
 
 def _switch(model: str) -> Switched:

@@ -27,8 +27,14 @@ class Command(BaseCommand):
         action.add_argument("--drop", metavar="NAME",
                             help="Delete the kept vectors of a model that is not active (1.5 kB a memory); it "
                                  "needs a build again before it can be switched to.")
+        parser.add_argument("--threads", type=int, default=0,
+                            help="CPU threads the model may use (default: one per core). On a small machine "
+                                 "that also serves searches, 1 leaves them a core.")
 
-    def handle(self, *args, model=None, activate=None, rollback=False, drop=None, **options):
+    def handle(self, *args, model=None, activate=None, rollback=False, drop=None, threads=0, **options):
+        if threads < 0:
+            raise CommandError("--threads must be 0 (one per core) or more")
+        self.threads = threads
         try:
             if model:
                 self.build(model)
@@ -54,7 +60,7 @@ class Command(BaseCommand):
     def build(self, model: str) -> None:
         bar, progress = self.bar(f"embedding with {model}")
         try:
-            built = reembed.build(model=model, progress=progress)
+            built = reembed.build(model=model, progress=progress, threads=self.threads)
         finally:
             bar.close()
         self.stdout.write(f"{model}: embedded {built.embedded} memories; {built.done} of {built.total} have a "
@@ -64,8 +70,10 @@ class Command(BaseCommand):
     def switch(self, model: str | None) -> None:
         bar, progress = self.bar(f"catching up with {model}" if model else "catching up")
         try:
-            switched = reembed.activate(model=model, progress=progress) if model else reembed.rollback(
-                progress=progress)
+            if model:
+                switched = reembed.activate(model=model, progress=progress, threads=self.threads)
+            else:
+                switched = reembed.rollback(progress=progress, threads=self.threads)
         finally:
             bar.close()
         pending = (f"; {switched.pending} written meanwhile are pending, and the worker embeds them"
