@@ -343,7 +343,8 @@ def active_model() -> str:
 def forget_active_model() -> None:
     """Read the active model again at the next use (after a switch, in the process that made it)."""
     global _active
-    _active = None
+    if _active is not None:
+        _active = (_active[0], float("-inf"))  # stale, but still what this process last used
 
 
 def query_model(model: str) -> str:
