@@ -6,6 +6,7 @@ float32 all-MiniLM-L6-v2 and its int8 quantized graph), real PostgreSQL and Redi
 
 import io
 
+import django_rq
 import numpy as np
 import pytest
 from django.core.management import call_command
@@ -17,6 +18,7 @@ from memories.lifecycle import erasure, reembed
 from memories.models import EmbeddingModel, Memory, MemoryEmbedding
 from tenants.context import service_account, tenant_context
 from tests import factories
+from tests.markers import committing
 
 pytestmark = pytest.mark.django_db
 
@@ -221,6 +223,27 @@ def test_a_switch_swaps_every_vector_at_once_and_searches_follow(written, tenant
         assert similarity == pytest.approx(cosine(query, built[memory_id]), abs=1e-5)
     assert cache.query_key(QUESTION) == cache.query_key(QUESTION, INT8) != cache.query_key(QUESTION, FLOAT32)
     assert cache.query_embedding(QUESTION) == pytest.approx(list(query), abs=1e-6)
+
+
+@committing
+def test_other_sessions_see_the_old_vectors_until_the_switch_commits(written):
+    """The switch is one transaction: a search's session (here the owner's connection, another
+    session) reads every memory's previous vector until it commits, and every new one after."""
+    reembed.build(model=INT8)
+
+    def seen() -> set[str]:
+        with service_account(using="owner"), connections["owner"].cursor() as cursor:
+            cursor.execute("SELECT DISTINCT embedding_model FROM memories")
+            models = {row[0] for row in cursor.fetchall()}
+            cursor.execute("SELECT name FROM embedding_models WHERE state = 'active'")
+            return models | {f"active: {cursor.fetchone()[0]}"}
+
+    with transaction.atomic():
+        reembed._switch(INT8)
+        assert seen() == {FLOAT32, f"active: {FLOAT32}"}
+        assert {model for model, _ in serving().values()} == {INT8}  # its own session sees the switch
+    assert seen() == {INT8, f"active: {INT8}"}
+    django_rq.get_queue(jobs.QUEUE).empty()  # the sweep the commit queued: nothing is pending here
 
 
 def test_a_rollback_restores_the_previous_vectors_exactly(written):
