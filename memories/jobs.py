@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memories.embeddings import get_embedder, vector_literal
+from memories.embeddings import forget_active_model, get_embedder, vector_literal
 from memories.models import EMBEDDING_DIMENSIONS, IdempotencyRecord, Memory
 from memories.writes.duplicates import near_duplicates, record_duplicates
 from tenants.context import service_account, tenant_job
@@ -99,6 +99,7 @@ def embed_pending(*, batch_size: int = SWEEP_BATCH) -> int:
     vector of a model that is no longer the active one, a batch at a time. Run by the cron
     scheduler and by `manage.py embed_pending`. Returns how many were embedded."""
     total = 0
+    forget_active_model()  # read afresh: the sweep a switch queues must embed with the new model
     while True:
         model = get_embedder().model_name
         with service_account(), transaction.atomic():
