@@ -125,7 +125,10 @@ class Standing:
 def standings() -> list[Standing]:
     """Every known model (and any model a row names that this code no longer knows), active first."""
     rows = {row.name: row for row in EmbeddingModel.objects.all()}
-    running = lock_held()
+    # The lock says a re-embedding runs, not which: the one whose row moved last (another row
+    # with a task is left from one that stopped).
+    under_way = [row for row in rows.values() if row.task]
+    running = max(under_way, key=lambda row: row.updated_at).name if under_way and lock_held() else None
     found = []
     for name in [*KNOWN_MODELS, *(name for name in rows if name not in KNOWN_MODELS)]:
         row = rows.get(name)
@@ -135,7 +138,7 @@ def standings() -> list[Standing]:
             continue
         status = "idle"
         if row.task:
-            status = "running" if running else "queued" if _job_waiting(row.job_id) else "stopped"
+            status = "running" if name == running else "queued" if _job_waiting(row.job_id) else "stopped"
         found.append(Standing(
             name=name, about=about, state=row.state, done=row.memories_done, total=row.memories_total,
             task=row.task, status=status, error=row.error, job_id=row.job_id, started_at=row.started_at,
