@@ -178,12 +178,12 @@ def _job_waiting(job_id: str) -> bool:
 
 
 def _record(model: str, **fields) -> None:
-    """Set fields of the model's row (made if missing), as the service account: only it may."""
+    """Set fields of the model's row (made if missing), as the service account: only it may.
+    A row another transaction is making or changing is waited for, then changed."""
     fields["updated_at"] = timezone.now()
     with service_account():
-        updated = EmbeddingModel.objects.filter(name=model).update(**fields)
-        if not updated:
-            EmbeddingModel.objects.create(name=model, **{"state": State.BUILDING, **fields})
+        EmbeddingModel.objects.update_or_create(name=model, defaults=fields,
+                                                create_defaults={"state": State.BUILDING, **fields})
 
 
 def _row(model: str) -> EmbeddingModel | None:
@@ -502,16 +502,19 @@ def reembed_enqueue(*, model: str, then_activate: bool = False) -> str:
     if lock_held() or any(standing.status == "queued" for standing in standings()):
         raise Busy
     job_id = str(uuid.uuid4())
-    # At once, not when the request commits: the page that answers shows the job waiting.
-    django_rq.get_queue(QUEUE, commit_mode="auto").enqueue(
-        reembed_job, model=model, then_activate=then_activate, job_id=job_id, job_timeout=4 * 3600,
-        result_ttl=JOB_KEPT_SECONDS, failure_ttl=JOB_KEPT_SECONDS)
     fields = {"task": "activate" if then_activate else "build", "job_id": job_id, "error": ""}
     if not then_activate:
         fields.update(state=State.BUILDING, memories_done=0, memories_total=0, started_at=None, finished_at=None)
         if (row := _row(model)) and row.state == State.BUILDING:
             fields.update(memories_done=row.memories_done, memories_total=row.memories_total)
+    # The row first: the job's own changes of it wait until the caller commits these.
     _record(model, **fields)
+    # Then the job, at once rather than when the caller commits: the page that answers shows
+    # it waiting (a caller that rolls back, as a failed request does, leaves a job that builds
+    # or switches as asked all the same).
+    django_rq.get_queue(QUEUE, commit_mode="auto").enqueue(
+        reembed_job, model=model, then_activate=then_activate, job_id=job_id, job_timeout=4 * 3600,
+        result_ttl=JOB_KEPT_SECONDS, failure_ttl=JOB_KEPT_SECONDS)
     return job_id
 
 
