@@ -146,7 +146,8 @@ def test_the_cron_configuration_registers_the_periodic_jobs():
     registered = {job["func"].__name__: job["interval"] or job["cron"] for job in cron._job_data_registry}
     cron._job_data_registry.clear()
     assert registered == {"embed_pending": 60, "purge_idempotency_records": 3600, "flush_retrievals": 30,
-                          "sync_tenant_indexes": 3600, "fold": 30, "expire": 60, "decay": "0 3 * * *"}
+                          "sync_tenant_indexes": 3600, "fold": 30, "expire": 60, "decay": "0 3 * * *",
+                          "consolidate_pending": 600}
 
 
 class BrokenModel:
