@@ -466,6 +466,7 @@ class RetrievalEventKind(models.TextChoices):
     RETRIEVE = "retrieve"
     NAMESPACE_SEARCH = "namespace_search"
     REPLAY = "replay"
+    CONTEXT = "context"  # a context assembly: the memories put in a prompt
 
 
 class RetrievalEvent(TenantModel):
