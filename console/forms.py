@@ -230,3 +230,49 @@ class ImportForm(forms.Form):
     skip_bad_lines = forms.BooleanField(required=False, label="import the good lines and list the bad ones "
                                                               "(otherwise a bad line stops the import, nothing "
                                                               "imported)")
+
+
+class EraseForm(forms.Form):
+    """What to erase for good: a namespace prefix, an agent's memories, a session's, or the
+    whole organisation's memory; `confirm` (the organisation's slug, typed) once counted."""
+
+    SCOPES = (("namespace", "a namespace (an end user's memories)"), ("agent", "an agent's memories"),
+              ("session", "a session's memories"), ("all", "the organisation's whole memory"))
+
+    scope = forms.ChoiceField(choices=SCOPES, widget=forms.RadioSelect, initial="namespace", label="Erase")
+    namespace = forms.CharField(required=False, max_length=256,
+                                help_text="A prefix: users/alice covers users/alice/... too, never users/alice2.")
+    agent = forms.ChoiceField(required=False)
+    session = forms.UUIDField(required=False, help_text="The session's id.")
+    confirm = forms.CharField(required=False, max_length=128, label="To erase, type the organisation's slug")
+
+    def __init__(self, *args, agents=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.agents = {str(agent.pk): agent for agent in agents}
+        self.fields["agent"].choices = [("", "choose an agent")] + [(key, a.name) for key, a in self.agents.items()]
+
+    def clean(self):
+        data = super().clean()
+        scope = data.get("scope")
+        namespace = (data.get("namespace") or "").strip().strip("/")
+        data["namespace"] = namespace
+        if scope == "namespace" and not namespace:
+            self.add_error("namespace", "Give the namespace to erase.")
+        if scope == "agent" and not data.get("agent"):
+            self.add_error("agent", "Choose the agent whose memories to erase.")
+        if scope == "session" and not data.get("session"):
+            self.add_error("session", "Give the session's id.")
+        return data
+
+    def erasure_scope(self):
+        """The memories.lifecycle.erasure scope the valid form names."""
+        from memories.lifecycle.erasure import ErasureScope
+
+        data, scope = self.cleaned_data, self.cleaned_data["scope"]
+        return ErasureScope(namespace=data["namespace"] if scope == "namespace" else None,
+                            agent_id=self.agents[data["agent"]].pk if scope == "agent" else None,
+                            session_id=data["session"] if scope == "session" else None,
+                            everything=scope == "all")
+
+    def confirmed(self, slug: str) -> bool:
+        return self.cleaned_data.get("confirm", "").strip() == slug

@@ -35,6 +35,9 @@ LIVE_SQL = live_sql()
 # What the final ranking reads of a memory's own row (memories.retrieval.ranking.RankingRow),
 # also held by the covering index of live vectors so an exact search reads no heap row.
 RANKING_MEMORY_COLUMNS = ("importance", "confidence", "created_at", "decay_rate", "reinforced_at")
+# What memories.lifecycle.decay reads of a decaying memory (its strength's inputs, its expiry
+# and namespace), also held by the index of decaying memories.
+DECAYING_COLUMNS = ["id", "created_at", "reinforced_at", "decay_rate", "importance", "expires_at", "scope"]
 
 
 # The longest content a memory may hold, in characters (also a check constraint).
@@ -207,6 +210,11 @@ class Memory(TenantModel):
                 fields=["expires_at"], condition=Q(expires_at__isnull=False, deleted_at__isnull=True),
                 name="memories_expiring",
             ),
+            # The live memories that decay, with what their strength is computed from: the weak
+            # list, the strength bands and the nightly decay read only this index (an index-only
+            # scan of ~35 bytes a row, where the table's rows are ~4 kB with their vector).
+            models.Index(fields=["org"], include=DECAYING_COLUMNS, condition=LIVE & Q(decay_rate__gt=0),
+                         name="memories_decaying"),
             models.Index(
                 fields=["org", "created_at"], condition=Q(embedding__isnull=True, deleted_at__isnull=True),
                 name="memories_embedding_pending",
@@ -545,6 +553,7 @@ class RetrievalEventKind(models.TextChoices):
     RETRIEVE = "retrieve"
     NAMESPACE_SEARCH = "namespace_search"
     REPLAY = "replay"
+    CONTEXT = "context"  # a context assembly: the memories put in a prompt
 
 
 class RetrievalEvent(TenantModel):

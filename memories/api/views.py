@@ -499,12 +499,15 @@ class StatsView(AgentAPIView):
                     "relationships": {"temporal": 69, "supersedes": 2}, "entities": {"person": 4, "place": 3},
                     "lifecycle": {"decay": {"finished_at": "2026-11-25T03:00:04Z",
                                             "counts": {"decaying": 40, "fading": 9, "archived": 1}},
-                                  "expiry": None}},
+                                  "expiry": None,
+                                  "consolidation": {"finished_at": "2026-11-25T10:12:40Z",
+                                                    "counts": {"memories": 14, "duplicate_pairs": 1,
+                                                               "summaries": 1}}}},
                 description="Within the key's reach. `memories.strength` counts live memories that decay: strong "
                             "(at least 0.5), fading, faded (below the decay threshold, archived by the next "
-                            "nightly run), and those that do not decay. `lifecycle` says when the decay and the "
-                            "expiry sweep last ran for the organisation, and what they did (counts only for a key "
-                            "that reaches every namespace).",
+                            "nightly run), and those that do not decay. `lifecycle` says when the decay, the "
+                            "expiry sweep and a session's consolidation last ran for the organisation, and what "
+                            "they did (counts only for a key that reaches every namespace).",
                 operation_id="stats")
     def get(self, request):
         query = self.validated(s.StatsQuerySerializer, s.query_data(request.query_params, ()))

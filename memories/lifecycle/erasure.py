@@ -40,8 +40,10 @@ from django.db import DatabaseError, connection, transaction
 from memories import cache, lexicon
 from memories.access import namespace_sql
 from memories.errors import InvalidInput, NotFound
+from memories.lifecycle import tracking
 from memories.models import Erasure
 from memories.retrieval.events import RETRIEVAL_COUNTS_KEY, RETRIEVAL_LAST_KEY
+from tenants.context import tenant_context
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +85,13 @@ class ErasureScope:
         if self.session_id:
             scope["session"] = str(self.session_id)
         return scope
+
+    @classmethod
+    def from_json(cls, scope: dict) -> ErasureScope:
+        """The scope as_json wrote (a queued erasure's)."""
+        return cls(namespace=scope.get("namespace"), agent_id=uuid.UUID(scope["agent"]) if scope.get("agent") else None,
+                   session_id=uuid.UUID(scope["session"]) if scope.get("session") else None,
+                   everything=bool(scope.get("all")), expired=bool(scope.get("expired")))
 
     def describe(self) -> str:
         """In words, for messages: 'namespace users/alice of agent ...'."""
@@ -158,6 +167,75 @@ def erase(org_id, scope: ErasureScope, *, via: str, agent_id=None, user_id=None,
     logger.info("erasure done", extra={"erasure_id": str(erasure.pk), "org_id": str(org_id), "via": via,
                                        "memories": counts["memories"]})
     return Outcome(erasure=erasure, counts=counts)
+
+
+def memory_count(org_id, scope: ErasureScope) -> int:
+    """How many memories the scope holds, whatever their status: what an operator confirms
+    before erasing (a dry run counts every row, at the cost of the erasure itself)."""
+    where, params = scope.memories("m")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM memories m WHERE m.org_id = %s AND {where}", [org_id, *params])
+        return cursor.fetchone()[0]
+
+
+# An erasure the console starts runs on the worker (a whole organisation's can outlast a
+# request), reporting its progress in its job; the page follows it (memories.lifecycle.tracking).
+ERASE_QUEUE = "maintenance"
+ERASE_TIMEOUT_SECONDS = 4 * 3600
+
+
+@dataclass
+class ErasureStatus:
+    state: str  # queued, started, finished, failed
+    scope: str  # in words
+    done: int = 0
+    total: int = 0
+    result: dict | None = None  # {"erasure": id, "counts": {...}} or {"error": ...}
+
+    @property
+    def running(self) -> bool:
+        return self.state in tracking.RUNNING
+
+
+def erase_enqueue(*, org_id, scope: ErasureScope, user_id) -> str:
+    """Ask the worker to erase the scope for an operator; returns the job's id. Raises
+    Redis's errors if the queue is unreachable (nothing is erased then)."""
+    import django_rq
+
+    job_id = str(uuid.uuid4())
+    django_rq.get_queue(ERASE_QUEUE, commit_mode="auto").enqueue(
+        erase_job, org_id=str(org_id), scope=scope.as_json(), user_id=user_id, job_id=job_id,
+        job_timeout=ERASE_TIMEOUT_SECONDS, result_ttl=tracking.KEPT_SECONDS, failure_ttl=tracking.KEPT_SECONDS,
+        meta={"org_id": str(org_id), "scope": scope.describe()})
+    return job_id
+
+
+def erase_job(*, org_id: str, scope: dict, user_id) -> dict:
+    """The worker's side of erase_enqueue: the erasure, as the organisation, its progress in
+    the job. Returns {"erasure": id, "counts": ...}, or {"error": ...} when there was nothing
+    to erase."""
+
+    def progress(done: int, total: int) -> None:
+        tracking.report_progress(done=done, total=total)
+
+    try:
+        with tenant_context(org_id):
+            outcome = erase(org_id, ErasureScope.from_json(scope), via="console", user_id=user_id, progress=progress)
+    except NotFound as exc:
+        return {"error": exc.message}
+    return {"erasure": str(outcome.erasure.pk), "counts": outcome.counts}
+
+
+def erase_status(*, org_id, job_id: str) -> ErasureStatus | None:
+    """Where an erasure of this organisation stands; None for an unknown job or another's."""
+    job = tracking.tracked_job(ERASE_QUEUE, org_id=org_id, job_id=job_id)
+    if job is None:
+        return None
+    result = job.result
+    if job.state == "failed":
+        result = {"error": "the erasure stopped unexpectedly; nothing was erased. The worker's log says why."}
+    return ErasureStatus(state=job.state, scope=job.meta.get("scope", ""), done=job.meta.get("done", 0),
+                         total=job.meta.get("total", 0), result=result)
 
 
 def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:

@@ -54,6 +54,7 @@ from memories import lexicon
 from memories.embeddings import active_model, vector_literal
 from memories.entities import name_key
 from memories.errors import InvalidInput
+from memories.lifecycle import tracking
 from memories.lifecycle.portability import (
     MAX_LINE_BYTES,
     ORIGIN_KEY,
@@ -861,7 +862,7 @@ def _fold_word_statistics() -> None:
 
 IMPORT_QUEUE = "default"
 IMPORT_TIMEOUT_SECONDS = 4 * 3600
-IMPORT_KEPT_SECONDS = 24 * 3600  # how long a finished import's report can be read
+IMPORT_KEPT_SECONDS = tracking.KEPT_SECONDS  # how long a finished import's report can be read
 
 
 def upload_path(job_id: str) -> Path:
@@ -898,15 +899,10 @@ def import_enqueue(*, org_id, chunks: Iterator[bytes], name: str, skip_bad_lines
 def import_job(*, org_id: str, upload: str, skip_bad_lines: bool) -> dict:
     """The worker's side: import the kept file as the organisation, all or nothing, then
     remove it. Returns the report as JSON, or {"error": ...} when the file was refused."""
-    from rq import get_current_job
-
-    job = get_current_job()
     path = upload_path(upload)
 
     def progress(phase: str, done: int, total: int) -> None:
-        if job is not None:
-            job.meta.update(phase=phase, done=done, total=total)
-            job.save_meta()
+        tracking.report_progress(phase=phase, done=done, total=total)
 
     try:
         with path.open("rb") as file, tenant_context(org_id):
@@ -929,27 +925,18 @@ class ImportStatus:
 
     @property
     def running(self) -> bool:
-        return self.state in ("queued", "started", "scheduled", "deferred")
+        return self.state in tracking.RUNNING
 
 
 def import_status(*, org_id, job_id: str) -> ImportStatus | None:
     """Where an import of this organisation stands; None for an unknown job or another
     organisation's (the same answer: missing)."""
-    import django_rq
-    from rq.exceptions import NoSuchJobError
-    from rq.job import Job
-
-    try:
-        job = Job.fetch(job_id, connection=django_rq.get_queue(IMPORT_QUEUE).connection)
-    except NoSuchJobError:
+    job = tracking.tracked_job(IMPORT_QUEUE, org_id=org_id, job_id=job_id)
+    if job is None:
         return None
-    if job.meta.get("org_id") != str(org_id):
-        return None
-    state = job.get_status(refresh=False)
-    state = state.value if hasattr(state, "value") else str(state)
-    result = job.return_value() if state == "finished" else None
-    if state == "failed":
+    result = job.result
+    if job.state == "failed":
         result = {"error": "the import stopped unexpectedly; nothing was imported. The worker's log says why."}
-    return ImportStatus(state=state, name=job.meta.get("name", ""), phase=job.meta.get("phase", ""),
+    return ImportStatus(state=job.state, name=job.meta.get("name", ""), phase=job.meta.get("phase", ""),
                         done=job.meta.get("done", 0), total=job.meta.get("total", job.meta.get("size", 0)),
                         result=result)

@@ -4,7 +4,7 @@ organisation's key (test_cross_tenant), a key limited to other namespaces (test_
 
 Placeholders: {memory} the target memory, {other} a second memory beside it, {tag} one of the
 target's tags, {relationship} one of its relationships, {event} a retrieval event, {entity} an
-entity in the target memory's namespace."""
+entity in the target memory's namespace, {session} a session in it."""
 
 MEMORY_DOORS = [
     ("get", "/api/v1/memories/{memory}", None),
@@ -26,6 +26,11 @@ MEMORY_DOORS = [
 ]
 ENTITY_DOORS = [
     ("get", "/api/v1/entities/{entity}", None),
+]
+SESSION_DOORS = [
+    ("get", "/api/v1/sessions/{session}", None),
+    ("get", "/api/v1/sessions/{session}/memories", None),
+    ("post", "/api/v1/sessions/{session}/close", {}),
 ]
 EVENT_DOORS = [
     ("get", "/api/v1/retrieval-events/{event}", None),

@@ -4,10 +4,12 @@ import pytest
 
 from memories.models import Memory, MemoryRelationship, MemoryTag
 from tenants.context import tenant_context
+from tenants.models import Session
 from tests.memories.api.doors import (
     ENTITY_DOORS,
     EVENT_DOORS,
     MEMORY_DOORS,
+    SESSION_DOORS,
     door_ids,
     fill,
 )
@@ -17,10 +19,11 @@ pytestmark = pytest.mark.django_db
 
 def a_ids(tenant):
     return {"memory": tenant.memory.id, "other": tenant.other_memory.id, "relationship": tenant.relationship.id,
-            "event": tenant.retrieval_event.id, "entity": tenant.entity.id, "tag": "drinks"}
+            "event": tenant.retrieval_event.id, "entity": tenant.entity.id, "tag": "drinks",
+            "session": tenant.session.id}
 
 
-ENDPOINTS = MEMORY_DOORS + EVENT_DOORS + ENTITY_DOORS
+ENDPOINTS = MEMORY_DOORS + EVENT_DOORS + ENTITY_DOORS + SESSION_DOORS
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS, ids=door_ids(ENDPOINTS))
@@ -36,6 +39,7 @@ def test_b_gets_404_for_each_of_a_s_ids_and_changes_nothing(tenant_a, tenant_b, 
         assert memory.usefulness_score == tenant_a.memory.usefulness_score
         assert MemoryRelationship.objects.filter(pk=tenant_a.relationship.id).exists()
         assert list(MemoryTag.objects.filter(memory_id=memory.pk).values_list("tag", flat=True)) == ["drinks"]
+        assert Session.objects.get(pk=tenant_a.session.id).ended_at is None
 
 
 def test_b_cannot_link_its_memory_to_a_s(tenant_a, tenant_b, api_b):

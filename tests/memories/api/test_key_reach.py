@@ -11,11 +11,13 @@ from django.urls import get_resolver
 
 from memories.models import Entity, Memory, MemoryRelationship, MemoryTag, MemoryVersion
 from tenants.context import tenant_context
+from tenants.models import Session
 from tests import factories
 from tests.memories.api.doors import (
     ENTITY_DOORS,
     EVENT_DOORS,
     MEMORY_DOORS,
+    SESSION_DOORS,
     door_ids,
     fill,
 )
@@ -41,8 +43,10 @@ def users(tenant_a):
         relationship = MemoryRelationship.objects.create(org=org, source=bob, target=bob_other,
                                                          relation_type="supports")
         porto = Entity.objects.create(org=org, scope=BOB, kind="place", name="Porto", key="porto")
+        bob_session = Session.objects.create(org=org, agent=agent, scope=BOB)
     return SimpleNamespace(alice=alice, bob=bob, bob_other=bob_other, alice_twin=alice_twin, bob_item=bob_item,
-                           relationship=relationship, event=tenant_a.retrieval_event, bob_entity=porto)
+                           relationship=relationship, event=tenant_a.retrieval_event, bob_entity=porto,
+                           bob_session=bob_session)
 
 
 @pytest.fixture
@@ -71,13 +75,15 @@ def state(org, *memories):
                 for m in Memory.objects.filter(pk__in=[m.pk for m in memories]).order_by("pk")]
 
 
-BY_ID = MEMORY_DOORS + ENTITY_DOORS
+BY_ID = MEMORY_DOORS + ENTITY_DOORS + SESSION_DOORS
 EVENTS = [("get", "/api/v1/retrieval-events", None), *EVENT_DOORS]
 COLLECTIONS = [
     ("get", "/api/v1/memories", None),
     ("post", "/api/v1/memories", {"content": "x"}),
     ("get", "/api/v1/memories/weak", None),
     ("get", "/api/v1/stats", None),
+    ("get", "/api/v1/sessions", None),
+    ("post", "/api/v1/sessions", {"namespace": ["users", "bob"]}),
     ("get", "/api/v1/entities", None),
     ("put", "/api/v1/store/items", None),
     ("get", "/api/v1/store/items", None),
@@ -87,6 +93,7 @@ COLLECTIONS = [
     ("post", "/api/v1/store/search", None),
     ("post", "/api/v1/search", None),
     ("post", "/api/v1/retrieve", None),
+    ("post", "/api/v1/context", None),
     ("get", "/api/v1/hot", None),
     ("post", "/api/v1/erase", {"namespace": ["users", "bob"]}),
 ]
@@ -99,6 +106,7 @@ def test_every_api_route_is_tried_here():
               for p in api.url_patterns}
     tried = {path.replace("{memory}", "{memory_id}").replace("{relationship}", "{relationship_id}")
              .replace("{event}", "{event_id}").replace("{entity}", "{entity_id}")
+             .replace("{session}", "{session_id}")
              for _, path, _ in BY_ID + EVENTS + COLLECTIONS}
     assert routes <= tried, routes - tried
 
@@ -108,13 +116,14 @@ def test_a_key_limited_to_alice_finds_none_of_bobs_memories_by_id_and_changes_no
         tenant_a, users, alice_key, method, path, body):
     before = state(tenant_a.org, users.bob, users.bob_other, users.alice)
     ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id,
-           "entity": users.bob_entity.id, "tag": "health"}
+           "entity": users.bob_entity.id, "tag": "health", "session": users.bob_session.id}
     response = getattr(alice_key, method)(fill(path, ids), fill(body, ids))
     assert response.status_code == 404, response.content
     assert response.json()["error"]["code"] == "not_found"
     assert state(tenant_a.org, users.bob, users.bob_other, users.alice) == before
     with tenant_context(tenant_a.org.id):
         assert MemoryRelationship.objects.filter(pk=users.relationship.id).exists()
+        assert Session.objects.get(pk=users.bob_session.id).ended_at is None
 
 
 def test_from_alices_memory_no_door_leads_to_bobs(tenant_a, users, alice_key):
@@ -199,9 +208,9 @@ def test_a_read_only_key_reads_and_searches_but_writes_nothing(tenant_a, users, 
     with tenant_context(tenant_a.org.id):
         count = Memory.objects.count()
     ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id,
-           "tag": "health"}
+           "tag": "health", "session": users.bob_session.id}
     writes = [(m, p, b) for m, p, b in BY_ID + COLLECTIONS if m != "get" and "search" not in p
-              and "retrieve" not in p]
+              and "retrieve" not in p and "context" not in p]
     for method, path, body in writes:
         response = getattr(reader, method)(fill(path, ids), fill(body, ids) or {"namespace": ["users", "x"], "key": "k",
                                                                                 "content": "c"})

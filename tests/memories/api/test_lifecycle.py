@@ -238,7 +238,7 @@ def test_stats_count_what_the_key_reaches_with_strength_bands_and_the_last_runs(
     assert memories["total"] == 4 and memories["live"] == 4 and memories["by_memory_type"]["episodic"] == 1
     assert memories["strength"] == {"strong": 1, "fading": 1, "faded": 1, "not_decaying": 1}
     assert sum(day["created"] for day in everything["growth"]) == 2  # the aged two were written long ago
-    assert everything["lifecycle"] == {"decay": None, "expiry": None}
+    assert everything["lifecycle"] == {"decay": None, "expiry": None, "consolidation": None}
 
     decay.decay_organisation(org_id=tenant_a.org.id)
     after = ok(api_a.get("/api/v1/stats", {"namespace": "users"}))

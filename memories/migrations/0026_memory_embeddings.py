@@ -85,7 +85,7 @@ VECTORS_ALONE_ARE_A_CHANGE = """
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memories', '0023_sessions_consolidation'),
+        ('memories', '0025_decaying_index'),
         ('tenants', '0008_sessions_consolidation'),
     ]
 

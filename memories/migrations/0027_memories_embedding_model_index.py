@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     atomic = False  # CREATE INDEX CONCURRENTLY cannot run in a transaction
 
     dependencies = [
-        ('memories', '0024_memory_embeddings'),
+        ('memories', '0026_memory_embeddings'),
     ]
 
     operations = [
