@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memories.embeddings import MODEL_NAME, get_embedder, vector_literal
-from memories.models import EMBEDDING_DIMENSIONS, IdempotencyRecord, Memory
+from memories.models import EMBEDDING_DIMENSIONS, EMBEDDING_PENDING, IdempotencyRecord, Memory
 from memories.writes.duplicates import near_duplicates, record_duplicates
 from tenants.context import service_account, tenant_job
 
@@ -39,7 +39,7 @@ def claim_pending(org_id: str, memory_ids: list[str]) -> list[Memory]:
     of waiting seconds for it."""
     return list(
         Memory.objects.select_for_update(skip_locked=True, no_key=True)
-        .filter(org_id=org_id, pk__in=memory_ids, embedding__isnull=True, deleted_at__isnull=True)
+        .filter(EMBEDDING_PENDING, org_id=org_id, pk__in=memory_ids)
         .only("id", "content").order_by("created_at")
     )
 
@@ -69,6 +69,7 @@ def embed_now(org_id, memory_ids: list) -> int:
                    embedding_dimensions = %s, embedded_at = now()
             FROM unnest(%s::uuid[], %s::text[]) AS batch(id, embedding)
             WHERE memories.org_id = %s AND memories.id = batch.id AND memories.embedding IS NULL
+              AND memories.indexed
             """,
             [MODEL_NAME, EMBEDDING_DIMENSIONS, [str(m.pk) for m in pending],
              [vector_literal(vector) for vector in vectors], org_id],
@@ -87,8 +88,7 @@ def embed_pending(*, batch_size: int = SWEEP_BATCH) -> int:
     while True:
         with service_account(), transaction.atomic():
             batch = list(
-                Memory.objects.filter(embedding__isnull=True, deleted_at__isnull=True)
-                .order_by("created_at").values_list("org_id", "pk")[:batch_size]
+                Memory.objects.filter(EMBEDDING_PENDING).order_by("created_at").values_list("org_id", "pk")[:batch_size]
             )
         if not batch:
             return total
