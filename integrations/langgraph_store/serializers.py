@@ -77,7 +77,7 @@ def _ttl_seconds(minutes) -> int | None:
         return None
     if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not math.isfinite(minutes):
         raise serializers.ValidationError("ttl is a number of minutes, or null")
-    seconds = round(minutes * 60)
+    seconds = round(minutes * 60) if 0 < minutes <= TTL_MAX_SECONDS / 60 else 0
     if not 1 <= seconds <= TTL_MAX_SECONDS:
         raise serializers.ValidationError(f"ttl must be from 1/60 (a second) to {TTL_MAX_SECONDS // 60} minutes")
     return seconds

@@ -241,7 +241,7 @@ BAD_PUTS = [
     ({"namespace": ["users", 7]}, "namespace"), ({"namespace": ["x" * 300]}, "namespace"),
     ({"key": ""}, "key"), ({"value": "vegetarian"}, "value"), ({"value": ["a"]}, "value"), ({"value": None}, "value"),
     ({"value": {"text": "x" * 300_000}}, "value"), ({"ttl": 0}, "ttl"), ({"ttl": -5}, "ttl"),
-    ({"ttl": "ten"}, "ttl"), ({"ttl": 10 * 366 * 24 * 60}, "ttl"), ({"index": True}, "index"),
+    ({"ttl": "ten"}, "ttl"), ({"ttl": 10 * 366 * 24 * 60}, "ttl"), ({"ttl": 1e308}, "ttl"), ({"ttl": 0.001}, "ttl"), ({"index": True}, "index"),
     ({"index": "text"}, "index"), ({"index": ["text", ""]}, "index"), ({"colour": "red"}, "colour"),
 ]
 
