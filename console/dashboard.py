@@ -90,7 +90,7 @@ def stats(org_id) -> Stats:
                        for i in range(GROWTH_DAYS)],
         pending_review=dict(by_status).get(Memory.Status.PENDING_REVIEW, 0),
         open_conflicts=open_conflict_count(org_id=org_id),
-        embedding_pending=memories.filter(embedding__isnull=True).count(),
+        embedding_pending=memories.filter(embedding__isnull=True, indexed=True).count(),
         lifecycle=lifecycle_jobs(org_id),
         strength=decay.strength_bands(org_id=org_id),
         fading=decay.weak_memories(org_id=org_id, limit=FADING_SHOWN)[0],

@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memories.embeddings import forget_active_model, get_embedder, vector_literal
-from memories.models import EMBEDDING_DIMENSIONS, IdempotencyRecord, Memory
+from memories.models import EMBEDDING_DIMENSIONS, EMBEDDING_PENDING, IdempotencyRecord, Memory
 from memories.writes.duplicates import near_duplicates, record_duplicates
 from tenants.context import service_account, tenant_job
 
@@ -50,8 +50,7 @@ def claim_pending(org_id: str, memory_ids: list[str], model: str | None = None) 
     model = model or get_embedder().model_name
     return list(
         Memory.objects.select_for_update(skip_locked=True, no_key=True)
-        .filter(Q(embedding__isnull=True, deleted_at__isnull=True) | of_another_model(model),
-                org_id=org_id, pk__in=memory_ids)
+        .filter(EMBEDDING_PENDING | of_another_model(model), org_id=org_id, pk__in=memory_ids)
         .only("id", "content").order_by("created_at")
     )
 
@@ -81,7 +80,7 @@ def embed_now(org_id, memory_ids: list) -> int:
             UPDATE memories SET embedding = batch.embedding::vector, embedding_model = %s,
                    embedding_dimensions = %s, embedded_at = now()
             FROM unnest(%s::uuid[], %s::text[]) AS batch(id, embedding)
-            WHERE memories.org_id = %s AND memories.id = batch.id
+            WHERE memories.org_id = %s AND memories.id = batch.id AND memories.indexed
               AND (memories.embedding IS NULL OR memories.embedding_model <> %s)
             """,
             [embedder.model_name, EMBEDDING_DIMENSIONS, [str(m.pk) for m in pending],
@@ -104,8 +103,7 @@ def embed_pending(*, batch_size: int = SWEEP_BATCH) -> int:
         model = get_embedder().model_name
         with service_account(), transaction.atomic():
             batch = list(
-                Memory.objects.filter(embedding__isnull=True, deleted_at__isnull=True)
-                .order_by("created_at").values_list("org_id", "pk")[:batch_size]
+                Memory.objects.filter(EMBEDDING_PENDING).order_by("created_at").values_list("org_id", "pk")[:batch_size]
             )
             if len(batch) < batch_size:
                 batch += Memory.objects.filter(of_another_model(model)).values_list("org_id", "pk")[

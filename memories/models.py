@@ -31,6 +31,11 @@ def live_sql(alias: str = "") -> str:
 
 LIVE_SQL = live_sql()
 
+# A memory waiting for its embedding: stored without one, not deleted, and meant to be found by
+# meaning (an unindexed store item never is). The embedding jobs and the partial index that
+# serves them read this one definition.
+EMBEDDING_PENDING = Q(embedding__isnull=True, deleted_at__isnull=True, indexed=True)
+
 
 # What the final ranking reads of a memory's own row (memories.retrieval.ranking.RankingRow),
 # also held by the covering index of live vectors so an exact search reads no heap row.
@@ -126,6 +131,10 @@ class Memory(TenantModel):
     embedding_model = models.CharField(max_length=128, blank=True, default="")
     embedding_dimensions = models.PositiveSmallIntegerField(null=True, blank=True)
     embedded_at = models.DateTimeField(null=True, blank=True)
+    # False: kept out of search by meaning, never embedded (a LangGraph store item put with
+    # index=False, or whose indexed fields hold no text; docs/adr/0040). Not pending either:
+    # no job embeds it, and a vector it had goes when it is written so.
+    indexed = models.BooleanField(default=True, db_default=True)
 
     # Classification
     category = models.CharField(max_length=16, choices=Category.choices)
@@ -216,8 +225,7 @@ class Memory(TenantModel):
             models.Index(fields=["org"], include=DECAYING_COLUMNS, condition=LIVE & Q(decay_rate__gt=0),
                          name="memories_decaying"),
             models.Index(
-                fields=["org", "created_at"], condition=Q(embedding__isnull=True, deleted_at__isnull=True),
-                name="memories_embedding_pending",
+                fields=["org", "created_at"], condition=EMBEDDING_PENDING, name="memories_embedding_pending",
             ),
             # Vectors of a model that is no longer the active one (written across a switch): the
             # embedding sweep's question, across organisations, answered without a scan.
@@ -247,6 +255,8 @@ class Memory(TenantModel):
                 name="memories_scope_key_live_unique",
             ),
             models.CheckConstraint(condition=Q(content__length__gt=0), name="memories_content_not_empty"),
+            models.CheckConstraint(condition=Q(indexed=True) | Q(embedding__isnull=True),
+                                   name="memories_unindexed_has_no_vector"),
             models.CheckConstraint(condition=Q(content__length__lte=CONTENT_MAX_CHARS),
                                   name="memories_content_max_length"),
             models.CheckConstraint(

@@ -3,11 +3,13 @@ would catch a missing filter; the filter is kept anyway, as defence in depth).""
 
 from __future__ import annotations
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db import connection
+from django.db.models import BooleanField, Prefetch, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 
-from memories.access import EVERYWHERE, KeyReach, scope_prefix_filter
+from memories import store_values
+from memories.access import EVERYWHERE, KeyReach, namespace_sql, scope_prefix_filter
 from memories.entities import name_key
 from memories.errors import NotFound
 from memories.models import (
@@ -105,17 +107,76 @@ def store_get(*, org_id, scope: str, key: str, refresh_ttl: bool = False) -> Mem
     return memory
 
 
-def store_keys(*, org_id, scope: str) -> list[str]:
-    return list(Memory.objects.filter(NOT_EXPIRED, org_id=org_id, scope=scope, key__isnull=False,
-                                      deleted_at__isnull=True).order_by("key").values_list("key", flat=True))
-
-
-def store_namespaces(*, org_id, prefix: str = "", limit: int = 1000, reach: KeyReach = EVERYWHERE) -> list[str]:
-    queryset = Memory.objects.filter(NOT_EXPIRED, reach.memories(), org_id=org_id,
-                                     deleted_at__isnull=True).exclude(scope="")
+def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, limit: int = 10, offset: int = 0,
+                reach: KeyReach = EVERYWHERE, refresh_ttl: bool = False) -> list[Memory]:
+    """LangGraph's search without a query: the items under a namespace prefix ("" for all)
+    whose value passes the filter (memories.store_values), the last updated first, `offset`
+    of them skipped. refresh_ttl: those returned that were written with a time to live expire
+    that long from now again."""
+    queryset = Memory.objects.filter(NOT_EXPIRED, reach.memories(), org_id=org_id, key__isnull=False,
+                                     deleted_at__isnull=True)
     if prefix:
         queryset = queryset.filter(scope_prefix_filter(prefix))
-    return list(queryset.order_by("scope").values_list("scope", flat=True).distinct()[:limit])
+    if value_filter:
+        sql, params = store_values.filter_sql(store_values.filter_conditions(value_filter), '"memories"."metadata"')
+        queryset = queryset.filter(RawSQL(sql, params, output_field=BooleanField()))
+    items = list(queryset.order_by("-updated_at", "id")[offset:offset + limit])
+    if refresh_ttl and items:
+        memory_refresh_ttl(org_id=org_id, memory_ids=[item.pk for item in items])
+    return items
+
+
+# LangGraph's list_namespaces over the namespaces that hold items: a namespace is its labels
+# (the scope split at "/"), matched label by label ("*" matches any one), cut to max_depth,
+# each listed once, in the order of their labels (as Python sorts tuples: by code point).
+NAMESPACES_SQL = """
+    SELECT DISTINCT labels[1:%s] AS listed
+    FROM (SELECT string_to_array(m.scope, '/') COLLATE "C" AS labels
+          FROM memories m
+          WHERE m.org_id = %s AND m.key IS NOT NULL AND m.deleted_at IS NULL AND m.scope <> ''
+            AND (m.expires_at IS NULL OR m.expires_at > now()) {conditions}) AS items
+    ORDER BY listed
+    LIMIT %s OFFSET %s
+"""
+
+
+def _labels_match(path: tuple[str, ...], from_end: bool) -> tuple[list[str], list]:
+    """Conditions that the namespace's labels begin (or end, from_end) with `path`."""
+    conditions, params = ["cardinality(string_to_array(m.scope, '/')) >= %s"], [len(path)]
+    for position, label in enumerate(path):
+        if label == "*":
+            continue
+        if from_end:
+            conditions.append("(string_to_array(m.scope, '/'))[cardinality(string_to_array(m.scope, '/')) - %s] = %s")
+            params += [len(path) - 1 - position, label]
+        else:
+            conditions.append("(string_to_array(m.scope, '/'))[%s] = %s")
+            params += [position + 1, label]
+    return conditions, params
+
+
+def store_namespaces(*, org_id, prefix: tuple[str, ...] = (), suffix: tuple[str, ...] = (),
+                     max_depth: int | None = None, limit: int = 100, offset: int = 0,
+                     reach: KeyReach = EVERYWHERE) -> list[list[str]]:
+    """The namespaces that hold store items, as lists of labels: those beginning with `prefix`
+    and ending with `suffix` ("*" matches any label), cut to their first max_depth labels and
+    then listed once each, in order; `offset` of them skipped."""
+    conditions, params = [], []
+    for path, from_end in ((prefix, False), (suffix, True)):
+        if path:
+            more, values = _labels_match(tuple(path), from_end)
+            conditions += more
+            params += values
+    if reach.limited:
+        under = [namespace_sql(namespace, "m.scope") for namespace in reach.namespaces]
+        conditions.append("(" + " OR ".join(sql for sql, _ in under) + ")")
+        params += [value for _, values in under for value in values]
+    sql = NAMESPACES_SQL.format(conditions="".join(f" AND {condition}" for condition in conditions))
+    with connection.cursor() as cursor:
+        # labels[1:NULL] is NULL: no max_depth is the whole namespace (PostgreSQL's arrays hold
+        # at most 6 dimensions, not labels: 2**31 - 1 covers any).
+        cursor.execute(sql, [max_depth if max_depth is not None else 2**31 - 1, org_id, *params, limit, offset])
+        return [list(row[0]) for row in cursor.fetchall()]
 
 
 # --------------------------------------------------------------------------- entities

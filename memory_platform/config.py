@@ -98,8 +98,6 @@ class SearchConfig:
     ranking_weights: Mapping[str, float] = _weights("relevance", "importance", "confidence", "recency", "usage",
                                                     "strength")
     recency_half_life_days: float
-    # Seed 003's store search returns items at or above this cosine similarity.
-    store_similarity_threshold: float
     # How long a query's embedding is kept in Redis.
     query_embedding_cache_seconds: int
     # The model that embeds search queries: "float32", the model memories are embedded
@@ -171,6 +169,9 @@ class PlatformConfig:
     weak_strength: float
     # Largest request body the API reads, in bytes (413 beyond).
     max_request_bytes: int
+    # Largest value a store item may hold, as JSON text in bytes (a 422 naming `value` beyond;
+    # each of the item's versions keeps its value too).
+    store_value_max_bytes: int
     rate_limits: RateLimitConfig
 
     @classmethod

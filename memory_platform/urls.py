@@ -10,6 +10,8 @@ from memory_platform import health
 urlpatterns = [
     path("health", health.health_view, name="health"),
     path("api/v1/", include("memories.api.urls")),
+    # LangGraph's store API (docs/adr/0040): the platform's namespace store in LangGraph's shapes.
+    path("api/v1/", include("integrations.langgraph_store.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI's start-up script comes from a URL, not inline; its page carries a <style>
     # element of drf-spectacular's template, so this page alone allows inline styles.

@@ -1,4 +1,5 @@
-"""API-key authentication: `Authorization: Bearer <key>` -> one organisation and one agent.
+"""API-key authentication: `Authorization: Bearer <key>` (or `x-api-key: <key>`, the header
+LangGraph's SDK sends) -> one organisation and one agent.
 
 Runs inside the request's transaction (TenantTransactionMiddleware) before the view touches
 any tenant data. The key row is found through the api_keys_lookup_by_hash policy (visible
@@ -76,16 +77,28 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             throttles.unauthenticated_request_counted(request)
         return principal
 
-    def _authenticate_key(self, request):
+    @staticmethod
+    def _presented_key(request) -> str | None:
+        """The key the request carries: in `Authorization: Bearer`, or in `x-api-key` (never two
+        different keys: which one would the caller mean?)."""
         header = authentication.get_authorization_header(request)
-        if not header:
+        bearer = None
+        if header:
+            try:
+                scheme, bearer = header.decode("ascii").split()
+            except (UnicodeDecodeError, ValueError):
+                raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <API key>`") from None
+            if scheme.lower() != "bearer":
+                raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <API key>`")
+        plain = request.META.get("HTTP_X_API_KEY", "").strip() or None
+        if bearer and plain and bearer != plain:
+            raise exceptions.AuthenticationFailed("Authorization and x-api-key name different API keys")
+        return bearer or plain
+
+    def _authenticate_key(self, request):
+        key = self._presented_key(request)
+        if key is None:
             return None
-        try:
-            scheme, key = header.decode("ascii").split()
-        except (UnicodeDecodeError, ValueError):
-            raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <API key>`") from None
-        if scheme.lower() != "bearer":
-            raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <API key>`")
         api_key = _find_key(api_key_hash(key))
         if api_key is None:
             raise exceptions.AuthenticationFailed("unknown API key")

@@ -9,6 +9,9 @@ servers start when the first test needing them does (`embedded_servers`), not be
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from django.conf import settings
 from django.db import connections
@@ -16,6 +19,12 @@ from django.db import connections
 from memory_platform import local_services
 from tests import factories
 from tests.knobs import with_rate_limits, with_search_knobs
+
+# The Python client (clients/python) is a package of its own, installed with pip from its folder
+# by its users; the tests import it from its source, as it is in this checkout.
+CLIENT_SOURCE = Path(__file__).resolve().parent.parent / "clients" / "python" / "src"
+if str(CLIENT_SOURCE) not in sys.path:
+    sys.path.insert(0, str(CLIENT_SOURCE))
 
 
 @pytest.fixture(scope="session")

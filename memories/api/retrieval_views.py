@@ -8,7 +8,6 @@ from rest_framework import serializers as drf
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
-from memories import selectors
 from memories.api import serializers as s
 from memories.api.schema import EXAMPLE_MEMORY, documented, list_of
 from memories.api.views import AgentAPIView
@@ -177,42 +176,6 @@ class ContextView(AgentAPIView):
             "retrieval_event_id": str(event.pk), "degraded": assembly.outcome.degraded,
             "understood": assembly.outcome.understood,
         })
-
-
-class StoreSearchView(AgentAPIView):
-    rate_limit_scope = "search"
-    reads_only = True
-
-    @documented(
-        summary="Search a namespace of the store by meaning (seed 003; similarity >= 0.7 by default)",
-        request=s.StoreSearchRequestSerializer,
-        response=inline_serializer("StoreSearchResponse", {"results": s.StoreSearchResultSerializer(many=True),
-                                                            "retrieval_event_id": drf.UUIDField()}),
-        request_example={"namespace": ["memories", "user-42"], "query": "What food does the user like?"},
-        response_example={"results": [{"id": EXAMPLE_MEMORY["id"], "namespace": ["memories", "user-42"],
-                                       "key": "diet", "content": "User is vegetarian", "metadata": {}, "version": 1,
-                                       "createdAt": "2026-11-21T16:31:56Z", "updatedAt": "2026-11-21T16:31:56Z",
-                                       "similarity": 0.74}],
-                          "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"},
-        operation_id="store_search")
-    def post(self, request):
-        body = self.validated(s.StoreSearchRequestSerializer, request.data)
-        threshold = body.get("threshold", config().search.store_similarity_threshold)
-        filters = SearchFilters(namespace=body["namespace"], within=self.reach.namespaces)
-        outcome = pipeline.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
-                                         limit=body["limit"], mode="vector", threshold=threshold)
-        event = events.retrieval_event_record(
-            org_id=self.org_id, kind=RetrievalEvent.Kind.NAMESPACE_SEARCH, query=body["query"],
-            scope=body["namespace"], filters=filters,
-            request={"limit": body["limit"], "mode": "vector", "expand": 0, "threshold": threshold},
-            outcome=outcome, agent_id=self.agent_id)
-        if body["refresh_ttl"]:
-            selectors.memory_refresh_ttl(org_id=self.org_id, memory_ids=[r.memory.pk for r in outcome.results])
-        similarity = {r.memory.pk: r.signals["vector"]["similarity"] for r in outcome.results}
-        results = sorted((r.memory for r in outcome.results), key=lambda m: -similarity[m.pk])
-        return Response({"results": s.StoreSearchResultSerializer(results, many=True,
-                                                                  context={"similarity": similarity}).data,
-                         "retrieval_event_id": str(event.pk)})
 
 
 class HotView(AgentAPIView):

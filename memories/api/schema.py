@@ -41,12 +41,6 @@ EXAMPLE_RELATIONSHIP = {
     "target_id": "9e8d7c6b-5a49-4382-b1a0-f9e8d7c6b5a4", "relation_type": "contradicts", "predicate": "",
     "weight": 1.0, "confidence": 0.8, "metadata": {}, "created_at": "2026-11-21T16:40:00Z",
 }
-EXAMPLE_STORE_ITEM = {
-    "id": "03dfd990-b100-43df-a317-aaea71c629d6", "namespace": ["memories", "user-42"], "key": "diet",
-    "content": "vegetarian", "metadata": {}, "version": 2, "createdAt": "2026-11-21T16:31:56Z",
-    "updatedAt": "2026-11-21T16:35:10Z",
-}
-
 EXAMPLE_ENTITY = {
     "id": "7d2e4f60-8a1b-4c3d-9e5f-6a7b8c9d0e1f", "name": "Lisbon", "type": "place", "scope": "memories/user-42",
     "namespace": ["memories", "user-42"], "aliases": ["Lisboa"], "summary": "", "attributes": {},
@@ -63,7 +57,9 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
     name = "ApiKey"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer", "description": "An agent's API key: `Authorization: Bearer mp_...`"}
+        return {"type": "http", "scheme": "bearer",
+                "description": "An agent's API key: `Authorization: Bearer mp_...` (or `x-api-key: mp_...`, as "
+                               "LangGraph's SDK sends it)"}
 
 
 class ErrorDetailSerializer(serializers.Serializer):

@@ -237,39 +237,6 @@ class RelationshipCreateSerializer(StrictSerializer):
     metadata = serializers.DictField(required=False)
 
 
-class StorePutSerializer(StrictSerializer):
-    namespace = NamespaceField(minimum=2)
-    key = serializers.CharField(min_length=1, max_length=256)
-    ttl = serializers.IntegerField(min_value=1, max_value=TTL_MAX_SECONDS, required=False,
-                                   help_text="Time to live in seconds, refreshed by reads (refresh_ttl).")
-    content = serializers.CharField(max_length=CONTENT_MAX_CHARS)
-    metadata = serializers.DictField(required=False)
-    category = serializers.ChoiceField(Memory.Category.choices, required=False)
-
-
-class StoreLocatorSerializer(StrictSerializer):
-    """?namespace=memories/user-123&key=pref_food"""
-
-    namespace = serializers.CharField(max_length=256)
-    key = serializers.CharField(min_length=1, max_length=256)
-    refresh_ttl = serializers.BooleanField(required=False, default=True,
-                                           help_text="An item written with a ttl expires that long from now again.")
-
-    def validate_namespace(self, value):
-        return namespace_to_scope(value.split(NAMESPACE_SEPARATOR), minimum=2)
-
-
-class StoreNamespaceQuerySerializer(StrictSerializer):
-    namespace = serializers.CharField(max_length=256)
-
-    def validate_namespace(self, value):
-        return namespace_to_scope(value.split(NAMESPACE_SEPARATOR), minimum=2)
-
-
-class StoreNamespacesQuerySerializer(StrictSerializer):
-    prefix = serializers.CharField(max_length=256, required=False, allow_blank=True)
-
-
 class MemoryListQuerySerializer(StrictSerializer):
     """Filters of GET /memories, from the query string."""
 
@@ -364,6 +331,8 @@ class MemorySerializer(serializers.ModelSerializer):
         return sorted(tag.tag for tag in memory.tags.all()) if names is None else sorted(names)
 
     def get_embedding_status(self, memory) -> str:
+        if not memory.indexed:  # never embedded: a store item kept out of search by meaning
+            return "not_indexed"
         return "ready" if memory.embedding_dimensions else "pending"
 
     def get_strength(self, memory) -> float:
@@ -522,25 +491,6 @@ class RelationshipSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class StoreItemSerializer(serializers.ModelSerializer):
-    """Seed 003's MemoryEntry."""
-
-    namespace = serializers.SerializerMethodField()
-    createdAt = serializers.DateTimeField(source="created_at")
-    updatedAt = serializers.DateTimeField(source="updated_at")
-
-    class Meta:
-        model = Memory
-        fields = ["id", "namespace", "key", "content", "metadata", "version", "createdAt", "updatedAt"]
-        read_only_fields = fields
-
-    def get_namespace(self, memory) -> list[str]:
-        return scope_to_namespace(memory.scope)
-
-
-# --------------------------------------------------------------------------- retrieval
-
-
 class SearchFiltersSerializer(StrictSerializer):
     agent = serializers.ListField(child=serializers.UUIDField(), required=False)
     session = serializers.UUIDField(required=False)
@@ -640,17 +590,6 @@ class ContextRequestSerializer(StrictSerializer):
     filters = SearchFiltersSerializer(required=False)
 
 
-class StoreSearchRequestSerializer(StrictSerializer):
-    """Seed 003's store.search(namespace, query, {threshold, limit})."""
-
-    namespace = NamespaceField(minimum=1)
-    query = serializers.CharField(max_length=4000)
-    threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
-    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
-    refresh_ttl = serializers.BooleanField(default=True, help_text="Items found that were written with a ttl "
-                                                                   "expire that long from now again.")
-
-
 class HotQuerySerializer(StrictSerializer):
     limit = serializers.IntegerField(min_value=1, max_value=50, default=20)
 
@@ -685,16 +624,6 @@ class RetrievedMemorySerializer(serializers.Serializer):
         return [{"id": str(link.artifact.pk), "scope": link.artifact.scope, "sha256": link.artifact.sha256,
                  "storage_uri": link.artifact.storage_uri, "artifact_type": link.artifact.artifact_type}
                 for link in self.context.get("artifacts", {}).get(result.memory.pk, [])]
-
-
-class StoreSearchResultSerializer(StoreItemSerializer):
-    similarity = serializers.SerializerMethodField()
-
-    class Meta(StoreItemSerializer.Meta):
-        fields = [*StoreItemSerializer.Meta.fields, "similarity"]
-
-    def get_similarity(self, memory) -> float:
-        return self.context["similarity"][memory.pk]
 
 
 class RetrievalEventSerializer(serializers.ModelSerializer):

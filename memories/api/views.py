@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, inline_serializer
 from rest_framework import permissions, status
 from rest_framework import serializers as drf
 from rest_framework.pagination import CursorPagination, LimitOffsetPagination
@@ -23,7 +23,6 @@ from memories.api.schema import (
     EXAMPLE_MEMORY,
     EXAMPLE_RELATIONSHIP,
     EXAMPLE_SESSION,
-    EXAMPLE_STORE_ITEM,
     EXAMPLE_VERSION,
     IDEMPOTENCY_ERRORS,
     IDEMPOTENCY_KEY,
@@ -36,7 +35,7 @@ from memories.api.schema import (
 from memories.errors import InvalidInput, NotFound, OutOfReach
 from memories.lifecycle import decay, erasure, sessions, stats
 from memories.retrieval import explain
-from memories.writes import change, create, store, tagging
+from memories.writes import change, create, tagging
 from memories.writes.kernel import Actor
 from tenants.authentication import ApiKeyAuthentication
 from tenants.throttles import RateLimited
@@ -359,81 +358,6 @@ class RelationshipDetailView(AgentAPIView):
             raise NotFound(f"relationship {relationship_id} not found")
         tagging.relationship_delete(org_id=self.org_id, relationship_id=relationship_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-# --------------------------------------------------------------------------- the namespace store (seed 003)
-
-
-class StoreItemView(AgentAPIView):
-    """PUT upserts by namespace + key; GET and DELETE take ?namespace=a/b&key=k."""
-
-    def store_locator(self, request) -> dict:
-        where = self.validated(s.StoreLocatorSerializer, s.query_data(request.query_params, ()))
-        if not self.reach.covers(where["namespace"]):  # missing to this key, like any absent item
-            raise NotFound(f"no item {where['key']!r} in namespace {where['namespace']!r}", field="key")
-        return where
-
-    @documented(summary="Upsert an item by namespace and key (last write wins, every write versioned)",
-                request=s.StorePutSerializer, response=s.StoreItemSerializer, also=(201,),
-                request_example={"namespace": ["memories", "user-42"], "key": "diet", "content": "vegetarian"},
-                response_example=EXAMPLE_STORE_ITEM, operation_id="store_put")
-    def put(self, request):
-        body = self.validated(s.StorePutSerializer, request.data)
-        self.reach.check_write(body["namespace"])
-        result = store.store_put(org_id=self.org_id, agent_id=self.agent_id, scope=body["namespace"],
-                                 key=body["key"], content=body["content"], metadata=body.get("metadata"),
-                                 category=body.get("category", "factual"), ttl=body.get("ttl"))
-        memory = self.fresh(result.memory.pk)
-        return Response(s.StoreItemSerializer(memory).data,
-                        status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
-                        headers={"ETag": f'"{memory.version}"'})
-
-    @documented(summary="Get an item by namespace and key", response=s.StoreItemSerializer,
-                parameters=[OpenApiParameter("namespace", str, description="namespace joined with '/', e.g. memories/user-42"),
-                            OpenApiParameter("key", str),
-                            OpenApiParameter("refresh_ttl", bool, description="default true: an item written with "
-                                             "a ttl expires that long from now again")],
-                response_example=EXAMPLE_STORE_ITEM, operation_id="store_get")
-    def get(self, request):
-        where = self.store_locator(request)
-        memory = selectors.store_get(org_id=self.org_id, scope=where["namespace"], key=where["key"],
-                                     refresh_ttl=where["refresh_ttl"])
-        return Response(s.StoreItemSerializer(memory).data, headers={"ETag": f'"{memory.version}"'})
-
-    @documented(summary="Delete an item by namespace and key", response=OpenApiResponse(description="deleted"),
-                status=204, parameters=[OpenApiParameter("namespace", str, description="namespace joined with '/', e.g. memories/user-42"),
-                            OpenApiParameter("key", str)], operation_id="store_delete")
-    def delete(self, request):
-        where = self.store_locator(request)
-        memory = selectors.store_get(org_id=self.org_id, scope=where["namespace"], key=where["key"])
-        change.memory_delete(org_id=self.org_id, memory_id=memory.pk, actor=self.actor())
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class StoreKeysView(AgentAPIView):
-    @documented(summary="List the keys of a namespace",
-                response=inline_serializer("StoreKeys", {"namespace": drf.ListField(child=drf.CharField()),
-                                                         "keys": drf.ListField(child=drf.CharField())}),
-                parameters=[OpenApiParameter("namespace", str)],
-                response_example={"namespace": ["memories", "user-42"], "keys": ["city", "diet"]},
-                operation_id="store_keys")
-    def get(self, request):
-        where = self.validated(s.StoreNamespaceQuerySerializer, s.query_data(request.query_params, ()))
-        keys = selectors.store_keys(org_id=self.org_id, scope=where["namespace"]) if self.reach.covers(
-            where["namespace"]) else []
-        return Response({"namespace": s.scope_to_namespace(where["namespace"]), "keys": keys})
-
-
-class StoreNamespacesView(AgentAPIView):
-    @documented(summary="List namespaces (optionally under a prefix)",
-                response=inline_serializer("StoreNamespaces", {"namespaces": drf.ListField(
-                    child=drf.ListField(child=drf.CharField()))}),
-                parameters=[OpenApiParameter("prefix", str, required=False)],
-                response_example={"namespaces": [["memories", "user-42"]]}, operation_id="store_namespaces")
-    def get(self, request):
-        where = self.validated(s.StoreNamespacesQuerySerializer, s.query_data(request.query_params, ()))
-        scopes = selectors.store_namespaces(org_id=self.org_id, prefix=where.get("prefix", ""), reach=self.reach)
-        return Response({"namespaces": [s.scope_to_namespace(scope) for scope in scopes]})
 
 
 # --------------------------------------------------------------------------- entities (seed 004)

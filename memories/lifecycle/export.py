@@ -67,7 +67,7 @@ COPIED = (
     "content", "category", "memory_type", "source", "status", "confidence", "usefulness_score", "importance",
     "sensitivity", "validation_status", "scope", "key", "metadata", "last_injected_at", "decay_rate",
     "is_protected", "valid_from", "valid_until", "event_time", "expires_at", "deleted_at", "version",
-    "created_at", "updated_at",
+    "created_at", "updated_at", "indexed",
 )
 MEMORY_FIELDS = ("id", "agent_id", "session_id", "provenance", "superseded_by_id", "merged_into_id", *COPIED)
 

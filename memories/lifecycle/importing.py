@@ -168,7 +168,7 @@ TABLES = {
                  "usefulness_score", "importance", "sensitivity", "validation_status", "scope", "key", "provenance",
                  "metadata", "last_injected_at", "decay_rate", "is_protected", "valid_from", "valid_until",
                  "event_time", "superseded_by", "merged_into", "expires_at", "deleted_at", "version", "created_at",
-                 "updated_at"),
+                 "updated_at", "indexed"),
     "memory_versions": ("id", "org_id", "memory_id", "version_num", "operation", "content", "category", "confidence",
                         "status", "metadata", "snapshot", "changed_by_type", "changed_by_agent_id",
                         "changed_by_user_id", "change_reason", "created_at"),
@@ -669,8 +669,8 @@ class _Import:
         session = here("session", record["session"])
         if record["session"] and session is None:
             raise BadRecord(f"names session {record['session']}, which was not imported")
-        vector = self.usable_vector(record["embedding"])
-        written.pending += vector is None
+        vector = self.usable_vector(record["embedding"]) if record["indexed"] else None
+        written.pending += vector is None and record["indexed"]
         created = record["created_at"] or timezone.now()
         rows["memories"].append((
             target, self.org_id, self.agents[record["agent"]][0], session, stored.content,
@@ -683,7 +683,7 @@ class _Import:
             as_json(stored.metadata), record["last_injected_at"], record["decay_rate"], record["is_protected"],
             record["valid_from"], record["valid_until"], record["event_time"], references["superseded_by"],
             references["merged_into"], record["expires_at"], record["deleted_at"], record["version"], created,
-            record["updated_at"] or created,
+            record["updated_at"] or created, record["indexed"],
         ))
         redacted = {record["content"]: stored.content}  # a version's content is mostly the memory's
         members = self.members_named({version["changed_by_user"] for version in record["versions"]})

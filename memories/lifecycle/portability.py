@@ -455,6 +455,8 @@ def read_memory(fields: Fields) -> dict:
         "expires_at": fields.moment("expires_at"), "deleted_at": fields.moment("deleted_at"),
         "version": fields.count("version", default=1, minimum=1),
         "created_at": fields.moment("created_at"), "updated_at": fields.moment("updated_at"),
+        # False: kept out of search by meaning, never embedded (a LangGraph item put with index=False).
+        "indexed": fields.flag("indexed", default=True),
         "embedding": _embedding(fields),
         "tags": [{"tag": tag.text("tag", max_length=64, blank=False), "created_at": tag.moment("created_at")}
                  for tag in fields.each("tags")],

@@ -250,7 +250,8 @@ class Built:
 def counts(model: str) -> tuple[int, int]:
     """(memories with a current vector of the model, memories), of every organisation."""
     with service_account(), connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FILTER (WHERE EXISTS ({CURRENT_VECTOR})), count(*) FROM memories m", [model])
+        cursor.execute(f"SELECT count(*) FILTER (WHERE EXISTS ({CURRENT_VECTOR})), count(*) FROM memories m "
+                       "WHERE m.indexed", [model])
         return cursor.fetchone()
 
 
@@ -321,7 +322,7 @@ def _embed_batch(embedder, model: str, after: tuple[str, str]) -> tuple[int, tup
         with service_account(), connection.cursor() as cursor:
             cursor.execute(f"""
                 SELECT m.org_id, m.id, m.content FROM memories m
-                WHERE (m.org_id, m.id) > (%s::uuid, %s::uuid) AND NOT EXISTS ({CURRENT_VECTOR})
+                WHERE m.indexed AND (m.org_id, m.id) > (%s::uuid, %s::uuid) AND NOT EXISTS ({CURRENT_VECTOR})
                 ORDER BY m.org_id, m.id LIMIT %s
                 FOR KEY SHARE OF m SKIP LOCKED
             """, [*after, model, BATCH])
@@ -424,6 +425,7 @@ def _switch(model: str) -> Switched:
                    embedding_dimensions = e.dimensions, embedded_at = e.embedded_at
             FROM memory_embeddings e
             WHERE e.model = %s AND e.org_id = m.org_id AND e.memory_id = m.id AND e.text_hash = {digest}
+              AND m.indexed
         """, [model])
         switched = cursor.rowcount
         # Any other (a memory written or changed since the catch-up) waits for the sweep.

@@ -34,7 +34,7 @@ def memory_stats(*, org_id, namespace: str | None = None, reach: KeyReach = EVER
     relationships = MemoryRelationship.objects.filter(org_id=org_id, source__in=memories, target__in=memories)
     totals = live.aggregate(live=Count("pk"), not_decaying=Count("pk", filter=Q(decay_rate=0)),
                             expiring=Count("pk", filter=Q(expires_at__isnull=False)),
-                            embedding_pending=Count("pk", filter=Q(embedding__isnull=True)))
+                            embedding_pending=Count("pk", filter=Q(embedding__isnull=True, indexed=True)))
     not_decaying = totals.pop("not_decaying")
     return {
         "memories": {

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from memories import store_values
 from memories.access import namespace_sql
 from memories.models import live_sql
 
@@ -54,6 +55,10 @@ class SearchFilters:
     event_before: datetime | None = None
     event_months: list = field(default_factory=list)
     tags: list = field(default_factory=list)  # all of them
+    # The namespace store's items only (a key in their namespace), and of them those whose value
+    # (their metadata) passes this LangGraph filter (memories.store_values).
+    store_items: bool = False
+    value_filter: dict | None = None
     include_expired: bool = False
     include_deleted: bool = False
 
@@ -112,6 +117,11 @@ class SearchFilters:
         for tag in self.tags:
             add("EXISTS (SELECT 1 FROM memory_tags t WHERE t.org_id = {m}.org_id AND t.memory_id = {m}.id AND t.tag = %s)",
                 tag)
+        if self.store_items:
+            add("{m}.key IS NOT NULL")
+        if self.value_filter:
+            sql, values = store_values.filter_sql(store_values.filter_conditions(self.value_filter), f"{alias}.metadata")
+            add(sql, *values)
         return " AND ".join(conditions), params
 
     def namespace_conditions(self, column: str) -> list[tuple[str, list]]:

@@ -70,7 +70,10 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
             if duplicate and duplicate.pk != memory.pk:
                 raise Conflict(f"an identical live memory exists in this namespace: {duplicate.pk}",
                                code="duplicate", field="content", existing_id=duplicate.pk)
-        if "content" in changes:
+        if not memory.indexed:  # kept out of search by meaning: no vector, none pending
+            for name, value in embedding_fields(None).items():
+                setattr(memory, name, value)
+        elif "content" in changes or ("indexed" in changes and memory.embedding is None):
             for name, value in embedding_fields(embed_one(memory.content)).items():
                 setattr(memory, name, value)
         memory.version += 1
@@ -89,7 +92,7 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
         if {"content", "scope"} & set(changes):
             relink_entities(org_id, memory)
         refresh_hot_set(memory)
-        if "content" in changes and memory.embedding is None:
+        if {"content", "indexed"} & set(changes) and memory.indexed and memory.embedding is None:
             enqueue_embedding(org_id, [memory.pk])
         return memory
 

@@ -75,7 +75,7 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     key, scope = fields.get("key"), fields.get("scope") or ""
     if key is None and (existing := find_live_duplicate(org_id, agent_id, scope, digest)):
         return WriteResult(existing, created=False, deduplicated=True)
-    embedded = embed_one(redacted.content) if embed else None
+    embedded = embed_one(redacted.content) if embed and fields.get("indexed", True) else None
     memory = Memory(org_id=org_id, agent_id=agent_id, content=redacted.content, content_hash=digest,
                     metadata=redacted.metadata, provenance=redacted.provenance,
                     **fields, **embedding_fields(embedded))
@@ -139,7 +139,7 @@ def memory_create(*, org_id, agent_id, content: str, tags: list[str] = (), actor
     with transaction.atomic():
         hold_open_sessions(org_id, {"session_id": (fields.get("session_id"), fields.get("scope", ""))})
         result = insert_memory(org_id, agent_id, content, fields, list(tags), actor)
-        if result.created and result.memory.embedding is None:
+        if result.created and result.memory.embedding is None and result.memory.indexed:
             enqueue_embedding(org_id, [result.memory.pk])
         return result
 

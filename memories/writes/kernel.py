@@ -34,12 +34,12 @@ WRITABLE_FIELDS = (
     "session_id", "metadata", "provenance", "expires_at", "ttl", "valid_from", "valid_until", "event_time",
     "decay_rate",
 )
-UPDATABLE_FIELDS = ("content", *(f for f in WRITABLE_FIELDS
-                                 if f not in ("source", "session_id", "provenance", "decay_rate")))
+UPDATABLE_FIELDS = ("content", "indexed", *(f for f in WRITABLE_FIELDS
+                                            if f not in ("source", "session_id", "provenance", "decay_rate")))
 SNAPSHOT_FIELDS = (
     "memory_type", "source", "importance", "usefulness_score", "sensitivity", "validation_status", "scope", "key",
     "expires_at", "ttl_seconds", "valid_from", "valid_until", "event_time", "is_protected", "decay_rate",
-    "superseded_by_id", "merged_into_id", "deleted_at", "session_id",
+    "superseded_by_id", "merged_into_id", "deleted_at", "session_id", "indexed",
 )
 # The longest time to live a write may give, in seconds (ten years).
 TTL_MAX_SECONDS = 10 * 365 * 86400

@@ -1,36 +1,61 @@
-"""Seed 003's namespace store: items addressed by (namespace, key), written by upsert."""
+"""The namespace store (seed 003, in LangGraph's shapes; docs/adr/0040): items addressed by
+(namespace, key), written by upsert. Each item is a memory like any other (versions, row-level
+security, search, the console): its value is the memory's metadata, and its content the text
+of the value's indexed fields (memories.store_values)."""
 
 from __future__ import annotations
 
 from django.db import transaction
 
+from memories import store_values
 from memories.errors import Conflict
-from memories.models import Memory
-from memories.writes.change import memory_update
+from memories.models import CONTENT_MAX_CHARS, Memory
+from memories.writes.change import memory_delete, memory_update
 from memories.writes.create import WriteResult, memory_create
 from memories.writes.kernel import Actor
 
+# A store item lives until it is deleted or its time to live runs out, as LangGraph's store
+# promises: it does not fade (memories.strength) and is never archived by the nightly decay.
+STORE_DECAY_RATE = 0.0
 
-def store_put(*, org_id, agent_id, scope: str, key: str, content: str, metadata: dict | None = None,
-              category: str = Memory.Category.FACTUAL, actor: Actor | None = None,
-              ttl: int | None = None) -> WriteResult:
-    """Upsert by namespace and key: last write wins, and every write leaves a version. ttl: a
-    time to live in seconds (None: the item does not expire, and loses one it had)."""
+
+def store_put(*, org_id, agent_id, scope: str, key: str, value: dict, index=None, ttl: int | None = None,
+              actor: Actor | None = None) -> WriteResult:
+    """Upsert by namespace and key: last write wins, and every write leaves a version. value: a
+    JSON object, kept as the memory's metadata. index: None (the whole value is its text), False
+    (not embedded: found by its key and filters, never by meaning) or the field paths whose text
+    is embedded. ttl: a time to live in seconds (None: the item does not expire, and loses one
+    it had)."""
     actor = actor or Actor(agent_id=agent_id)
+    text = store_values.item_text(value, store_values.check_index(index), CONTENT_MAX_CHARS)
     with transaction.atomic():
         current = (Memory.objects.select_for_update()
                    .filter(org_id=org_id, scope=scope, key=key, deleted_at__isnull=True).first())
         if current is None:
             try:
                 with transaction.atomic():
-                    return memory_create(org_id=org_id, agent_id=agent_id, content=content, scope=scope, key=key,
-                                         metadata=metadata or {}, category=category, actor=actor, ttl=ttl)
+                    return memory_create(org_id=org_id, agent_id=agent_id, content=text.content, scope=scope,
+                                         key=key, metadata=value, category=Memory.Category.FACTUAL,
+                                         source=Memory.Source.USER_PROVIDED, decay_rate=STORE_DECAY_RATE,
+                                         indexed=text.indexed, actor=actor, ttl=ttl)
             except Conflict:
                 # A concurrent first put of the same key won; this write comes last, so it wins.
                 current = Memory.objects.select_for_update().get(org_id=org_id, scope=scope, key=key,
                                                                 deleted_at__isnull=True)
-        changes = {"content": content, "metadata": metadata or {},
+        changes = {"content": text.content, "metadata": value, "indexed": text.indexed,
                    **({"ttl": ttl} if ttl is not None else {"expires_at": None})}
         memory = memory_update(org_id=org_id, memory_id=current.pk, changes=changes,
                                expected_version=current.version, actor=actor)
         return WriteResult(memory, created=False)
+
+
+def store_delete(*, org_id, scope: str, key: str, actor: Actor) -> bool:
+    """Delete the item if there is one (soft: its history stays). LangGraph's delete of a
+    missing item is no error; returns whether there was one."""
+    with transaction.atomic():
+        current = (Memory.objects.select_for_update()
+                   .filter(org_id=org_id, scope=scope, key=key, deleted_at__isnull=True).first())
+        if current is None:
+            return False
+        memory_delete(org_id=org_id, memory_id=current.pk, actor=actor)
+        return True

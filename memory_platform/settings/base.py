@@ -274,7 +274,6 @@ MEMORY_PLATFORM = {
         "RANKING_WEIGHTS": {"relevance": 0.75, "importance": 0.08, "confidence": 0.08, "recency": 0.05,
                             "usage": 0.04, "strength": 0.05},
         "RECENCY_HALF_LIFE_DAYS": env.float("MEMORY_PLATFORM_RECENCY_HALF_LIFE_DAYS", default=30.0),
-        "STORE_SIMILARITY_THRESHOLD": env.float("MEMORY_PLATFORM_STORE_SIMILARITY_THRESHOLD", default=0.7),
         "QUERY_EMBEDDING_CACHE_SECONDS": 86400,
         "QUERY_EMBEDDING_PRECISION": env.str("MEMORY_PLATFORM_QUERY_EMBEDDING_PRECISION", default="float32"),
     },
@@ -284,6 +283,7 @@ MEMORY_PLATFORM = {
     "DECAY_THRESHOLD": env.float("MEMORY_PLATFORM_DECAY_THRESHOLD", default=0.05),
     "WEAK_STRENGTH": env.float("MEMORY_PLATFORM_WEAK_STRENGTH", default=0.5),
     "MAX_REQUEST_BYTES": env.int("MEMORY_PLATFORM_MAX_REQUEST_BYTES", default=2 * 1024 * 1024),
+    "STORE_VALUE_MAX_BYTES": env.int("MEMORY_PLATFORM_STORE_VALUE_MAX_BYTES", default=256 * 1024),
     "RATE_LIMITS": {
         "API_KEY": env.str("MEMORY_PLATFORM_RATE_LIMIT_API_KEY", default="600/min"),
         "API_KEY_BURST": env.str("MEMORY_PLATFORM_RATE_LIMIT_API_KEY_BURST", default="50/s"),

@@ -71,9 +71,10 @@ def remembered(org, user=None) -> dict:
         for turn, text in enumerate(["Alice: I found a flat near the river.", "Alice: The rent is fair."], 2):
             remember(text, scope="users/alice", memory_type="episodic", category="episodic", session_id=session.id,
                      metadata={"turn": turn})
-        store.store_put(org_id=org.id, agent_id=assistant.id, scope="users/alice", key="diet", content="vegetarian")
+        store.store_put(org_id=org.id, agent_id=assistant.id, scope="users/alice", key="diet",
+                        value={"text": "vegetarian"}, index=["text"])
         made["diet"] = store.store_put(org_id=org.id, agent_id=assistant.id, scope="users/alice", key="diet",
-                                       content="vegan since 2024").memory
+                                       value={"text": "vegan since 2024"}, index=["text"]).memory
         old, result = change.memory_supersede(org_id=org.id, memory_id=made["tea"].id, agent_id=assistant.id,
                                               content="Alice prefers black tea now", actor=Actor(agent_id=assistant.id),
                                               reason="she changed her mind")
@@ -434,3 +435,20 @@ def test_an_import_called_for_another_organisation_than_the_one_set_writes_nothi
     with tenant_context(org_b.id), pytest.raises(importing.ImportFailed, match="row-level security"):
         importing.memories_import(org_id=org_a.id, file=path.open("rb"))  # B's context, A's id
     assert counts(org_b)["Memory"] == 0 and counts(org_a)["Memory"] == 11
+
+
+def test_a_store_item_kept_out_of_search_by_meaning_stays_so_when_imported(org_a, org_b, tmp_path):
+    assistant = factories.agent(org=org_a, name="assistant")
+    with tenant_context(org_a.id):
+        store.store_put(org_id=org_a.id, agent_id=assistant.id, scope="users/alice", key="note",
+                        value={"text": "kept out of search by meaning"}, index=False)
+    path = tmp_path / "a.jsonl"
+    export_to(path, org_a)
+    [record] = [r for r in records(path) if r["type"] == "memory"]
+    assert record["indexed"] is False and record["embedding"] is None
+    out = import_from(path, org_b)
+    assert "came without a vector" not in out  # nothing waits for the worker
+    with tenant_context(org_b.id):
+        imported = Memory.objects.get(org_id=org_b.id, key="note")
+        assert (imported.indexed, imported.embedding, imported.metadata) == (
+            False, None, {"text": "kept out of search by meaning"})

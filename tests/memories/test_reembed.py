@@ -375,3 +375,19 @@ def test_an_erasure_leaves_no_vector_of_any_model(written, tenant_a, tenant_b):
         assert not MemoryEmbedding.objects.filter(org_id=tenant_a.org.id).exists()
         assert MemoryEmbedding.objects.filter(org_id=tenant_b.org.id, model=INT8).count() == len(FACTS) + 2
 
+
+
+def test_a_store_item_kept_out_of_search_by_meaning_gets_no_vector_of_any_model(written, tenant_a, api_a):
+    """An item put with index=false (the LangGraph store's) is never embedded: no build
+    embeds it, and a switch gives it no vector."""
+    put = api_a.put("/api/v1/store/items", {"namespace": ["users", "alice"], "key": "prefs",
+                                            "value": {"theme": "dark"}, "index": False}, format="json")
+    assert put.status_code == 204, put.content
+    with tenant_context(tenant_a.org.id):
+        item = Memory.objects.get(key="prefs", scope="users/alice")
+    built = reembed.build(model=INT8)
+    assert str(item.pk) not in kept(INT8) and built.done == built.total
+    command("--activate", INT8)
+    with tenant_context(tenant_a.org.id):
+        item.refresh_from_db()
+    assert (item.indexed, item.embedding, item.embedding_model) == (False, None, "")

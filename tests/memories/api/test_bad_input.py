@@ -117,21 +117,31 @@ def text_cases(tenant, bad):
          {"target_id": str(tenant.other_memory.pk), "relation_type": "refines", "predicate": bad}, "predicate"),
         ("POST", f"/api/v1/memories/{memory}/relationships",
          {"target_id": str(tenant.other_memory.pk), "relation_type": "refines", "metadata": {"k": bad}}, "metadata.k"),
-        ("PUT", "/api/v1/store/items", {"namespace": ["users", "42"], "key": f"diet{bad}", "content": "veg"}, "key"),
-        ("PUT", "/api/v1/store/items", {"namespace": ["users", bad], "key": "diet", "content": "veg"}, "namespace[1]"),
         ("POST", "/api/v1/search", {"query": f"tea{bad}"}, "query"),
         ("POST", "/api/v1/search", {"query": "tea", "filters": {"namespace": bad}}, "filters.namespace"),
         ("POST", "/api/v1/retrieve", {"query": "tea", "scope": f"users{bad}"}, "scope"),
-        ("POST", "/api/v1/store/search", {"namespace": ["users", bad], "query": "tea"}, "namespace[1]"),
+    ]
+
+
+def store_text_cases(bad):
+    """LangGraph's store door answers a request that fails validation with 422, as its reference
+    server does (integrations.langgraph_store)."""
+    return [
+        ("PUT", "/api/v1/store/items", {"namespace": ["users", "42"], "key": f"diet{bad}", "value": {}}, "key"),
+        ("PUT", "/api/v1/store/items", {"namespace": ["users", bad], "key": "diet", "value": {}}, "namespace[1]"),
+        ("PUT", "/api/v1/store/items", {"namespace": ["users"], "key": "diet", "value": {"v": [bad]}}, "value.v[0]"),
+        ("POST", "/api/v1/store/items/search", {"namespace_prefix": ["users", bad], "query": "tea"},
+         "namespace_prefix[1]"),
     ]
 
 
 @pytest.mark.parametrize("bad", [NUL, "\ud800"], ids=["nul", "unpaired-surrogate"])
 def test_text_postgres_cannot_store_is_a_400_naming_the_field_and_writes_nothing(tenant_a, api_a, bad):
     before = counts(tenant_a.org)
-    for method, path, body, field in text_cases(tenant_a, bad):
-        problem = assert_refused(send(api_a, method, path, body), 400, field, "invalid")
-        assert problem["fields"][field][0].endswith(storable.text_problem(bad)), (path, problem)
+    for status, cases in ((400, text_cases(tenant_a, bad)), (422, store_text_cases(bad))):
+        for method, path, body, field in cases:
+            problem = assert_refused(send(api_a, method, path, body), status, field, "invalid")
+            assert problem["fields"][field][0].endswith(storable.text_problem(bad)), (path, problem)
     assert counts(tenant_a.org) == before
 
 
@@ -141,10 +151,9 @@ def test_nul_in_query_parameters_and_url_parts_is_a_400_naming_them(tenant_a, ap
     for path, params, field in (("/api/v1/memories", {"namespace": f"users{NUL}"}, "namespace"),
                                 ("/api/v1/memories", {"tag": [f"t{NUL}", "ok"]}, "tag[0]"),
                                 ("/api/v1/memories", {"session": f"{tenant_a.session.pk}{NUL}"}, "session"),
-                                ("/api/v1/store/items", {"namespace": "users/42", "key": f"k{NUL}"}, "key"),
-                                ("/api/v1/store/namespaces", {"prefix": NUL}, "prefix"),
                                 (f"/api/v1/memories/{memory}/tags/a%00b", {}, "tag")):
         assert_refused(api_a.get(path, params) if "/tags/" not in path else api_a.delete(path), 400, field)
+    assert_refused(api_a.get("/api/v1/store/items", {"namespace": "users.42", "key": f"k{NUL}"}), 422, "key")
     assert counts(tenant_a.org) == before
 
 

@@ -62,17 +62,25 @@ def test_b_sees_none_of_a_s_rows_in_lists(tenant_a, tenant_b, api_b):
     assert api_b.get("/api/v1/memories", {"session": str(tenant_a.session.id)}).json()["results"] == []
 
 
-def test_the_store_is_per_organisation(api_a, api_b):
-    item = {"namespace": ["memories", "shared-name"], "key": "diet", "content": "vegetarian"}
-    assert api_a.put("/api/v1/store/items", item).status_code == 201
-    # The same namespace and key in B is B's own item, not A's.
-    assert api_b.get("/api/v1/store/items", {"namespace": "memories/shared-name", "key": "diet"}).status_code == 404
-    assert api_b.get("/api/v1/store/keys", {"namespace": "memories/shared-name"}).json()["keys"] == []
-    assert ["memories", "shared-name"] not in api_b.get("/api/v1/store/namespaces").json()["namespaces"]
-    assert api_b.delete("/api/v1/store/items?namespace=memories/shared-name&key=diet").status_code == 404
-    assert api_b.put("/api/v1/store/items", {**item, "content": "carnivore"}).status_code == 201
-    assert api_a.get("/api/v1/store/items", {"namespace": "memories/shared-name", "key": "diet"}
-                     ).json()["content"] == "vegetarian"
+def test_the_store_is_per_organisation(tenant_a, api_a, api_b):
+    """LangGraph's store door (integrations.langgraph_store): B's key, at every route, never
+    reaches A's items; the same namespace and key in B is B's own item."""
+    item = {"namespace": ["memories", "shared-name"], "key": "diet", "value": {"text": "vegetarian"}}
+    assert api_a.put("/api/v1/store/items", item).status_code == 204
+    assert api_b.get("/api/v1/store/items", {"namespace": "memories.shared-name", "key": "diet"}).content == b"null"
+    for body in ({"namespace_prefix": []}, {"namespace_prefix": ["memories"], "query": "vegetarian"},
+                 {"namespace_prefix": [], "filter": {"text": "vegetarian"}}):
+        assert api_b.post("/api/v1/store/items/search", body).json()["items"] == []
+    assert api_b.post("/api/v1/store/namespaces", {}).json()["namespaces"] == []
+    assert api_b.delete("/api/v1/store/items", {"namespace": ["memories", "shared-name"], "key": "diet"}
+                        ).status_code == 204  # deletes nothing: there is no such item in B
+    assert api_b.put("/api/v1/store/items", {**item, "value": {"text": "carnivore"}}).status_code == 204
+    assert api_a.get("/api/v1/store/items", {"namespace": "memories.shared-name", "key": "diet"}
+                     ).json()["value"] == {"text": "vegetarian"}
+    assert api_b.get("/api/v1/store/items", {"namespace": "memories.shared-name", "key": "diet"}
+                     ).json()["value"] == {"text": "carnivore"}
+    with tenant_context(tenant_a.org.id):
+        assert Memory.objects.get(key="diet").version == 1
 
 
 def test_exact_dedup_never_matches_another_organisation(tenant_a, api_b):
@@ -91,9 +99,9 @@ def test_b_s_searches_events_and_hot_set_hold_nothing_of_a(tenant_a, tenant_b, a
     events = api_b.get("/api/v1/retrieval-events").json()["results"]
     assert str(tenant_a.retrieval_event.id) not in {e["id"] for e in events}
     assert not a_ids & {m["id"] for m in api_b.get("/api/v1/hot").json()["results"]}
-    stored = api_b.post("/api/v1/store/search", {"namespace": ["memories"], "query": tenant_a.memory.content,
-                                                 "threshold": 0}).json()["results"]
-    assert not a_ids & {r["id"] for r in stored}
+    stored = api_b.post("/api/v1/store/items/search", {"namespace_prefix": ["memories"],
+                                                       "query": tenant_a.memory.content}).json()["items"]
+    assert stored == []
 
 
 def test_a_search_runs_as_the_tenant_its_caller_set_and_finds_nothing_without_it(tenant_a, tenant_b):

@@ -40,12 +40,14 @@ def write_everywhere(api, user: str, marker: str) -> list[str]:
     ok(api.post(f"/api/v1/memories/{batch['id']}/tags", {"tags": [f"{marker}-tag"]}))
     newer = ok(api.post(f"/api/v1/memories/{batch['id']}/supersede", {"content": f"{user} now says {marker} once",
                                                                       "reason": f"corrected {marker}"}))["memory"]
-    stored = ok(api.put("/api/v1/store/items", {"namespace": namespace, "key": "code", "content": f"code {marker}"}))
+    assert api.put("/api/v1/store/items", {"namespace": namespace, "key": "code",
+                                           "value": {"code": f"code {marker}"}}).status_code == 204
+    stored = ok(api.get("/api/v1/memories", {"namespace": "/".join(namespace)}))["results"]
     for path, body in (("/api/v1/search", {"query": f"code word {marker}", "filters": {"namespace": "/".join(namespace)}}),
                        ("/api/v1/retrieve", {"query": f"where is {marker}", "scope": "/".join(namespace)}),
-                       ("/api/v1/store/search", {"namespace": namespace, "query": marker})):
+                       ("/api/v1/store/items/search", {"namespace_prefix": namespace, "query": marker})):
         ok(api.post(path, body))
-    return [first["id"], batch["id"], newer["id"], stored["id"]]
+    return [first["id"], batch["id"], newer["id"], next(m["id"] for m in stored if m["key"] == "code")]
 
 
 @committing

@@ -51,7 +51,7 @@ def test_the_schema_and_docs_are_served(client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json")
     assert schema.status_code == 200
     paths = schema.json()["paths"]
-    assert "/api/v1/memories" in paths and "/api/v1/store/items" in paths
+    assert "/api/v1/memories" in paths and "/api/v1/store/items" in paths and "/api/v1/store/namespaces" in paths
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
 

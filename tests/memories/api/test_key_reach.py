@@ -85,12 +85,11 @@ COLLECTIONS = [
     ("get", "/api/v1/sessions", None),
     ("post", "/api/v1/sessions", {"namespace": ["users", "bob"]}),
     ("get", "/api/v1/entities", None),
-    ("put", "/api/v1/store/items", None),
+    ("put", "/api/v1/store/items", {"namespace": ["users", "bob"], "key": "diet", "value": {"text": "omnivore"}}),
     ("get", "/api/v1/store/items", None),
-    ("delete", "/api/v1/store/items", None),
-    ("get", "/api/v1/store/keys", None),
-    ("get", "/api/v1/store/namespaces", None),
-    ("post", "/api/v1/store/search", None),
+    ("delete", "/api/v1/store/items", {"namespace": ["users", "bob"], "key": "diet"}),
+    ("post", "/api/v1/store/items/search", {"namespace_prefix": ["users"]}),
+    ("post", "/api/v1/store/namespaces", {}),
     ("post", "/api/v1/search", None),
     ("post", "/api/v1/retrieve", None),
     ("post", "/api/v1/context", None),
@@ -101,9 +100,8 @@ COLLECTIONS = [
 
 def test_every_api_route_is_tried_here():
     """A new endpoint must be added to these lists (and so be tried with limited keys)."""
-    api = next(p for p in get_resolver().url_patterns if str(p.pattern) == "api/v1/")
     routes = {"/api/v1/" + str(p.pattern).replace("<uuid:", "{").replace("<str:", "{").replace(">", "}")
-              for p in api.url_patterns}
+              for api in get_resolver().url_patterns if str(api.pattern) == "api/v1/" for p in api.url_patterns}
     tried = {path.replace("{memory}", "{memory_id}").replace("{relationship}", "{relationship_id}")
              .replace("{event}", "{event_id}").replace("{entity}", "{entity_id}")
              .replace("{session}", "{session_id}")
@@ -161,21 +159,26 @@ def test_a_key_limited_to_alice_lists_and_finds_only_alices_memories(users, alic
     for path, body in (("/api/v1/search", {"query": "allergic to peanuts"}),
                        ("/api/v1/search", {"query": "allergic to peanuts", "filters": {"namespace": "users"}}),
                        ("/api/v1/search", {"query": "Bob", "mode": "fulltext"}),
-                       ("/api/v1/retrieve", {"query": "allergic to peanuts", "scope": "users"}),
-                       ("/api/v1/store/search", {"namespace": ["users", "bob"], "query": "vegan diet",
-                                                 "threshold": 0.0})):
+                       ("/api/v1/retrieve", {"query": "allergic to peanuts", "scope": "users"})):
         assert ids(alice_key.post(path, body)) <= {alice}, (path, body)
     assert ids(alice_key.post("/api/v1/search", {"query": "allergic to peanuts"})) == {alice}
     assert ids(alice_key.get("/api/v1/hot")) <= {alice}
     assert alice_key.get("/api/v1/entities").json()["results"] == []  # Alice's memories name no one yet
     assert [row["name"] for row in everyone.get("/api/v1/entities", {"namespace": BOB}).json()["results"]] == ["Porto"]
 
-    assert alice_key.get("/api/v1/store/namespaces").json()["namespaces"] == [["users", "alice"]]
-    assert alice_key.get("/api/v1/store/keys", {"namespace": BOB}).json()["keys"] == []
-    missing = alice_key.get("/api/v1/store/items", {"namespace": BOB, "key": "diet"})
-    assert missing.status_code == 404
-    assert alice_key.delete(f"/api/v1/store/items?namespace={BOB}&key=diet").status_code == 404
-    assert everyone.get("/api/v1/store/items", {"namespace": BOB, "key": "diet"}).status_code == 200
+    # LangGraph's store door: Bob's item is missing to Alice's key (null, no results), and the
+    # namespaces it lists are hers alone.
+    alice_key.put("/api/v1/store/items", {"namespace": ["users", "alice"], "key": "diet", "value": {"text": "keto"}})
+    assert alice_key.get("/api/v1/store/items", {"namespace": "users.bob", "key": "diet"}).content == b"null"
+    for body in ({"namespace_prefix": ["users", "bob"]}, {"namespace_prefix": []},
+                 {"namespace_prefix": ["users"], "query": "vegan diet"}, {"namespace_prefix": ["users", "bob"],
+                                                                          "query": "vegan diet"}):
+        found = alice_key.post("/api/v1/store/items/search", body).json()["items"]
+        assert {tuple(item["namespace"]) for item in found} <= {("users", "alice")}, body
+    assert alice_key.post("/api/v1/store/namespaces", {}).json()["namespaces"] == [["users", "alice"]]
+    assert alice_key.post("/api/v1/store/namespaces", {"prefix": ["users", "bob"]}).json()["namespaces"] == []
+    assert everyone.get("/api/v1/store/items", {"namespace": "users.bob", "key": "diet"}).json()["key"] == "diet"
+    assert ["users", "bob"] in everyone.post("/api/v1/store/namespaces", {}).json()["namespaces"]
 
 
 def test_a_key_limited_to_alice_writes_only_under_alice(tenant_a, users, alice_key):
@@ -192,14 +195,18 @@ def test_a_key_limited_to_alice_writes_only_under_alice(tenant_a, users, alice_k
         assert refused.status_code == 403, (body, refused.content)
         assert refused.json()["error"]["code"] == "out_of_reach"
     assert alice_key.put("/api/v1/store/items", {"namespace": ["users", "bob"], "key": "diet",
-                                                 "content": "omnivore"}).status_code == 403
+                                                 "value": {"text": "omnivore"}}).status_code == 403
+    deleted = alice_key.delete("/api/v1/store/items", {"namespace": ["users", "bob"], "key": "diet"})
+    assert deleted.status_code == 403 and deleted.json()["error"]["code"] == "out_of_reach"
     assert count() == before
+    with tenant_context(tenant_a.org.id):
+        assert Memory.objects.get(pk=users.bob_item.pk).deleted_at is None
 
     written = alice_key.post("/api/v1/memories", {"content": "Alice moved to Lisbon", "namespace": ["users", "alice",
                                                                                                    "home"]})
     assert written.status_code == 201 and written.json()["memory"]["namespace"] == ["users", "alice", "home"]
-    put = alice_key.put("/api/v1/store/items", {"namespace": ["users", "alice"], "key": "diet", "content": "keto"})
-    assert put.status_code == 201
+    put = alice_key.put("/api/v1/store/items", {"namespace": ["users", "alice"], "key": "diet", "value": {"v": 1}})
+    assert put.status_code == 204
 
 
 def test_a_read_only_key_reads_and_searches_but_writes_nothing(tenant_a, users, key_for):
@@ -210,7 +217,7 @@ def test_a_read_only_key_reads_and_searches_but_writes_nothing(tenant_a, users, 
     ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id,
            "tag": "health", "session": users.bob_session.id}
     writes = [(m, p, b) for m, p, b in BY_ID + COLLECTIONS if m != "get" and "search" not in p
-              and "retrieve" not in p and "context" not in p]
+              and "retrieve" not in p and "context" not in p and "store/namespaces" not in p]
     for method, path, body in writes:
         response = getattr(reader, method)(fill(path, ids), fill(body, ids) or {"namespace": ["users", "x"], "key": "k",
                                                                                 "content": "c"})
@@ -225,6 +232,10 @@ def test_a_read_only_key_reads_and_searches_but_writes_nothing(tenant_a, users, 
     assert reader.post("/api/v1/search", {"query": "peanuts"}).status_code == 200
     assert reader.post("/api/v1/retrieve", {"query": "peanuts", "scope": "users"}).status_code == 200
     assert reader.get("/api/v1/retrieval-events").status_code == 200
+    assert reader.get("/api/v1/store/items", {"namespace": "users.bob", "key": "diet"}).json()["key"] == "diet"
+    for path, body in (("/api/v1/store/items/search", {"namespace_prefix": ["users"], "query": "diet"}),
+                       ("/api/v1/store/namespaces", {"prefix": ["users"]})):
+        assert reader.post(path, body).status_code == 200, path
 
 
 def test_a_key_limited_to_alice_erases_nothing_of_bobs(tenant_a, users, alice_key):

@@ -67,8 +67,8 @@ def test_no_secret_survives_any_write_path(tenant_a, api_a, all_logs):
     assert api_a.post(f"/api/v1/memories/{tenant_a.other_memory.id}/supersede",
                       {"content": f"Correction: {SECRETS[2][0]}"}).status_code == 201
     assert api_a.put("/api/v1/store/items", {"namespace": ["vault", "u1"], "key": "creds",
-                                             "content": SECRETS[3][0], "metadata": {"v": SECRETS[4][0]}},
-                     HTTP_IDEMPOTENCY_KEY="store-1").status_code == 201
+                                             "value": {"text": SECRETS[3][0], "v": SECRETS[4][0]}},
+                     HTTP_IDEMPOTENCY_KEY="store-1").status_code == 204
     stored, logged = everything_stored(), "\n".join(all_logs)
     assert "REDACTED" in stored and any("INSERT" in line for line in all_logs)  # both were really looked at
     for _, secret in SECRETS:

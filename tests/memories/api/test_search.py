@@ -446,18 +446,19 @@ def test_retrieve_rejects_bad_input(api_a, body, field):
     assert response.status_code == 400 and field in response.json()["error"]["fields"]
 
 
-def test_store_search_keeps_items_above_the_threshold(api_a):
+def test_store_search_keeps_items_above_the_threshold_seed_003_asks_for(api_a):
     for key, content in (("diet", "User is vegetarian and prefers Italian cuisine"),
                          ("timezone", "User is located in EST timezone (New York)")):
-        api_a.put("/api/v1/store/items", {"namespace": ["memories", "u9"], "key": key, "content": content})
-    response = api_a.post("/api/v1/store/search", {"namespace": ["memories", "u9"],
-                                                   "query": "Italian vegetarian cuisine"})
-    results = response.json()["results"]
-    assert [r["key"] for r in results] == ["diet"] and results[0]["similarity"] >= 0.7
-    everything = api_a.post("/api/v1/store/search", {"namespace": ["memories", "u9"], "query": "user",
-                                                     "threshold": 0.0}).json()["results"]
-    assert {r["key"] for r in everything} == {"diet", "timezone"}
-    assert [r["similarity"] for r in everything] == sorted((r["similarity"] for r in everything), reverse=True)
+        api_a.put("/api/v1/store/items", {"namespace": ["memories", "u9"], "key": key, "value": {"text": content},
+                                          "index": ["text"]})
+    response = api_a.post("/api/v1/store/items/search", {"namespace_prefix": ["memories", "u9"],
+                                                         "query": "Italian vegetarian cuisine", "threshold": 0.7})
+    results = response.json()["items"]
+    assert [r["key"] for r in results] == ["diet"] and results[0]["score"] >= 0.7
+    everything = api_a.post("/api/v1/store/items/search", {"namespace_prefix": ["memories", "u9"],
+                                                           "query": "user"}).json()["items"]
+    assert {r["key"] for r in everything} == {"diet", "timezone"}  # LangGraph's: the nearest, however near
+    assert [r["score"] for r in everything] == sorted((r["score"] for r in everything), reverse=True)
 
 
 def test_reciprocal_rank_fusion_is_weighted_and_deterministic():
