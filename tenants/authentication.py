@@ -80,22 +80,33 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request)
         if not header:
             return None
-        try:
-            scheme, key = header.decode("ascii").split()
-        except (UnicodeDecodeError, ValueError):
-            raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <API key>`") from None
-        if scheme.lower() != "bearer":
-            raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <API key>`")
-        api_key = _find_key(api_key_hash(key))
-        if api_key is None:
-            raise exceptions.AuthenticationFailed("unknown API key")
-        if api_key.revoked_at is not None:
-            raise exceptions.AuthenticationFailed("this API key has been revoked")
-        context.activate_org(api_key.org_id)  # also closes the key lookup
-        agent = next(iter(Agent.objects.raw(ACTIVE_AGENT_SQL, [api_key.org_id, api_key.agent_id])), None)
-        if agent is None:
-            raise exceptions.AuthenticationFailed("the organisation or agent of this API key is disabled")
-        now = timezone.now()
-        if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
-            ApiKey.objects.filter(pk=api_key.pk, org_id=api_key.org_id).update(last_used_at=now)
-        return AgentPrincipal(agent=agent, api_key=api_key), api_key
+        principal = authenticate_bearer(header)
+        return principal, principal.api_key
+
+
+BEARER_FORMAT = "Authorization header must be `Bearer <API key>`"
+
+
+def authenticate_bearer(header: bytes) -> AgentPrincipal:
+    """The caller an `Authorization: Bearer <API key>` header names, its organisation made the
+    tenant of the current transaction; AuthenticationFailed says why not. Every door that
+    takes an API key (the REST API, the MCP server) calls this one function."""
+    try:
+        scheme, key = header.decode("ascii").split()
+    except (UnicodeDecodeError, ValueError):
+        raise exceptions.AuthenticationFailed(BEARER_FORMAT) from None
+    if scheme.lower() != "bearer":
+        raise exceptions.AuthenticationFailed(BEARER_FORMAT)
+    api_key = _find_key(api_key_hash(key))
+    if api_key is None:
+        raise exceptions.AuthenticationFailed("unknown API key")
+    if api_key.revoked_at is not None:
+        raise exceptions.AuthenticationFailed("this API key has been revoked")
+    context.activate_org(api_key.org_id)  # also closes the key lookup
+    agent = next(iter(Agent.objects.raw(ACTIVE_AGENT_SQL, [api_key.org_id, api_key.agent_id])), None)
+    if agent is None:
+        raise exceptions.AuthenticationFailed("the organisation or agent of this API key is disabled")
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk, org_id=api_key.org_id).update(last_used_at=now)
+    return AgentPrincipal(agent=agent, api_key=api_key)
