@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("memory_platform", "tenants", "memories", "console")
+PACKAGES = ("memory_platform", "tenants", "memories", "console", "integrations")
 # Within the actions layer, these never import each other (docs/architecture.md).
 APART = (("memories.writes", "memories.retrieval"),)
 
