@@ -30,7 +30,7 @@ from memories.api import storable
 from memories.api.errors import flatten
 from memories.errors import MemoryServiceError, NotFound, OutOfReach
 from memories.writes.kernel import Actor
-from tenants import context
+from tenants import context, throttles
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +51,19 @@ class Caller:
 
     org_id: uuid.UUID
     agent_id: uuid.UUID
+    api_key_id: uuid.UUID
     reach: KeyReach
 
     @classmethod
     def of(cls, principal) -> Caller:
-        return cls(org_id=principal.org_id, agent_id=principal.agent_id, reach=KeyReach.of(principal.api_key))
+        return cls(org_id=principal.org_id, agent_id=principal.agent_id, api_key_id=principal.api_key.pk,
+                   reach=KeyReach.of(principal.api_key))
+
+    def count_against(self, rate_name: str) -> None:
+        """A heavier call's own rate (the REST API's search scope): refused past it."""
+        wait = throttles.api_key_request_counted(self.api_key_id, rate_name)
+        if wait is not None:
+            raise RateLimitedCall(f"too many {rate_name} calls for this API key; retry after {wait} s")
 
     def actor(self, reason: str = "") -> Actor:
         return Actor(agent_id=self.agent_id, reason=reason)
@@ -70,6 +78,10 @@ class Caller:
         if not self.reach.covers(memory.scope):
             raise NotFound(f"memory {memory_id} not found", field="memory_id")
         return memory
+
+
+class RateLimitedCall(MemoryServiceError):
+    code = "rate_limited"
 
 
 def caller_of(ctx: Context) -> Caller:

@@ -8,6 +8,7 @@ tools needs a session. JSON responses rather than an SSE stream: every tool answ
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import anyio
 from django.conf import settings
@@ -22,6 +23,7 @@ from integrations.mcp import tools
 from integrations.mcp.boundary import CALLER_SCOPE_KEY, Caller
 from memories.api.errors import error_body
 from memory_platform.config import config
+from tenants import throttles
 from tenants.authentication import authenticate_bearer
 
 PATH = "/mcp"
@@ -54,13 +56,27 @@ def mcp_app() -> Starlette:
     )
 
 
-def _authenticated(header: bytes) -> Caller:
-    """The same authentication as the REST API's (tenants.authentication), in a transaction of
-    its own: a tool call opens its own, as the key's organisation."""
+def _admitted(header: bytes | None, meta: dict) -> Caller:
+    """The caller, by the same authentication and rate limits as the REST API's
+    (tenants.authentication, tenants.throttles), in a transaction of its own: a tool call opens
+    its own, as the key's organisation. Raises the API's exceptions (401, 429)."""
+    request = SimpleNamespace(META=meta)  # what the client address is read from (rate_limits)
     close_old_connections()
     try:
-        with transaction.atomic():
-            return Caller.of(authenticate_bearer(header))
+        if not header:
+            throttles.unauthenticated_request_counted(request)
+            raise exceptions.NotAuthenticated("send Authorization: Bearer <API key>")
+        try:
+            with transaction.atomic():
+                principal = authenticate_bearer(header)
+        except exceptions.AuthenticationFailed:
+            throttles.unauthenticated_request_counted(request)
+            raise
+        for rate_name in ("api_key_burst", "api_key"):
+            wait = throttles.api_key_request_counted(principal.api_key.pk, rate_name)
+            if wait is not None:
+                raise throttles.RateLimited(wait=wait, detail="Too many requests for this API key.")
+        return Caller.of(principal)
     finally:
         close_old_connections()
 
@@ -75,8 +91,9 @@ async def _json(send, status: int, body: dict, headers: list[tuple[bytes, bytes]
 
 class ApiKeyGate:
     """Answers before MCP does: 400 for a Host the site does not serve, 401 (JSON, as the REST
-    API's) for a missing, unknown or revoked key; otherwise hands the request on with the key's
-    caller in its scope (integrations.mcp.boundary reads it)."""
+    API's) for a missing, unknown or revoked key, 429 past the key's (or, without a valid key,
+    the address's) rate limit; otherwise hands the request on with the key's caller in its
+    scope (integrations.mcp.boundary reads it)."""
 
     def __init__(self, app):
         self.app = app
@@ -88,15 +105,20 @@ class ApiKeyGate:
         host, _ = split_domain_port(headers.get(b"host", b"").decode("latin-1"))
         if not host or not validate_host(host, settings.ALLOWED_HOSTS):
             return await _json(send, 400, error_body("bad_request", "Bad Request"))
-        header = headers.get(b"authorization")
-        challenge = [(b"www-authenticate", b'Bearer realm="api"')]
-        if not header:
-            return await _json(send, 401, error_body("not_authenticated", "send Authorization: Bearer <API key>"),
-                               challenge)
+        meta = {"REMOTE_ADDR": (scope.get("client") or ("",))[0],
+                "HTTP_X_FORWARDED_FOR": headers.get(b"x-forwarded-for", b"").decode("latin-1")}
         try:
-            caller = await anyio.to_thread.run_sync(_authenticated, header)
-        except exceptions.AuthenticationFailed as refused:
-            return await _json(send, 401, error_body("authentication_failed", str(refused.detail)), challenge)
+            caller = await anyio.to_thread.run_sync(_admitted, headers.get(b"authorization"), meta)
+        except exceptions.APIException as refused:
+            codes = refused.get_codes()
+            extra = []
+            if refused.status_code == 401:
+                extra.append((b"www-authenticate", b'Bearer realm="api"'))
+            if getattr(refused, "wait", None):
+                extra.append((b"retry-after", str(int(refused.wait)).encode()))
+            return await _json(send, refused.status_code,
+                               error_body(codes if isinstance(codes, str) else refused.default_code,
+                                          str(refused.detail)), extra)
         await self.app({**scope, CALLER_SCOPE_KEY: caller}, receive, send)
 
 

@@ -90,6 +90,7 @@ async def search_memory(
     body = given(query=query, limit=limit, expand=expand, filters=filters or None)
 
     def work(caller: Caller):
+        caller.count_against("search")
         request = validated(s.SearchRequestSerializer, body)
         search_filters = s.SearchFiltersSerializer.to_filters(request.get("filters", {}))
         search_filters.within = caller.reach.namespaces

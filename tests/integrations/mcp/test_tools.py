@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from memories.models import CONTENT_MAX_CHARS, Memory
+from memory_platform import rate_limits as limits
 from tenants import services
 from tenants.context import tenant_context
 from tests import factories
@@ -294,3 +295,19 @@ def test_a_key_limited_to_bob_sees_nothing_of_alice(tenant_a, served):
     assert data_of(namespaces)["namespaces"] == [["users", "bob"]]
     assert all(r["namespace"][:2] == ["users", "bob"] for r in data_of(weak)["results"])
     assert memories_of(tenant_a.org) == before + 1  # Bob's own fact only
+
+
+@committing
+def test_the_key_s_rate_limits_count_mcp_calls_as_the_api_s(tenant_a, key_a, served, rate_limits):
+    rate_limits(API_KEY="3/min", SEARCH="1/min", UNAUTHENTICATED="2/min")
+    assert [post_raw(served, key_a).status_code for _ in range(4)] == [200, 200, 200, 429]
+    over = post_raw(served, key_a)
+    assert over.json()["error"]["code"] == "rate_limited" and int(over.headers["Retry-After"]) >= 1
+    assert [post_raw(served, "mp_not-a-key").status_code for _ in range(3)] == [401, 401, 429]
+
+    rate_limits(API_KEY="100000/min", SEARCH="1/min")
+    limits.forget_all()
+    first, second, other = calls(served.url, key_a, ("search_memory", {"query": "tea"}),
+                                 ("search_memory", {"query": "coffee"}), ("memory_stats", {}))
+    assert not first.is_error and not other.is_error
+    assert second.is_error and "rate_limited: too many search calls" in text_of(second)
