@@ -39,8 +39,8 @@ T = TypeVar("T")
 # Where the HTTP layer (integrations.mcp.http) leaves the caller in the request's ASGI scope.
 CALLER_SCOPE_KEY = "memory_platform.mcp_caller"
 
-# Tool calls in flight per process (per event loop), each on a thread with its own database
-# connection.
+# MCP database work in flight per process (per event loop): authentications and tool calls,
+# each on a thread that keeps its own database connection.
 CALL_THREADS = 4
 _limiters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -123,10 +123,16 @@ def _run(caller: Caller, arguments: dict, work: Callable[[Caller], T]) -> T:
         close_old_connections()
 
 
-async def in_tenant(ctx: Context, arguments: dict, work: Callable[[Caller], T]) -> T:
-    """Run work(caller) on a worker thread, in one transaction as the caller's organisation."""
+async def on_call_thread(function: Callable[..., T], *arguments) -> T:
+    """Run function(*arguments) on one of this process's call threads (at most CALL_THREADS: each
+    keeps a database connection of its own)."""
     loop = asyncio.get_running_loop()
     limiter = _limiters.get(loop)
     if limiter is None:
         limiter = _limiters[loop] = anyio.CapacityLimiter(CALL_THREADS)
-    return await anyio.to_thread.run_sync(partial(_run, caller_of(ctx), arguments, work), limiter=limiter)
+    return await anyio.to_thread.run_sync(partial(function, *arguments), limiter=limiter)
+
+
+async def in_tenant(ctx: Context, arguments: dict, work: Callable[[Caller], T]) -> T:
+    """Run work(caller) on a call thread, in one transaction as the caller's organisation."""
+    return await on_call_thread(_run, caller_of(ctx), arguments, work)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-import anyio
 from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.http.request import split_domain_port, validate_host
@@ -20,7 +19,7 @@ from rest_framework import exceptions
 from starlette.applications import Starlette
 
 from integrations.mcp import tools
-from integrations.mcp.boundary import CALLER_SCOPE_KEY, Caller
+from integrations.mcp.boundary import CALLER_SCOPE_KEY, Caller, on_call_thread
 from memories.api.errors import error_body
 from memory_platform.config import config
 from tenants import throttles
@@ -108,7 +107,7 @@ class ApiKeyGate:
         meta = {"REMOTE_ADDR": (scope.get("client") or ("",))[0],
                 "HTTP_X_FORWARDED_FOR": headers.get(b"x-forwarded-for", b"").decode("latin-1")}
         try:
-            caller = await anyio.to_thread.run_sync(_admitted, headers.get(b"authorization"), meta)
+            caller = await on_call_thread(_admitted, headers.get(b"authorization"), meta)
         except exceptions.APIException as refused:
             codes = refused.get_codes()
             extra = []
