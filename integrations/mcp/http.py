@@ -8,6 +8,7 @@ tools needs a session. JSON responses rather than an SSE stream: every tool answ
 from __future__ import annotations
 
 import json
+import logging
 from types import SimpleNamespace
 
 from django.conf import settings
@@ -26,6 +27,12 @@ from tenants import throttles
 from tenants.authentication import authenticate_bearer
 
 PATH = "/mcp"
+# What the site's responses carry too (memory_platform.settings.production): JSON-RPC answers
+# are not to be sniffed, framed or cached.
+RESPONSE_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
+                    (b"referrer-policy", b"same-origin"), (b"cache-control", b"no-store")]
+
+logger = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "Long-term memory for this agent. Before answering anything that depends on what the user said or did "
@@ -84,7 +91,7 @@ async def _json(send, status: int, body: dict, headers: list[tuple[bytes, bytes]
     payload = json.dumps(body).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
-                            *headers]})
+                            *RESPONSE_HEADERS, *headers]})
     await send({"type": "http.response.body", "body": payload})
 
 
@@ -118,7 +125,16 @@ class ApiKeyGate:
             return await _json(send, refused.status_code,
                                error_body(codes if isinstance(codes, str) else refused.default_code,
                                           str(refused.detail)), extra)
-        await self.app({**scope, CALLER_SCOPE_KEY: caller}, receive, send)
+        except Exception as failure:  # the database out of reach: as the API's 500, logged without values
+            logger.error("MCP authentication failed", exc_info=failure)
+            return await _json(send, 500, error_body("server_error", "internal error; it has been logged"))
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *RESPONSE_HEADERS]}
+            await send(message)
+
+        await self.app({**scope, CALLER_SCOPE_KEY: caller}, receive, with_headers)
 
 
 def gated_mcp_app():

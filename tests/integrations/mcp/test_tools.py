@@ -186,7 +186,9 @@ def test_a_missing_unknown_or_revoked_key_is_a_401_before_mcp(tenant_a, served):
             served.url, headers={"Authorization": "Basic abc"}, content=b"{}", timeout=30)
         assert response.status_code == 401 and response.json()["error"]["code"] == code, response.text
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
-    assert post_raw(served, key).status_code == 200
+    answered = post_raw(served, key)
+    assert answered.status_code == 200 and answered.headers["X-Content-Type-Options"] == "nosniff"
+    assert answered.headers["Cache-Control"] == "no-store"
     with tenant_context(tenant_a.org.id):
         services.api_key_revoke(api_key=api_key)
     response = post_raw(served, key)
