@@ -105,7 +105,9 @@ def tool_error(exc: Exception) -> ToolError:
     return ToolError("internal error; it has been logged")
 
 
-def _run(caller: Caller, arguments: dict, work: Callable[[Caller], T]) -> T:
+def call_in_tenant(caller: Caller, arguments: dict, work: Callable[[Caller], T]) -> T:
+    """work(caller) in one transaction as the caller's organisation, on this thread; a refusal
+    (or any failure) rolls it back and comes out as a ToolError."""
     close_old_connections()
     try:
         try:
@@ -135,4 +137,4 @@ async def on_call_thread(function: Callable[..., T], *arguments) -> T:
 
 async def in_tenant(ctx: Context, arguments: dict, work: Callable[[Caller], T]) -> T:
     """Run work(caller) on a call thread, in one transaction as the caller's organisation."""
-    return await on_call_thread(_run, caller_of(ctx), arguments, work)
+    return await on_call_thread(call_in_tenant, caller_of(ctx), arguments, work)

@@ -313,3 +313,41 @@ def test_the_key_s_rate_limits_count_mcp_calls_as_the_api_s(tenant_a, key_a, ser
                                  ("search_memory", {"query": "coffee"}), ("memory_stats", {}))
     assert not first.is_error and not other.is_error
     assert second.is_error and "rate_limited: too many search calls" in text_of(second)
+
+
+@committing
+def test_a_tool_call_runs_in_one_transaction_as_the_key_s_organisation(tenant_a, tenant_b):
+    from django.db import connection
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from integrations.mcp.boundary import Caller, call_in_tenant
+    from memories.access import EVERYWHERE
+    from memories.errors import InvalidInput
+    from memories.writes import create
+    from tenants import context
+
+    caller = Caller(org_id=tenant_a.org.id, agent_id=tenant_a.agent.id, api_key_id=tenant_a.api_key.id,
+                    reach=EVERYWHERE)
+    # No org filter here: row-level security alone shows A's rows, though B has as many.
+    org, atomic, visible = call_in_tenant(caller, {}, lambda c: (context.current_org_id(), connection.in_atomic_block,
+                                                                 Memory.objects.count()))
+    assert org == tenant_a.org.id and atomic and visible == memories_of(tenant_a.org) > 0
+
+    def write_then_refuse(c):
+        create.memory_create(org_id=c.org_id, agent_id=c.agent_id, content="written, then rolled back",
+                             category="factual")
+        raise InvalidInput("refused after a write", field="content")
+
+    with pytest.raises(ToolError, match="invalid: content: refused after a write"):
+        call_in_tenant(caller, {}, write_then_refuse)
+    with tenant_context(tenant_a.org.id):
+        assert not Memory.objects.filter(content="written, then rolled back").exists()
+
+    def write_into_b(c):  # an application bug naming another organisation: RLS refuses the row
+        create.memory_create(org_id=tenant_b.org.id, agent_id=tenant_b.agent.id, content="crossed over",
+                             category="factual")
+
+    with pytest.raises(ToolError, match="internal error"):
+        call_in_tenant(caller, {}, write_into_b)
+    with tenant_context(tenant_b.org.id):
+        assert not Memory.objects.filter(content="crossed over").exists()
