@@ -351,3 +351,33 @@ def test_a_tool_call_runs_in_one_transaction_as_the_key_s_organisation(tenant_a,
         call_in_tenant(caller, {}, write_into_b)
     with tenant_context(tenant_b.org.id):
         assert not Memory.objects.filter(content="crossed over").exists()
+
+
+@committing
+def test_concurrent_calls_of_two_organisations_never_cross(tenant_a, tenant_b, served):
+    keys = {tenant_a.org.name: factories.api_key(agent=tenant_a.agent)[1],
+            tenant_b.org.name: factories.api_key(agent=tenant_b.agent)[1]}
+    seen: dict[str, list[str]] = {name: [] for name in keys}
+
+    async def one_client(name: str, key: str):
+        async with mcp_client(served.url, key) as client:
+            for _ in range(6):
+                result = data_of(await client.call_tool("search_memory", {"query": "prefers tea over coffee"}))
+                seen[name] += [memory["content"] for memory in result["results"]]
+
+    async def main():
+        async with anyio.create_task_group() as group:
+            for name, key in keys.items():
+                for _ in range(3):  # three clients per organisation, all at once
+                    group.start_soon(one_client, name, key)
+
+    anyio.run(main)
+    for name, contents in seen.items():
+        assert contents and all(content.startswith(name) for content in contents), (name, set(contents))
+
+
+@committing
+def test_a_host_the_site_does_not_serve_is_refused(tenant_a, key_a, served):
+    response = httpx2.post(served.url, headers={"Host": "evil.example", "Authorization": f"Bearer {key_a}"},
+                           content=b"{}", timeout=30)
+    assert response.status_code == 400 and response.json()["error"]["code"] == "bad_request"
