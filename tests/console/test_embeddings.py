@@ -3,16 +3,14 @@ model's vectors in the worker while the page follows its progress, switches to i
 back; an admin who is not staff sees where things stand and may change nothing; viewers and
 operators reach nothing; another organisation's page is missing."""
 
-import django_rq
 import pytest
 from django.test import Client
-from rq import SimpleWorker
 
 from memories import embeddings
 from memories.lifecycle import reembed
 from memories.models import EmbeddingModel, Memory
 from tenants.context import service_account
-from tests.console.conftest import remember
+from tests.console.conftest import emptied_queue, remember
 
 pytestmark = pytest.mark.django_db
 
@@ -21,16 +19,8 @@ FLOAT32, INT8 = embeddings.MODEL_NAME, embeddings.INT8_MODEL_NAME
 
 @pytest.fixture
 def queue():
-    """The maintenance queue, emptied; run() works through it in this process, as the worker would."""
-    queue = django_rq.get_queue(reembed.QUEUE)
-    queue.empty()
-
-    def run():
-        SimpleWorker([queue], connection=queue.connection).work(burst=True)
-
-    queue.run = run
-    yield queue
-    queue.empty()
+    with emptied_queue(reembed.QUEUE) as queue:
+        yield queue
 
 
 @pytest.fixture
