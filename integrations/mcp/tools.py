@@ -13,6 +13,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from integrations.langgraph_store import serializers as lg
 from integrations.mcp.boundary import Caller, in_tenant
 from memories import selectors
 from memories.api import serializers as s
@@ -272,46 +273,52 @@ async def weak_facts(
 
 
 # --------------------------------------------------------------------------- the namespace store (seed 003)
+# In LangGraph's shapes, as its store API over HTTP (integrations.langgraph_store): an item is a
+# JSON value under a namespace and key, validated by that door's serializers.
 
-StoreNamespace = Annotated[list[str], Field(description='The item\'s namespace, at least two names, e.g. '
+StoreNamespace = Annotated[list[str], Field(description='The item\'s namespace, its labels in order, e.g. '
                                                         '["users", "alice"].')]
 StoreKey = Annotated[str, Field(description="The item's key within its namespace, e.g. 'diet'.")]
 
 
 def store_item(memory) -> dict:
-    return s.StoreItemSerializer(memory).data
+    return lg.ItemSerializer(memory).data
+
+
+def store_where(caller: Caller, namespace: list[str], key: str) -> dict:
+    """The item's namespace (as a scope) and key, checked; one out of the key's reach is missing
+    to it, as any absent item."""
+    where = validated(lg.DeleteItemSerializer, {"namespace": namespace, "key": key})
+    if not caller.reach.covers(where["namespace"]):
+        raise NotFound(f"no item {where['key']!r} in namespace {where['namespace']!r}", field="key")
+    return where
 
 
 async def store_put(
     ctx: Context,
     namespace: StoreNamespace,
     key: StoreKey,
-    content: Annotated[str, Field(description="The value to keep under this key.")],
-    metadata: Annotated[dict[str, Any] | None, Field(description="Anything else to keep with it, as JSON.")] = None,
-    ttl: Annotated[int | None, Field(description="Seconds until it expires (refreshed by reads); omit to keep "
-                                                 "it.")] = None,
+    value: Annotated[dict[str, Any], Field(description='The value to keep, a JSON object, e.g. {"text": '
+                                                       '"vegetarian since 2019"}.')],
+    index: Annotated[list[str] | bool | None, Field(description="Which fields are found by meaning: their paths "
+                                                                "(e.g. [\"text\"]), false for none; omit for "
+                                                                "the whole value.")] = None,
+    ttl_minutes: Annotated[float | None, Field(description="Minutes until it expires (reads refresh it); omit "
+                                                           "to keep it.")] = None,
 ) -> str:
     """Keep a value under a namespace and key, replacing what the key held (last write wins; every write is
     versioned). For one slot per user and subject, e.g. ["users", "alice"] / "diet"."""
-    body = given(namespace=namespace, key=key, content=content, metadata=metadata, ttl=ttl)
+    body = given(namespace=namespace, key=key, value=value, index=index, ttl=ttl_minutes)
 
     def work(caller: Caller):
-        request = validated(s.StorePutSerializer, body)
+        request = validated(lg.PutItemSerializer, body)
         caller.reach.check_write(request["namespace"])
         result = store.store_put(org_id=caller.org_id, agent_id=caller.agent_id, scope=request["namespace"],
-                                 key=request["key"], content=request["content"], metadata=request.get("metadata"),
-                                 category=request.get("category", "factual"), ttl=request.get("ttl"))
-        item = store_item(selectors.memory_get(org_id=caller.org_id, memory_id=result.memory.pk))
-        return {**item, "created": result.created}
+                                 key=request["key"], value=request["value"], index=request["index"],
+                                 ttl=request["ttl"], actor=caller.actor())
+        return {**store_item(result.memory), "created": result.created}
 
     return as_text(await in_tenant(ctx, body, work))
-
-
-def store_locator(caller: Caller, namespace: list[str], key: str) -> dict:
-    where = validated(s.StoreLocatorSerializer, {"namespace": "/".join(namespace), "key": key})
-    if not caller.reach.covers(where["namespace"]):  # missing to this key, as any absent item
-        raise NotFound(f"no item {where['key']!r} in namespace {where['namespace']!r}", field="key")
-    return where
 
 
 async def store_get(ctx: Context, namespace: StoreNamespace, key: StoreKey) -> str:
@@ -319,9 +326,9 @@ async def store_get(ctx: Context, namespace: StoreNamespace, key: StoreKey) -> s
     body = {"namespace": namespace, "key": key}
 
     def work(caller: Caller):
-        where = store_locator(caller, namespace, key)
+        where = store_where(caller, namespace, key)
         return store_item(selectors.store_get(org_id=caller.org_id, scope=where["namespace"], key=where["key"],
-                                              refresh_ttl=where["refresh_ttl"]))
+                                              refresh_ttl=True))
 
     return as_text(await in_tenant(ctx, body, work))
 
@@ -333,39 +340,39 @@ async def store_delete(ctx: Context, namespace: StoreNamespace, key: StoreKey) -
 
     def work(caller: Caller):
         caller.check_writable()
-        where = store_locator(caller, namespace, key)
-        memory = selectors.store_get(org_id=caller.org_id, scope=where["namespace"], key=where["key"])
-        change.memory_delete(org_id=caller.org_id, memory_id=memory.pk, actor=caller.actor())
+        where = store_where(caller, namespace, key)
+        if not store.store_delete(org_id=caller.org_id, scope=where["namespace"], key=where["key"],
+                                  actor=caller.actor()):
+            raise NotFound(f"no item {where['key']!r} in namespace {where['namespace']!r}", field="key")
         return {"deleted": True, "namespace": namespace, "key": key}
 
     return as_text(await in_tenant(ctx, body, work))
 
 
 async def store_list_keys(ctx: Context, namespace: StoreNamespace) -> str:
-    """List the keys that hold a value in a namespace, in order (empty if none)."""
+    """List the keys that hold a value in a namespace, in order (empty if none; at most 1000)."""
     body = {"namespace": namespace}
 
     def work(caller: Caller):
-        where = validated(s.StoreNamespaceQuerySerializer, {"namespace": "/".join(namespace)})
-        keys = (selectors.store_keys(org_id=caller.org_id, scope=where["namespace"])
-                if caller.reach.covers(where["namespace"]) else [])
-        return {"namespace": s.scope_to_namespace(where["namespace"]), "keys": keys}
+        scope = validated(lg.SearchItemsSerializer, {"namespace_prefix": namespace})["namespace_prefix"]
+        items = selectors.store_items(org_id=caller.org_id, prefix=scope, limit=lg.LIST_MAX, reach=caller.reach)
+        return {"namespace": namespace, "keys": sorted(item.key for item in items if item.scope == scope)}
 
     return as_text(await in_tenant(ctx, body, work))
 
 
 async def store_list_namespaces(
     ctx: Context,
-    prefix: Annotated[str | None, Field(description='Only namespaces under this one, joined with "/", e.g. '
-                                                    '"users".')] = None,
+    prefix: Annotated[list[str] | None, Field(description='Only namespaces beginning with these labels, e.g. '
+                                                          '["users"]; "*" matches any label.')] = None,
 ) -> str:
-    """List the namespaces that hold memories or store items (at most 1000), e.g. to find every user's."""
+    """List the namespaces that hold store items (at most 100), e.g. to find every user's."""
     query = given(prefix=prefix)
 
     def work(caller: Caller):
-        where = validated(s.StoreNamespacesQuerySerializer, query)
-        scopes = selectors.store_namespaces(org_id=caller.org_id, prefix=where.get("prefix", ""), reach=caller.reach)
-        return {"namespaces": [s.scope_to_namespace(scope) for scope in scopes]}
+        where = validated(lg.ListNamespacesSerializer, query)
+        return {"namespaces": selectors.store_namespaces(org_id=caller.org_id, prefix=where["prefix"],
+                                                         limit=where["limit"], reach=caller.reach)}
 
     return as_text(await in_tenant(ctx, query, work))
 

@@ -107,14 +107,14 @@ def test_every_tool_called_in_an_agent_s_session(tenant_a, key_a, served):
 
     put, got, keys, namespaces, deleted, gone = calls(
         served.url, key_a,
-        ("store_put", {"namespace": ["users", "alice"], "key": "diet", "content": "vegetarian"}),
+        ("store_put", {"namespace": ["users", "alice"], "key": "diet", "value": {"text": "vegetarian"}}),
         ("store_get", {"namespace": ["users", "alice"], "key": "diet"}),
         ("store_list_keys", {"namespace": ["users", "alice"]}),
-        ("store_list_namespaces", {"prefix": "users"}),
+        ("store_list_namespaces", {"prefix": ["users"]}),
         ("store_delete", {"namespace": ["users", "alice"], "key": "diet"}),
         ("store_get", {"namespace": ["users", "alice"], "key": "diet"}),
     )
-    assert data_of(put)["created"] and data_of(got)["content"] == "vegetarian"
+    assert data_of(put)["created"] and data_of(got)["value"] == {"text": "vegetarian"}
     assert data_of(keys) == {"namespace": ["users", "alice"], "keys": ["diet"]}
     assert ["users", "alice"] in data_of(namespaces)["namespaces"]
     assert data_of(deleted)["deleted"]
@@ -139,7 +139,7 @@ def test_bad_calls_are_clear_tool_errors_and_write_nothing(tenant_a, key_a, serv
         ("remember_fact", {"content": "x" * (CONTENT_MAX_CHARS + 1)}),
         ("remember_fact", {"content": "x", "importance": "very"}),
         ("remember_fact", {"content": "nul \u0000 inside"}),
-        ("store_put", {"namespace": ["users/alice"], "key": "diet", "content": "vegetarian"}),
+        ("store_put", {"namespace": ["users/alice"], "key": "diet", "value": {"text": "vegetarian"}}),
         ("explain_fact", {"memory_id": "not-a-uuid"}),
         ("confirm_fact", {"memory_id": "00000000-0000-4000-8000-000000000000"}),
         ("search_memory", {"query": "tea"}),  # the connection still serves after all of them
@@ -215,7 +215,7 @@ def test_a_read_only_key_reads_and_searches_but_never_writes(tenant_a, served):
         ("correct_fact", {"memory_id": str(memory.pk), "content": "changed"}),
         ("confirm_fact", {"memory_id": str(memory.pk)}),
         ("forget", {"memory_id": str(memory.pk)}),
-        ("store_put", {"namespace": ["users", "alice"], "key": "diet", "content": "vegan"}),
+        ("store_put", {"namespace": ["users", "alice"], "key": "diet", "value": {"text": "vegan"}}),
         ("store_delete", {"namespace": ["memories", "user-1"], "key": "diet"}),
     )
     for result in results:
@@ -270,7 +270,7 @@ def test_a_key_limited_to_bob_sees_nothing_of_alice(tenant_a, served):
     _, key_all = factories.api_key(agent=tenant_a.agent)
     alice = data_of(call(served.url, key_all, "remember_fact",
                          {"content": "Alice keeps her passport in the blue drawer", "namespace": ["users", "alice"]}))
-    calls(served.url, key_all, ("store_put", {"namespace": ["users", "alice"], "key": "diet", "content": "vegan"}))
+    calls(served.url, key_all, ("store_put", {"namespace": ["users", "alice"], "key": "diet", "value": {"text": "vegan"}}))
     alice_id = alice["memory"]["id"]
     before = memories_of(tenant_a.org)
     (searched, wrote_alice, wrote_bob, explained, forgotten, got, keys, namespaces, weak,
@@ -285,7 +285,7 @@ def test_a_key_limited_to_bob_sees_nothing_of_alice(tenant_a, served):
         ("store_list_keys", {"namespace": ["users", "alice"]}),
         ("store_list_namespaces", {}),
         ("weak_facts", {"below": 1.0, "limit": 200}),
-        ("store_put", {"namespace": ["users", "alice"], "key": "diet", "content": "carnivore"}),
+        ("store_put", {"namespace": ["users", "alice"], "key": "diet", "value": {"text": "carnivore"}}),
     )
     assert all(r["namespace"][:2] == ["users", "bob"] for r in data_of(searched)["results"])
     assert wrote_alice.is_error and "out_of_reach: " in text_of(wrote_alice)
