@@ -8,9 +8,11 @@ from django.contrib import admin
 from memories.models import (
     Artifact,
     DuplicateCandidate,
+    EmbeddingModel,
     IdempotencyRecord,
     Memory,
     MemoryArtifact,
+    MemoryEmbedding,
     MemoryRelationship,
     MemoryTag,
     MemoryUsage,
@@ -125,3 +127,19 @@ class MemoryUsageAdmin(ReadOnlyAdmin):
     list_filter = ["org"]
     list_select_related = ["org"]
     ordering = ["-last_retrieved_at"]
+
+
+@admin.register(MemoryEmbedding)
+class MemoryEmbeddingAdmin(ReadOnlyAdmin):
+    list_display = ["memory_id", "model", "embedded_at", "org"]
+    list_filter = ["model", "org"]
+    list_select_related = ["org"]
+    exclude = ["embedding"]
+
+
+@admin.register(EmbeddingModel)
+class EmbeddingModelAdmin(ReadOnlyAdmin):
+    """The deployment's models: changed by `manage.py reembed` or the console's Embeddings page,
+    which move the vectors with them, never by a form here."""
+
+    list_display = ["name", "state", "memories_done", "memories_total", "task", "activated_at", "finished_at"]

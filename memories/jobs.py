@@ -1,4 +1,5 @@
-"""Background work: embedding memories that were stored without one.
+"""Background work: embedding memories that were stored without one, or with a vector of a
+model that is no longer the active one (written across a switch, memories.lifecycle.reembed).
 
 Jobs take ids plus org_id, re-enter the tenant context and are idempotent: a memory that
 already has its embedding is skipped, so running a job twice leaves the same state as once.
@@ -11,9 +12,10 @@ import time
 from datetime import timedelta
 
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from memories.embeddings import MODEL_NAME, get_embedder, vector_literal
+from memories.embeddings import forget_active_model, get_embedder, vector_literal
 from memories.models import EMBEDDING_DIMENSIONS, EMBEDDING_PENDING, IdempotencyRecord, Memory
 from memories.writes.duplicates import near_duplicates, record_duplicates
 from tenants.context import service_account, tenant_job
@@ -31,34 +33,44 @@ def enqueue_embedding(*, org_id: str, memory_ids: list[str]) -> None:
                                        job_timeout=600, retry=None)
 
 
-def claim_pending(org_id: str, memory_ids: list[str]) -> list[Memory]:
-    """The listed memories that still lack an embedding, locked until the transaction ends;
+def of_another_model(model: str) -> Q:
+    """Memories holding a vector of another model than `model` (memories_embedding_model,
+    which leaves deleted ones out: they are embedded again if they are restored)."""
+    return Q(embedding__isnull=False, deleted_at__isnull=True) & (Q(embedding_model__lt=model)
+                                                                 | Q(embedding_model__gt=model))
+
+
+def claim_pending(org_id: str, memory_ids: list[str], model: str | None = None) -> list[Memory]:
+    """The listed memories that still lack an embedding of `model` (default: the active
+    model's; none at all, or one of another model), locked until the transaction ends;
     those another job holds are skipped. The lock is FOR NO KEY UPDATE: the job changes no
     key, so a write that links a new memory to one of these (the foreign key's KEY SHARE,
     e.g. the timeline's edge from the episode before) goes on while the model runs, instead
     of waiting seconds for it."""
+    model = model or get_embedder().model_name
     return list(
         Memory.objects.select_for_update(skip_locked=True, no_key=True)
-        .filter(EMBEDDING_PENDING, org_id=org_id, pk__in=memory_ids)
+        .filter(EMBEDDING_PENDING | of_another_model(model), org_id=org_id, pk__in=memory_ids)
         .only("id", "content").order_by("created_at")
     )
 
 
 @tenant_job
 def embed_memories(*, org_id: str, memory_ids: list[str]) -> int:
-    """Embed the listed memories of one organisation that still lack an embedding; record
-    their near-duplicates. Returns how many were embedded."""
+    """Embed the listed memories of one organisation that still lack an embedding (of the
+    active model); record their near-duplicates. Returns how many were embedded."""
     return embed_now(org_id, memory_ids)
 
 
 def embed_now(org_id, memory_ids: list) -> int:
     """embed_memories inside the caller's tenant context and transaction (a job that needs
     these vectors before it goes on: a session's consolidation)."""
-    pending = claim_pending(org_id, [str(memory_id) for memory_id in memory_ids])
+    embedder = get_embedder()
+    pending = claim_pending(org_id, [str(memory_id) for memory_id in memory_ids], embedder.model_name)
     if not pending:
         return 0
     started = time.perf_counter()
-    vectors = get_embedder().embed([memory.content for memory in pending])
+    vectors = embedder.embed([memory.content for memory in pending])
     embedded = time.perf_counter()
     with connection.cursor() as cursor:
         # One statement for the whole batch (Django's bulk_update would repeat every
@@ -68,11 +80,11 @@ def embed_now(org_id, memory_ids: list) -> int:
             UPDATE memories SET embedding = batch.embedding::vector, embedding_model = %s,
                    embedding_dimensions = %s, embedded_at = now()
             FROM unnest(%s::uuid[], %s::text[]) AS batch(id, embedding)
-            WHERE memories.org_id = %s AND memories.id = batch.id AND memories.embedding IS NULL
-              AND memories.indexed
+            WHERE memories.org_id = %s AND memories.id = batch.id AND memories.indexed
+              AND (memories.embedding IS NULL OR memories.embedding_model <> %s)
             """,
-            [MODEL_NAME, EMBEDDING_DIMENSIONS, [str(m.pk) for m in pending],
-             [vector_literal(vector) for vector in vectors], org_id],
+            [embedder.model_name, EMBEDDING_DIMENSIONS, [str(m.pk) for m in pending],
+             [vector_literal(vector) for vector in vectors], org_id, embedder.model_name],
         )
     record_duplicates(org_id, near_duplicates(org_id, [memory.pk for memory in pending]))
     stored = time.perf_counter()
@@ -82,14 +94,20 @@ def embed_now(org_id, memory_ids: list) -> int:
 
 
 def embed_pending(*, batch_size: int = SWEEP_BATCH) -> int:
-    """The sweep: embed every pending memory of every organisation, a batch at a time.
-    Run by the cron scheduler and by `manage.py embed_pending`. Returns how many were embedded."""
+    """The sweep: embed every pending memory of every organisation, then every one holding a
+    vector of a model that is no longer the active one, a batch at a time. Run by the cron
+    scheduler and by `manage.py embed_pending`. Returns how many were embedded."""
     total = 0
+    forget_active_model()  # read afresh: the sweep a switch queues must embed with the new model
     while True:
+        model = get_embedder().model_name
         with service_account(), transaction.atomic():
             batch = list(
                 Memory.objects.filter(EMBEDDING_PENDING).order_by("created_at").values_list("org_id", "pk")[:batch_size]
             )
+            if len(batch) < batch_size:
+                batch += Memory.objects.filter(of_another_model(model)).values_list("org_id", "pk")[
+                    :batch_size - len(batch)]
         if not batch:
             return total
         by_org: dict = {}

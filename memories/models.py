@@ -40,6 +40,9 @@ EMBEDDING_PENDING = Q(embedding__isnull=True, deleted_at__isnull=True, indexed=T
 # What the final ranking reads of a memory's own row (memories.retrieval.ranking.RankingRow),
 # also held by the covering index of live vectors so an exact search reads no heap row.
 RANKING_MEMORY_COLUMNS = ("importance", "confidence", "created_at", "decay_rate", "reinforced_at")
+# What memories.lifecycle.decay reads of a decaying memory (its strength's inputs, its expiry
+# and namespace), also held by the index of decaying memories.
+DECAYING_COLUMNS = ["id", "created_at", "reinforced_at", "decay_rate", "importance", "expires_at", "scope"]
 
 
 # The longest content a memory may hold, in characters (also a check constraint).
@@ -216,8 +219,19 @@ class Memory(TenantModel):
                 fields=["expires_at"], condition=Q(expires_at__isnull=False, deleted_at__isnull=True),
                 name="memories_expiring",
             ),
+            # The live memories that decay, with what their strength is computed from: the weak
+            # list, the strength bands and the nightly decay read only this index (an index-only
+            # scan of ~35 bytes a row, where the table's rows are ~4 kB with their vector).
+            models.Index(fields=["org"], include=DECAYING_COLUMNS, condition=LIVE & Q(decay_rate__gt=0),
+                         name="memories_decaying"),
             models.Index(
                 fields=["org", "created_at"], condition=EMBEDDING_PENDING, name="memories_embedding_pending",
+            ),
+            # Vectors of a model that is no longer the active one (written across a switch): the
+            # embedding sweep's question, across organisations, answered without a scan.
+            models.Index(
+                fields=["embedding_model"], condition=Q(embedding__isnull=False, deleted_at__isnull=True),
+                name="memories_embedding_model",
             ),
             # Exact vector search of a tenant's live memories reads only this index (an
             # index-only scan): ~1 µs a row instead of ~3 for heap rows, and the columns the
@@ -434,6 +448,79 @@ class MemoryUsage(TenantModel):
         constraints = [models.UniqueConstraint(fields=["org", "memory"], name="memory_usage_unique")]
 
 
+class EmbeddingModelState(models.TextChoices):
+    BUILDING = "building"  # its vectors are being made, or a build stopped before it finished
+    READY = "ready"  # every memory had a vector of it when its build finished
+    ACTIVE = "active"  # memories.embedding holds its vectors: searches compare with them
+    RETIRED = "retired"  # was active; its vectors are kept in memory_embeddings, to roll back to
+
+
+class EmbeddingModel(models.Model):
+    """An embedding model's standing in this deployment (memories.lifecycle.reembed): exactly
+    one is active, the rest are being built, ready to switch to, or kept to roll back to. The
+    deployment's, not an organisation's: every process reads the active one
+    (memories.embeddings.active_model), and only the service account may change a row."""
+
+    State = EmbeddingModelState
+
+    name = models.CharField(max_length=128, primary_key=True, help_text="Its name in memories.embeddings.KNOWN_MODELS.")
+    state = models.CharField(max_length=16, choices=State.choices)
+    memories_total = models.PositiveIntegerField(default=0, help_text="Memories to embed, when last counted.")
+    memories_done = models.PositiveIntegerField(default=0, help_text="Of them, those with a vector of this model.")
+    # What is under way for it: "build" or "activate" (and the queued job's id, when the console
+    # started it); empty when nothing is. A process that stopped leaves it set: the console
+    # tells that from one running by the lock a running one holds.
+    task = models.CharField(max_length=16, blank=True, default="")
+    job_id = models.CharField(max_length=64, blank=True, default="")
+    error = models.TextField(blank=True, default="", help_text="Why the last build or switch stopped, if it failed.")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True, help_text="When its last build finished.")
+    activated_at = models.DateTimeField(null=True, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+    replaced = models.CharField(max_length=128, blank=True, default="",
+                                help_text="The model that was active before this one: a rollback's target.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "embedding_models"
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["state"], condition=Q(state="active"), name="embedding_models_one_active"),
+            models.CheckConstraint(condition=Q(state__in=EmbeddingModelState.values),
+                                   name="embedding_models_state_valid"),
+            models.CheckConstraint(condition=Q(task__in=["", "build", "activate"]), name="embedding_models_task_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.state})"
+
+
+class MemoryEmbedding(TenantModel):
+    """A memory's vector by a model that is not the active one: the model being built before a
+    switch, or the one switched from, kept to roll back to (memories.lifecycle.reembed). The
+    active model's vector is the memory's own (Memory.embedding), which searches read."""
+
+    memory = tenant_fk(Memory, related_name="+")
+    model = models.CharField(max_length=128)
+    dimensions = models.PositiveSmallIntegerField(default=EMBEDDING_DIMENSIONS)
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
+    # The exact text embedded, not the memory's normalised content_hash: a cased model tells
+    # "Tea" from "tea". A vector whose text differs from the memory's content is stale.
+    text_hash = models.CharField(max_length=64, help_text="SHA-256 hex of the exact text embedded.")
+    embedded_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_embeddings"
+        constraints = [
+            # org_id leads: a switch reads one model's vectors of every memory (by org, model).
+            models.UniqueConstraint(fields=["org", "model", "memory"], name="memory_embeddings_unique"),
+            models.CheckConstraint(condition=Q(dimensions=EMBEDDING_DIMENSIONS), name="memory_embeddings_dimensions"),
+            models.CheckConstraint(condition=~Q(model=""), name="memory_embeddings_model_named"),
+            models.CheckConstraint(condition=Q(text_hash__regex=r"^[0-9a-f]{64}$"),
+                                   name="memory_embeddings_text_hash_is_sha256"),
+        ]
+
+
 class Artifact(TenantModel):
     """A pointer to external evidence (seed 002): never the bytes themselves."""
 
@@ -476,6 +563,7 @@ class RetrievalEventKind(models.TextChoices):
     RETRIEVE = "retrieve"
     NAMESPACE_SEARCH = "namespace_search"
     REPLAY = "replay"
+    CONTEXT = "context"  # a context assembly: the memories put in a prompt
 
 
 class RetrievalEvent(TenantModel):

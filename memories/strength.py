@@ -78,5 +78,6 @@ def strength_sql(memory: str = "m", usage: str = "u") -> str:
     since = (f"greatest({memory}.created_at, {memory}.reinforced_at, {usage}.last_retrieved_at)")
     per_day = (f"({memory}.decay_rate * (1 - {memory}.importance::float8 / 2) "
                f"/ (1 + ln(1 + coalesce({usage}.retrieval_count, 0))))")
-    days = f"greatest(extract(epoch FROM now() - {since}), 0) / {SECONDS_PER_DAY}"
+    # In float8: extract() gives numeric, whose power() took most of the weak list's time.
+    days = f"greatest(extract(epoch FROM now() - {since})::float8, 0) / {SECONDS_PER_DAY}"
     return f"exp(greatest(-{per_day} * power({days}, {EXPONENT}), {FLOOR}))"

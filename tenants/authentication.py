@@ -82,14 +82,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         """The key the request carries: in `Authorization: Bearer`, or in `x-api-key` (never two
         different keys: which one would the caller mean?)."""
         header = authentication.get_authorization_header(request)
-        bearer = None
-        if header:
-            try:
-                scheme, bearer = header.decode("ascii").split()
-            except (UnicodeDecodeError, ValueError):
-                raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <API key>`") from None
-            if scheme.lower() != "bearer":
-                raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <API key>`")
+        bearer = bearer_key(header) if header else None
         plain = request.META.get("HTTP_X_API_KEY", "").strip() or None
         if bearer and plain and bearer != plain:
             raise exceptions.AuthenticationFailed("Authorization and x-api-key name different API keys")
@@ -99,16 +92,45 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         key = self._presented_key(request)
         if key is None:
             return None
-        api_key = _find_key(api_key_hash(key))
-        if api_key is None:
-            raise exceptions.AuthenticationFailed("unknown API key")
-        if api_key.revoked_at is not None:
-            raise exceptions.AuthenticationFailed("this API key has been revoked")
-        context.activate_org(api_key.org_id)  # also closes the key lookup
-        agent = next(iter(Agent.objects.raw(ACTIVE_AGENT_SQL, [api_key.org_id, api_key.agent_id])), None)
-        if agent is None:
-            raise exceptions.AuthenticationFailed("the organisation or agent of this API key is disabled")
-        now = timezone.now()
-        if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
-            ApiKey.objects.filter(pk=api_key.pk, org_id=api_key.org_id).update(last_used_at=now)
-        return AgentPrincipal(agent=agent, api_key=api_key), api_key
+        principal = authenticate_key(key)
+        return principal, principal.api_key
+
+
+BEARER_FORMAT = "Authorization header must be `Bearer <API key>`"
+
+
+def bearer_key(header: bytes) -> str:
+    """The API key of an `Authorization: Bearer <API key>` header; AuthenticationFailed if the
+    header is not one."""
+    try:
+        scheme, key = header.decode("ascii").split()
+    except (UnicodeDecodeError, ValueError):
+        raise exceptions.AuthenticationFailed(BEARER_FORMAT) from None
+    if scheme.lower() != "bearer":
+        raise exceptions.AuthenticationFailed(BEARER_FORMAT)
+    return key
+
+
+def authenticate_bearer(header: bytes) -> AgentPrincipal:
+    """authenticate_key of an `Authorization: Bearer <API key>` header (the MCP server's door)."""
+    return authenticate_key(bearer_key(header))
+
+
+def authenticate_key(key: str) -> AgentPrincipal:
+    """The caller an API key names, its organisation made the tenant of the current
+    transaction; AuthenticationFailed says why not. Every door that takes an API key (the REST
+    API, with it in `Authorization: Bearer` or `x-api-key`; the MCP server) calls this one
+    function."""
+    api_key = _find_key(api_key_hash(key))
+    if api_key is None:
+        raise exceptions.AuthenticationFailed("unknown API key")
+    if api_key.revoked_at is not None:
+        raise exceptions.AuthenticationFailed("this API key has been revoked")
+    context.activate_org(api_key.org_id)  # also closes the key lookup
+    agent = next(iter(Agent.objects.raw(ACTIVE_AGENT_SQL, [api_key.org_id, api_key.agent_id])), None)
+    if agent is None:
+        raise exceptions.AuthenticationFailed("the organisation or agent of this API key is disabled")
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk, org_id=api_key.org_id).update(last_used_at=now)
+    return AgentPrincipal(agent=agent, api_key=api_key)

@@ -39,16 +39,8 @@ class ApiKeyThrottle(throttling.BaseThrottle):
         api_key = getattr(request.user, "api_key", None)
         if api_key is None:  # not an agent's request: the address limit applies at authentication
             return True
-        name = self.rate_name_for(request, view)
-        rate = rate_limits.configured_rate(name) if name else None
-        if rate is None:
-            return True
-        count = rate_limits.hit(rate_limits.key("api_key", str(api_key.pk), name),
-                                 window_seconds=rate.seconds)
-        if count is None or count.hits <= rate.requests:  # None: Redis is down, serve the request
-            return True
-        self.retry_after = count.retry_after
-        return False
+        self.retry_after = api_key_request_counted(api_key.pk, self.rate_name_for(request, view))
+        return self.retry_after is None
 
     def wait(self) -> float | None:
         return self.retry_after
@@ -64,6 +56,19 @@ class ApiKeyScopeThrottle(ApiKeyThrottle):
     def rate_name_for(self, request, view) -> str | None:
         scope_for = getattr(view, "rate_limit_scope_for", None)
         return scope_for(request) if scope_for else None
+
+
+def api_key_request_counted(api_key_id, rate_name: str | None) -> int | None:
+    """Count one request of this key against config().rate_limits.<rate_name>: the seconds to
+    wait when the key is over it, None when it may go on (also when the rate is off, or Redis
+    is down). Every door that takes a key counts its requests here."""
+    rate = rate_limits.configured_rate(rate_name) if rate_name else None
+    if rate is None:
+        return None
+    count = rate_limits.hit(rate_limits.key("api_key", str(api_key_id), rate_name), window_seconds=rate.seconds)
+    if count is None or count.hits <= rate.requests:  # None: Redis is down, serve the request
+        return None
+    return count.retry_after
 
 
 def unauthenticated_request_counted(request) -> None:

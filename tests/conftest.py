@@ -62,6 +62,16 @@ def django_db_setup(django_test_environment, django_db_blocker, embedded_servers
         settings.DATABASES["default"]["NAME"] = real_name
 
 
+@pytest.fixture(autouse=True)
+def active_model_read_again():
+    """Each test reads the active embedding model from its own database: a switch of model a
+    test made, and rolled back with its transaction, is not remembered by the next one."""
+    yield
+    from memories import embeddings
+
+    embeddings.forget_active_model()
+
+
 @pytest.fixture
 def org_a(db):
     return factories.organization("Alpha Corp")
@@ -114,10 +124,10 @@ def int8_queries(settings):
     from memories import cache, embeddings
 
     settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, QUERY_EMBEDDING_PRECISION="int8")
-    embeddings._quantized_embedder = None
+    embeddings._embedders.pop(embeddings.INT8_MODEL_NAME, None)
     cache._embed_query_cached.cache_clear()
     yield
-    embeddings._quantized_embedder = None
+    embeddings._embedders.pop(embeddings.INT8_MODEL_NAME, None)
     cache._embed_query_cached.cache_clear()
 
 

@@ -9,6 +9,7 @@ from itertools import count
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from memories.embeddings import text_hash
 from memories.models import (
     EMBEDDING_DIMENSIONS,
     Artifact,
@@ -20,6 +21,7 @@ from memories.models import (
     LifecycleRun,
     Memory,
     MemoryArtifact,
+    MemoryEmbedding,
     MemoryEntity,
     MemoryRelationship,
     MemoryTag,
@@ -99,6 +101,7 @@ class Tenant:
     memory_entity: MemoryEntity
     erasure: Erasure
     lifecycle_run: LifecycleRun
+    memory_embedding: MemoryEmbedding
 
     def rows(self) -> dict[type, object]:
         """One row of every tenant table, by model."""
@@ -148,10 +151,14 @@ def populated_tenant(org: Organization) -> Tenant:
                                          requested_by_agent=agent_row, via="api")
         lifecycle_run = LifecycleRun.objects.create(org=org, job="decay", started_at=timezone.now(),
                                                     counts={"decaying": 0, "fading": 0, "archived": 0})
+        # A vector by another model than the active one, kept (memories.lifecycle.reembed).
+        memory_embedding = MemoryEmbedding.objects.create(
+            org=org, memory=first, model="an-earlier-model", embedding=unit_vector(n),
+            text_hash=text_hash(first.content), embedded_at=timezone.now())
     return Tenant(
         org=org, agent=agent_row, session=session, api_key=key_row, membership=membership, memory=first,
         other_memory=second, version=version, relationship=relationship, tag=tag, artifact=artifact,
         memory_artifact=link, retrieval_event=event, provenance=provenance, duplicate_candidate=duplicate,
         idempotency_record=idempotency, usage=usage, entity=lisbon, entity_alias=alias, memory_entity=mention,
-        erasure=erasure, lifecycle_run=lifecycle_run,
+        erasure=erasure, lifecycle_run=lifecycle_run, memory_embedding=memory_embedding,
     )

@@ -13,7 +13,7 @@ from memories.api.schema import EXAMPLE_MEMORY, documented, list_of
 from memories.api.views import AgentAPIView
 from memories.errors import OutOfReach
 from memories.models import MemoryArtifact, RetrievalEvent
-from memories.retrieval import events, hot, pipeline
+from memories.retrieval import context, events, hot, pipeline
 from memories.retrieval.filters import SearchFilters
 from memory_platform.config import config
 
@@ -112,6 +112,70 @@ class RetrieveView(AgentAPIView):
             artifact_ids=sorted({link.artifact_id for group in links.values() for link in group}, key=str))
         candidates = s.RetrievedMemorySerializer(outcome.results, many=True, context={"artifacts": links}).data
         return Response({"candidates": candidates, "retrieval_event_id": str(event.pk)})
+
+
+class ContextView(AgentAPIView):
+    rate_limit_scope = "search"
+    reads_only = True
+
+    @documented(
+        summary="Assemble the context for a prompt: the best memories, formatted, within a token budget",
+        request=s.ContextRequestSerializer,
+        response=inline_serializer("ContextResponse", {
+            "context": drf.CharField(help_text="The text to put in the prompt: a header, then one line per memory, "
+                                               "`- [date] content` (the date it happened, else when it was "
+                                               "recorded); empty when not even one memory fits."),
+            "tokens": drf.IntegerField(help_text="The text's tokens, as `encoding` counts them."),
+            "max_tokens": drf.IntegerField(), "encoding": drf.CharField(), "candidates": drf.IntegerField(),
+            "order": drf.CharField(),
+            "memories": drf.ListField(child=drf.DictField(), help_text="What went in, in the text's order: id, "
+                                                                        "rank in the search, score, tokens of its "
+                                                                        "line, and why the search found it "
+                                                                        "(signals)."),
+            "left_out": drf.ListField(child=drf.DictField(), help_text="Candidates that did not fit: id, rank, "
+                                                                        "tokens of their line."),
+            "retrieval_event_id": drf.UUIDField(), "degraded": drf.CharField(allow_null=True),
+            "understood": drf.DictField()}),
+        request_example={"query": "What should I cook for Alice tonight?", "max_tokens": 300,
+                         "filters": {"namespace": "users/alice"}},
+        response_example={
+            "context": "Memories relevant to this request (most relevant first):\n"
+                       "- [2026-11-02] Alice is vegetarian\n- [2026-10-14] Alice loves Thai food",
+            "tokens": 29, "max_tokens": 300, "encoding": "o200k_base", "candidates": 30, "order": "relevance",
+            "memories": [{"id": EXAMPLE_MEMORY["id"], "rank": 1, "score": 0.91, "tokens": 10,
+                          "signals": EXAMPLE_SIGNALS}],
+            "left_out": [], "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "degraded": None,
+            "understood": {"intent": "what", "period": None, "speaker": None, "signals": ["vector", "fulltext"]}},
+        description="The same hybrid search as `POST /search` ranks `candidates` memories; their lines are taken "
+                    "in rank order while the text stays within `max_tokens` (a line that does not fit is left out "
+                    "and shorter ones after it are still tried), counted by a real tokenizer over the whole text. "
+                    "Recorded as a retrieval event of kind `context` (what went into the prompt), which a replay "
+                    "assembles again. No language model is involved.",
+        operation_id="context")
+    def post(self, request):
+        body = self.validated(s.ContextRequestSerializer, request.data)
+        filters = s.SearchFiltersSerializer.to_filters(body.get("filters", {}))
+        filters.within = self.reach.namespaces
+        parameters = {name: body[name] for name in ("max_tokens", "encoding", "candidates", "order")}
+        assembly = context.assemble(org_id=self.org_id, query=body["query"], filters=filters,
+                                    max_tokens=body["max_tokens"], candidates=body["candidates"],
+                                    encoding_name=body["encoding"], order=body["order"])
+        event = events.retrieval_event_record(
+            org_id=self.org_id, kind=RetrievalEvent.Kind.CONTEXT, query=body["query"], scope=filters.namespace or "",
+            filters=filters, request=parameters, outcome=assembly.outcome, agent_id=self.agent_id)
+
+        def described(rank, result, tokens) -> dict:
+            return {"id": str(result.memory.pk), "rank": rank, "score": result.score, "tokens": tokens,
+                    "signals": result.signals}
+
+        return Response({
+            "context": assembly.text, "tokens": assembly.tokens, **parameters,
+            "memories": [described(*item) for item in assembly.chosen],
+            "left_out": [{"id": str(result.memory.pk), "rank": rank, "tokens": tokens}
+                         for rank, result, tokens in assembly.left_out],
+            "retrieval_event_id": str(event.pk), "degraded": assembly.outcome.degraded,
+            "understood": assembly.outcome.understood,
+        })
 
 
 class HotView(AgentAPIView):

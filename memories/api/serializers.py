@@ -18,7 +18,7 @@ from memories.models import (
     MemoryVersion,
     RetrievalEvent,
 )
-from memories.retrieval import expansion
+from memories.retrieval import context, expansion
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 from memories.writes.kernel import DECAY_RATE_MAX, TTL_MAX_SECONDS
 from memory_platform.config import config
@@ -572,6 +572,22 @@ class RetrieveRequestSerializer(StrictSerializer):
                                                 min_length=1, default=lambda: ["internal"])
     require_verified = serializers.BooleanField(default=False)
     limit = serializers.IntegerField(min_value=1, max_value=32, default=8)
+
+
+class ContextRequestSerializer(StrictSerializer):
+    """Seed 004's context assembly: the memories for a prompt, within a token budget."""
+
+    query = serializers.CharField(max_length=4000, help_text="The request the context is for, as the user put it.")
+    max_tokens = serializers.IntegerField(min_value=16, max_value=100_000, default=1000,
+                                          help_text="The budget: the returned text has at most this many tokens.")
+    encoding = serializers.ChoiceField(list(context.ENCODINGS), default="o200k_base",
+                                       help_text="The tokenizer that counts them: OpenAI's o200k_base (GPT-4o and "
+                                                 "later) or cl100k_base (GPT-4, GPT-3.5).")
+    candidates = serializers.IntegerField(min_value=1, max_value=100, default=30,
+                                          help_text="How many of the search's best results are considered.")
+    order = serializers.ChoiceField(list(context.ORDERS), default="relevance",
+                                    help_text="The lines by rank, or in the order the memories happened.")
+    filters = SearchFiltersSerializer(required=False)
 
 
 class HotQuerySerializer(StrictSerializer):

@@ -29,6 +29,7 @@ urlpatterns = [
     path("erase", views.EraseView.as_view(), name="erase"),
     path("stats", views.StatsView.as_view(), name="stats"),
     path("search", retrieval_views.SearchView.as_view(), name="search"),
+    path("context", retrieval_views.ContextView.as_view(), name="context"),
     path("retrieve", retrieval_views.RetrieveView.as_view(), name="retrieve"),
     path("hot", retrieval_views.HotView.as_view(), name="hot"),
     path("retrieval-events", retrieval_views.RetrievalEventListView.as_view(), name="retrieval-events"),

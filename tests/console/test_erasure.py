@@ -4,14 +4,13 @@ viewers and operators may not, and another organisation's page and erasures are 
 
 import re
 
-import django_rq
 import pytest
-from rq import SimpleWorker
 
 from memories.lifecycle import erasure
 from memories.models import Erasure, Memory
 from tenants.context import tenant_context
 from tests import factories
+from tests.console.conftest import emptied_queue
 from tests.memories.test_portability import remembered
 
 pytestmark = pytest.mark.django_db
@@ -19,16 +18,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def queue():
-    """The erasure queue, emptied; run() works through it in this process, as the worker would."""
-    queue = django_rq.get_queue(erasure.ERASE_QUEUE)
-    queue.empty()
-
-    def run():
-        SimpleWorker([queue], connection=queue.connection).work(burst=True)
-
-    queue.run = run
-    yield queue
-    queue.empty()
+    with emptied_queue(erasure.ERASE_QUEUE) as queue:
+        yield queue
 
 
 def scopes(org) -> dict[str, int]:

@@ -5,16 +5,15 @@ and operators may do neither, another organisation's page and imports are missin
 import io
 import json
 
-import django_rq
 import pytest
 from django.core.management import call_command
-from rq import SimpleWorker
 
 from memories.lifecycle import importing
 from memories.models import Memory
 from tenants.context import tenant_context
 from tests import factories
-from tests.console.conftest import operator
+from tests.console.conftest import emptied_queue, operator
+
 # The browser tests' fixtures (a headless Chromium page, an organisation to sign in to).
 from tests.console.test_browser import PASSWORD, browser, page, shot, sign_in, world  # noqa: F401
 from tests.markers import committing
@@ -29,16 +28,8 @@ def lines(response) -> list[dict]:
 
 @pytest.fixture
 def queue():
-    """The import queue, emptied; run() works through it in this process, as the worker would."""
-    queue = django_rq.get_queue(importing.IMPORT_QUEUE)
-    queue.empty()
-
-    def run():
-        SimpleWorker([queue], connection=queue.connection).work(burst=True)
-
-    queue.run = run
-    yield queue
-    queue.empty()
+    with emptied_queue(importing.IMPORT_QUEUE) as queue:
+        yield queue
 
 
 def test_an_admin_downloads_the_organisation_or_a_namespace(org_a, console_as):

@@ -10,6 +10,9 @@ from django.test import override_settings
 from memories import cache, embeddings
 from tests.knobs import with_search_knobs
 
+# The process's embedder is the active model's, which the database names.
+pytestmark = pytest.mark.django_db
+
 TEXTS = [
     "The user drinks green tea every morning",
     "x",

@@ -27,11 +27,13 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
+import anyio
 import psutil
 import pytest
 from django.conf import settings
 
 from memory_platform import supervision
+from tests.integrations.mcp.client import data_of, mcp_client
 
 pytestmark = pytest.mark.slow
 
@@ -230,6 +232,28 @@ def test_the_secret_is_kept_in_the_data_folder_with_mode_0600(product):
     product.ctl("restart", "web")
     wait_until(lambda: product.health()[0] == 200, seconds=120, what="the web app back")
     assert path.read_text() == before
+
+
+def test_mcp_is_served_on_the_same_port_with_the_api_key(product):
+    status, headers, body = product.request("POST", "/mcp", body="{}", headers={"Content-Type": "application/json"})
+    assert status == 401 and json.loads(body)["error"]["code"] == "not_authenticated"
+    assert headers["WWW-Authenticate"].startswith("Bearer")
+
+    async def call():
+        async with mcp_client(f"http://127.0.0.1:{product.port}/mcp", product.api_key()) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            remembered = data_of(await client.call_tool("remember_fact", {"content": "Served over MCP"}))
+            return names, remembered
+
+    names, remembered = anyio.run(call)
+    assert {"search_memory", "remember_fact", "store_put"} <= names
+    assert remembered["created"] and product.memory(remembered["memory"]["id"])["content"] == "Served over MCP"
+
+
+def test_the_access_log_names_paths_without_their_query_string(product):
+    product.request("GET", "/health?marker=query-string-value")
+    wait_until(lambda: '"GET /health HTTP/1.1" 200' in product.output, seconds=10, what="the access line")
+    assert "query-string-value" not in product.output
 
 
 # --------------------------------------------------------------------------- supervision

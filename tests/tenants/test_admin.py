@@ -53,7 +53,8 @@ def test_a_non_staff_user_reaches_no_admin_page(client, tenant_a):
 
 
 MEMORY_MODELS = ["memory", "memoryversion", "memoryrelationship", "memorytag", "artifact", "memoryartifact",
-                 "retrievalevent", "provenance", "duplicatecandidate", "idempotencyrecord", "memoryusage"]
+                 "retrievalevent", "provenance", "duplicatecandidate", "idempotencyrecord", "memoryusage",
+                 "memoryembedding"]
 
 
 @pytest.mark.parametrize("model", MEMORY_MODELS)
@@ -65,7 +66,7 @@ def test_admin_shows_every_memory_table_of_every_organisation_read_only(admin_cl
            "memorytag": tenant_b.tag, "artifact": tenant_b.artifact, "memoryartifact": tenant_b.memory_artifact,
            "retrievalevent": tenant_b.retrieval_event, "provenance": tenant_b.provenance,
            "duplicatecandidate": tenant_b.duplicate_candidate, "idempotencyrecord": tenant_b.idempotency_record,
-           "memoryusage": tenant_b.usage}[model]
+           "memoryusage": tenant_b.usage, "memoryembedding": tenant_b.memory_embedding}[model]
     with service_account():
         every_row = type(row).objects.count()
     assert listing.context["cl"].result_count == every_row  # both organisations' rows
@@ -80,3 +81,9 @@ def test_admin_search_finds_memories_by_content(admin_client_logged_in, tenant_a
     page = admin_client_logged_in.get("/admin/memories/memory/", {"q": "Beta Corp"})
     assert page.context["cl"].result_count == 2
     assert str(tenant_b.memory.id).encode() in page.content and str(tenant_a.memory.id).encode() not in page.content
+
+
+def test_admin_lists_the_deployments_embedding_models_read_only(admin_client_logged_in):
+    listing = admin_client_logged_in.get("/admin/memories/embeddingmodel/")
+    assert listing.status_code == 200 and "all-MiniLM-L6-v2" in listing.content.decode()
+    assert admin_client_logged_in.get("/admin/memories/embeddingmodel/add/").status_code == 403

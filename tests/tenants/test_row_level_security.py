@@ -53,7 +53,7 @@ def tables_with_org_id() -> set[str]:
 @pytest.mark.django_db
 def test_every_table_with_org_id_is_a_tenant_model_and_vice_versa():
     assert tables_with_org_id() == {table(model) for model in TENANT_MODELS} | STATISTICS_TABLES
-    assert len(TENANT_MODELS) == 20
+    assert len(TENANT_MODELS) == 21
 
 
 @pytest.mark.django_db

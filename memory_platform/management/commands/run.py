@@ -21,7 +21,8 @@ SERVED_SETTINGS = "memory_platform.settings.production"
 
 class Command(BaseCommand):
     help = (
-        "Run the product: migrate, create the demo tenant, then serve the web app (gunicorn), an RQ "
+        "Run the product: migrate, create the demo tenant, then serve the web app and the MCP server "
+        "(gunicorn, one port), an RQ "
         "worker and the cron scheduler under supervisord, which restarts any of them that exits. "
         "Embedded services are supervised too, and stopped on exit."
     )
@@ -71,6 +72,7 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(f"\nMemory Platform is up at {url}/\n")
             + f"  console     {url}/console/\n  API docs    {url}/api/docs/\n"
+            + f"  MCP         {url}/mcp  (Authorization: Bearer <API key>)\n"
             + f"  health      {url}/health\n  admin       {url}/admin/\n"
             + f"  processes   {sys.executable} -m supervisor.supervisorctl -c {config} status\n"
             + "Ctrl-C stops it.\n"
@@ -108,7 +110,9 @@ class Command(BaseCommand):
         programs = [
             supervision.Program(
                 "web",
-                [python, "-m", "gunicorn", "memory_platform.wsgi", "--bind", bind,
+                # One port for the site and /mcp: an ASGI app in uvicorn's worker (docs/adr/0041).
+                [python, "-m", "gunicorn", "memory_platform.asgi", "--bind", bind,
+                 "--worker-class", "memory_platform.serving.Worker",
                  "--config", "python:memory_platform.gunicorn_conf",
                  "--workers", str(web_workers), "--access-logfile", "-", "--graceful-timeout", "10"],
                 priority=30,

@@ -1,4 +1,6 @@
-"""Chunked request bodies through gunicorn, the production server: read, bounded, validated."""
+"""Chunked request bodies through gunicorn, the production server: read, bounded, validated; both
+as the WSGI app alone and as `manage.py run` serves it (the ASGI app with uvicorn's worker, Django
+behind a2wsgi: docs/adr/0041)."""
 
 import http.client
 import json
@@ -24,12 +26,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def gunicorn():
+SERVED = {
+    "wsgi": ["memory_platform.wsgi"],
+    "asgi": ["memory_platform.asgi", "--worker-class", "memory_platform.serving.Worker"],
+}
+
+
+@pytest.fixture(params=sorted(SERVED))
+def gunicorn(request):
     port = free_port()
     env = {**worker_env(), "MEMORY_PLATFORM_MAX_REQUEST_BYTES": str(LIMIT)}
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "memory_platform.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+        [sys.executable, "-m", "gunicorn", *SERVED[request.param], "--bind", f"127.0.0.1:{port}", "--workers", "1"],
         cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     try:

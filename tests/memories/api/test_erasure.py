@@ -6,6 +6,8 @@ import uuid
 
 import pytest
 
+from memories.embeddings import INT8_MODEL_NAME
+from memories.lifecycle import reembed
 from memories.models import Erasure, Memory
 from tenants.context import tenant_context
 from tests.markers import committing
@@ -53,6 +55,8 @@ def test_erasing_a_namespace_leaves_no_trace_of_it_anywhere_and_keeps_the_next_u
     alice, bob = f"qzv{uuid.uuid4().hex[:10]}", f"qzv{uuid.uuid4().hex[:10]}"  # words no stemmer changes
     alice_ids = write_everywhere(api_a, "alice", alice)
     bob_ids = write_everywhere(api_a, "bob", bob)
+    reembed.build(model=INT8_MODEL_NAME)  # vectors of a second model, kept beside the active one's
+    assert all("memory_embeddings" in rows_holding(memory_id) for memory_id in alice_ids)
     written = rows_holding(alice)
     assert {"memories", "memory_versions", "memory_relationships", "memory_tags", "idempotency_records",
             "retrieval_events", "entities", "entity_aliases"} <= set(written), written

@@ -92,6 +92,7 @@ COLLECTIONS = [
     ("post", "/api/v1/store/namespaces", {}),
     ("post", "/api/v1/search", None),
     ("post", "/api/v1/retrieve", None),
+    ("post", "/api/v1/context", None),
     ("get", "/api/v1/hot", None),
     ("post", "/api/v1/erase", {"namespace": ["users", "bob"]}),
 ]
@@ -216,7 +217,7 @@ def test_a_read_only_key_reads_and_searches_but_writes_nothing(tenant_a, users, 
     ids = {"memory": users.bob.id, "other": users.bob_other.id, "relationship": users.relationship.id,
            "tag": "health", "session": users.bob_session.id}
     writes = [(m, p, b) for m, p, b in BY_ID + COLLECTIONS if m != "get" and "search" not in p
-              and "retrieve" not in p and "store/namespaces" not in p]
+              and "retrieve" not in p and "context" not in p and "store/namespaces" not in p]
     for method, path, body in writes:
         response = getattr(reader, method)(fill(path, ids), fill(body, ids) or {"namespace": ["users", "x"], "key": "k",
                                                                                 "content": "c"})

@@ -345,3 +345,39 @@ def test_closing_queues_the_consolidation_for_a_worker(tenant_a, api_a):
         assert shown["consolidation"]["summaries"] == 1 and shown["memory_count"] == 5  # live ones: not the summary
     finally:
         queue.empty()
+
+
+# --------------------------------------------------------------------------- the namespace boundary
+
+
+def test_a_session_of_one_user_takes_no_memory_of_another(tenant_a, api_a):
+    bobs = open_session(api_a, namespace=["users", "bob"])
+    before = memory_count(tenant_a.org)
+    for body, field in (({"content": "Alice keeps bees", "namespace": ["users", "alice"]}, "session_id"),
+                        ({"content": "No one's", "namespace": None}, "session_id"),
+                        ({"content": "Bob2's", "namespace": ["users", "bob2"]}, "session_id")):
+        body = {key: value for key, value in body.items() if value is not None}
+        error = refused(api_a.post("/api/v1/memories", {**body, "session_id": bobs["id"]}), 400, field)
+        assert "is kept under users/bob" in error["message"]
+    refused(api_a.post("/api/v1/memories", {"memories": [
+        {"content": "Bob's own", "namespace": ["users", "bob"], "session_id": bobs["id"]},
+        {"content": "Alice's", "namespace": ["users", "alice"], "session_id": bobs["id"]}]}),
+        400, "memories[1].session_id")
+    assert memory_count(tenant_a.org) == before
+    assert write(api_a, "Bob's gym is on Elm Street", bobs, namespace=["users", "bob", "health"])
+
+
+def test_a_shared_session_keeps_a_timeline_per_user(tenant_a, api_a):
+    """A session without a namespace (an agent in a group conversation) takes every user's
+    episodes; each user's are chained on their own, never to another's."""
+    group = open_session(api_a, external_id="group-chat")
+    turns = [(user, write(api_a, f"{user.title()}: turn {n}", group, namespace=["users", user],
+                          memory_type="episodic", category="episodic"))
+             for n, user in enumerate(["alice", "bob", "alice", "bob"])]
+    with tenant_context(tenant_a.org.id):
+        edges = {(str(edge.source_id), str(edge.target_id))
+                 for edge in MemoryRelationship.objects.filter(relation_type="temporal",
+                                                               target__session_id=group["id"])}
+    alice = [memory["id"] for user, memory in turns if user == "alice"]
+    bob = [memory["id"] for user, memory in turns if user == "bob"]
+    assert edges == {(alice[0], alice[1]), (bob[0], bob[1])}

@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
     atomic = False  # CREATE INDEX CONCURRENTLY cannot run in a transaction
 
     dependencies = [
-        ('memories', '0023_sessions_consolidation'),
+        ('memories', '0027_memories_embedding_model_index'),
     ]
 
     operations = [

@@ -1,0 +1,383 @@
+"""The tools an agent's language model calls (seed 004's, and the namespace store's), each a
+thin adapter: the REST API's serializers validate the arguments (one set of rules), the key's
+reach is asked as the API's views ask it, and the same services and selectors do the work.
+Results are JSON text; a refusal is a tool error whose message says what to fix."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from integrations.mcp.boundary import Caller, in_tenant
+from memories import selectors
+from memories.api import serializers as s
+from memories.errors import InvalidInput, NotFound
+from memories.lifecycle import decay, stats
+from memories.models import RetrievalEvent
+from memories.retrieval import events, explain, pipeline
+from memories.writes import change, create, store
+
+# What a language model needs of a memory; the REST API's full record is one GET away.
+BRIEF_FIELDS = ("id", "content", "namespace", "category", "memory_type", "status", "confidence", "importance",
+                "strength", "is_protected", "tags", "event_time", "created_at", "version")
+FACTS_SHOWN = 20
+TIMELINE_SHOWN = 50
+
+Namespace = Annotated[list[str] | None, Field(
+    description='Whose memory this is, as a list of names, e.g. ["users", "alice"]: a user\'s memories stay '
+                "apart from every other user's. Omit for the agent's shared memory.")]
+NamespacePrefix = Annotated[str | None, Field(
+    description='Only memories under this namespace, joined with "/", e.g. "users/alice" (also '
+                'users/alice/..., never users/alice2).')]
+MemoryId = Annotated[uuid.UUID, Field(description="The memory's id, as search_memory or remember_fact returned it.")]
+Category = Literal["factual", "preference", "behavioral", "episodic", "procedural"]  # Memory.Category
+MemoryType = Literal["working", "episodic", "semantic"]  # Memory.MemoryType
+
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+
+def as_text(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def given(**arguments) -> dict:
+    """The arguments the caller sent, as a serializer's input (None: not sent)."""
+    return {name: value for name, value in arguments.items() if value is not None}
+
+
+def validated(serializer_class, data: dict) -> dict:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+# One per process, as the search view's: a serializer builds its fields the first time it is
+# used, which cost a search of ten results ~40 ms here when each result had a new one.
+MEMORY = s.MemorySerializer()
+
+
+def brief(memory) -> dict:
+    data = MEMORY.to_representation(memory)
+    return {name: data[name] for name in BRIEF_FIELDS}
+
+
+# --------------------------------------------------------------------------- seed 004's tools
+
+
+async def search_memory(
+    ctx: Context,
+    query: Annotated[str, Field(description="What to look for, in plain words (a question works best).")],
+    limit: Annotated[int, Field(description="How many memories to return, 1-100.")] = 10,
+    namespace: NamespacePrefix = None,
+    category: Annotated[list[Category] | None, Field(description="Only these categories.")] = None,
+    memory_type: Annotated[list[MemoryType] | None, Field(description="Only these memory types.")] = None,
+    time_range: Annotated[Literal["last_day", "last_week", "last_month"] | None,
+                          Field(description="Only memories recorded within this period.")] = None,
+    after: Annotated[str | None, Field(description="Only memories recorded at or after this ISO 8601 "
+                                                   "date-time, e.g. 2026-05-01T00:00:00Z.")] = None,
+    before: Annotated[str | None, Field(description="Only memories recorded before this ISO 8601 date-time.")] = None,
+    tags: Annotated[list[str] | None, Field(description="Only memories with all of these tags.")] = None,
+    expand: Annotated[int, Field(description="Also the memories 1 or 2 relationships away from the best results "
+                                             "(0: none).")] = 0,
+) -> str:
+    """Search long-term memory: hybrid meaning and keyword search, ranked by relevance, importance, confidence,
+    recency and use. Call it before answering anything that depends on what the user said or did before.
+    A question naming a period ("in May", "last week") or a person is understood as such."""
+    filters = given(namespace=namespace, category=category, memory_type=memory_type, time_range=time_range,
+                    created_after=after, created_before=before, tags=tags)
+    body = given(query=query, limit=limit, expand=expand, filters=filters or None)
+
+    def work(caller: Caller):
+        caller.count_against("search")
+        request = validated(s.SearchRequestSerializer, body)
+        search_filters = s.SearchFiltersSerializer.to_filters(request.get("filters", {}))
+        search_filters.within = caller.reach.namespaces
+        outcome = pipeline.memory_search(org_id=caller.org_id, query=request["query"], filters=search_filters,
+                                         limit=request["limit"], mode=request["mode"], expand=request["expand"])
+        event = events.retrieval_event_record(
+            org_id=caller.org_id, kind=RetrievalEvent.Kind.SEARCH, query=request["query"],
+            scope=search_filters.namespace or "", filters=search_filters,
+            request={k: request[k] for k in ("limit", "mode", "expand")}, outcome=outcome, agent_id=caller.agent_id)
+        return {"results": [{**brief(result.memory), "score": round(result.score, 4)} for result in outcome.results],
+                "understood": outcome.understood, "retrieval_event_id": str(event.pk)}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+async def remember_fact(
+    ctx: Context,
+    content: Annotated[str, Field(description="The fact, preference or event, as one self-contained sentence.")],
+    namespace: Namespace = None,
+    category: Annotated[Category | None, Field(description="What kind of memory (default factual).")] = None,
+    memory_type: Annotated[MemoryType | None, Field(
+        description="semantic (a durable fact, the default), episodic (something that happened: give "
+                    "event_time) or working (short-lived).")] = None,
+    importance: Annotated[float | None, Field(description="0-1: how much it matters; important memories fade "
+                                                          "more slowly.")] = None,
+    confidence: Annotated[float | None, Field(description="0-1: how sure you are of it.")] = None,
+    tags: Annotated[list[str] | None, Field(description="Short labels to filter by later.")] = None,
+    event_time: Annotated[str | None, Field(description="When it happened, ISO 8601 (episodes).")] = None,
+    metadata: Annotated[dict[str, Any] | None, Field(description="Anything else to keep with it, as JSON.")] = None,
+) -> str:
+    """Save a fact to long-term memory (embedded for search at once). Saving the same sentence again in the same
+    namespace returns the memory already held (deduplicated: true); near-duplicates are reported. To change a
+    fact that is wrong, use correct_fact instead."""
+    body = given(content=content, namespace=namespace, category=category, memory_type=memory_type,
+                 importance=importance, confidence=confidence, tags=tags, event_time=event_time, metadata=metadata)
+
+    def work(caller: Caller):
+        fields = validated(s.MemoryCreateSerializer, body)
+        fields.pop("namespace", None)
+        caller.reach.check_write(fields.get("scope", ""))
+        result = create.memory_create(org_id=caller.org_id, agent_id=caller.agent_id, **fields)
+        return {"memory": brief(result.memory), "created": result.created, "deduplicated": result.deduplicated,
+                "near_duplicates": s.WriteResultSerializer(result).data["near_duplicates"]}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+async def correct_fact(
+    ctx: Context,
+    memory_id: MemoryId,
+    content: Annotated[str, Field(description="The corrected fact, as one self-contained sentence.")],
+    reason: Annotated[str | None, Field(description="Why it changed, e.g. 'the user moved'.")] = None,
+) -> str:
+    """Correct a fact that is wrong or out of date: a new memory replaces it (same namespace, category and type)
+    and the old one is kept as superseded, linked to its replacement, so its history stays explainable."""
+    body = given(content=content, reason=reason)
+
+    def work(caller: Caller):
+        caller.check_writable()
+        caller.memory_in_reach(memory_id)
+        request = validated(s.SupersedeSerializer, body)
+        old, result = change.memory_supersede(
+            org_id=caller.org_id, memory_id=memory_id, agent_id=caller.agent_id, content=request.pop("content"),
+            reason=request.pop("reason", ""), actor=caller.actor(), **request)
+        return {"superseded": brief(selectors.memory_get(org_id=caller.org_id, memory_id=old.pk)),
+                "memory": brief(result.memory)}
+
+    return as_text(await in_tenant(ctx, {**body, "memory_id": str(memory_id)}, work))
+
+
+async def confirm_fact(ctx: Context, memory_id: MemoryId) -> str:
+    """Confirm a fact the user has verified: confidence becomes 1.0 and it never fades (protected from decay)."""
+
+    def work(caller: Caller):
+        caller.check_writable()
+        caller.memory_in_reach(memory_id)
+        change.memory_confirm(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor())
+        return {"memory": brief(selectors.memory_get(org_id=caller.org_id, memory_id=memory_id))}
+
+    return as_text(await in_tenant(ctx, {"memory_id": str(memory_id)}, work))
+
+
+async def forget(ctx: Context, memory_id: MemoryId) -> str:
+    """Forget a memory: it is deleted from every search and list (softly: its history is kept and an operator can
+    restore it). Use correct_fact instead when the fact changed rather than was wrong to keep."""
+
+    def work(caller: Caller):
+        caller.check_writable()
+        caller.memory_in_reach(memory_id)
+        change.memory_delete(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor())
+        memory = selectors.memory_get(org_id=caller.org_id, memory_id=memory_id)
+        return {"forgotten": str(memory.pk), "deleted_at": memory.deleted_at}
+
+    return as_text(await in_tenant(ctx, {"memory_id": str(memory_id)}, work))
+
+
+async def get_entity_info(
+    ctx: Context,
+    name: Annotated[str | None, Field(description="A person's, place's or thing's name or alias (or its "
+                                                  "beginning); the most mentioned match is shown.")] = None,
+    entity_id: Annotated[uuid.UUID | None, Field(description="The entity's id, if known.")] = None,
+    namespace: NamespacePrefix = None,
+) -> str:
+    """What memory holds about a person, place, organisation or thing: its aliases, the latest facts that mention
+    it, and its timeline (what happened, in order). Give a name or an entity_id."""
+    query = given(q=name, namespace=namespace)
+
+    def work(caller: Caller):
+        if (name is None) == (entity_id is None):
+            raise InvalidInput("give a name or an entity_id, one of them", field="name")
+        if entity_id is not None:
+            entity = selectors.entity_get(org_id=caller.org_id, entity_id=entity_id, reach=caller.reach)
+        else:
+            where = validated(s.EntityListQuerySerializer, query)
+            entity = selectors.entity_list(org_id=caller.org_id, namespace=where.get("namespace"),
+                                           query=where["q"], reach=caller.reach).first()
+            if entity is None:
+                raise NotFound(f"no entity named {name!r} is remembered", field="name")
+        entity.facts = selectors.entity_facts(org_id=caller.org_id, entity_id=entity.pk, limit=FACTS_SHOWN,
+                                              reach=caller.reach)
+        entity.timeline = selectors.entity_timeline(org_id=caller.org_id, entity_id=entity.pk,
+                                                    limit=TIMELINE_SHOWN, reach=caller.reach)
+        return s.EntityDetailSerializer(entity).data
+
+    return as_text(await in_tenant(ctx, query, work))
+
+
+async def memory_stats(ctx: Context, namespace: NamespacePrefix = None) -> str:
+    """Memory at a glance: memories by status, category, type and strength, growth per day, relationships,
+    entities, and when the nightly decay and the other maintenance last ran."""
+    query = given(namespace=namespace)
+
+    def work(caller: Caller):
+        where = validated(s.StatsQuerySerializer, query)
+        return stats.memory_stats(org_id=caller.org_id, namespace=where.get("namespace"), reach=caller.reach)
+
+    return as_text(await in_tenant(ctx, query, work))
+
+
+async def explain_fact(ctx: Context, memory_id: MemoryId) -> str:
+    """Why a memory is held and how it ranks: its strength and what drives it, its versions (what changed and
+    why), what it supersedes or was derived from, the entities it mentions, its provenance, and the latest
+    searches that returned it."""
+
+    def work(caller: Caller):
+        memory = caller.memory_in_reach(memory_id)
+        explanation = explain.memory_explain(org_id=caller.org_id, memory=memory, reach=caller.reach,
+                                             with_retrievals=not caller.reach.limited)
+        return s.ExplanationSerializer(explanation).data
+
+    return as_text(await in_tenant(ctx, {"memory_id": str(memory_id)}, work))
+
+
+async def weak_facts(
+    ctx: Context,
+    below: Annotated[float | None, Field(description="List memories whose strength is below this, 0-1 "
+                                                     "(default 0.5).")] = None,
+    namespace: NamespacePrefix = None,
+    limit: Annotated[int, Field(description="How many, 1-200, the weakest first.")] = 20,
+) -> str:
+    """Facts that are fading and will be archived unless they are used or confirmed: worth asking the user about,
+    then confirm_fact, correct_fact or forget. Each comes with its strength and when it would be archived."""
+    query = given(below=below, namespace=namespace, limit=limit)
+
+    def work(caller: Caller):
+        where = validated(s.WeakQuerySerializer, query)
+        fading, count = decay.weak_memories(org_id=caller.org_id, below=where.get("below"),
+                                            namespace=where.get("namespace"), limit=where["limit"],
+                                            offset=where["offset"], reach=caller.reach)
+        return {"count": count, "results": [{**brief(item.memory), "strength": round(item.strength, 4),
+                                             "archived_after": item.archived_after} for item in fading]}
+
+    return as_text(await in_tenant(ctx, query, work))
+
+
+# --------------------------------------------------------------------------- the namespace store (seed 003)
+
+StoreNamespace = Annotated[list[str], Field(description='The item\'s namespace, at least two names, e.g. '
+                                                        '["users", "alice"].')]
+StoreKey = Annotated[str, Field(description="The item's key within its namespace, e.g. 'diet'.")]
+
+
+def store_item(memory) -> dict:
+    return s.StoreItemSerializer(memory).data
+
+
+async def store_put(
+    ctx: Context,
+    namespace: StoreNamespace,
+    key: StoreKey,
+    content: Annotated[str, Field(description="The value to keep under this key.")],
+    metadata: Annotated[dict[str, Any] | None, Field(description="Anything else to keep with it, as JSON.")] = None,
+    ttl: Annotated[int | None, Field(description="Seconds until it expires (refreshed by reads); omit to keep "
+                                                 "it.")] = None,
+) -> str:
+    """Keep a value under a namespace and key, replacing what the key held (last write wins; every write is
+    versioned). For one slot per user and subject, e.g. ["users", "alice"] / "diet"."""
+    body = given(namespace=namespace, key=key, content=content, metadata=metadata, ttl=ttl)
+
+    def work(caller: Caller):
+        request = validated(s.StorePutSerializer, body)
+        caller.reach.check_write(request["namespace"])
+        result = store.store_put(org_id=caller.org_id, agent_id=caller.agent_id, scope=request["namespace"],
+                                 key=request["key"], content=request["content"], metadata=request.get("metadata"),
+                                 category=request.get("category", "factual"), ttl=request.get("ttl"))
+        item = store_item(selectors.memory_get(org_id=caller.org_id, memory_id=result.memory.pk))
+        return {**item, "created": result.created}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+def store_locator(caller: Caller, namespace: list[str], key: str) -> dict:
+    where = validated(s.StoreLocatorSerializer, {"namespace": "/".join(namespace), "key": key})
+    if not caller.reach.covers(where["namespace"]):  # missing to this key, as any absent item
+        raise NotFound(f"no item {where['key']!r} in namespace {where['namespace']!r}", field="key")
+    return where
+
+
+async def store_get(ctx: Context, namespace: StoreNamespace, key: StoreKey) -> str:
+    """Read the value kept under a namespace and key (not_found if the key holds nothing)."""
+    body = {"namespace": namespace, "key": key}
+
+    def work(caller: Caller):
+        where = store_locator(caller, namespace, key)
+        return store_item(selectors.store_get(org_id=caller.org_id, scope=where["namespace"], key=where["key"],
+                                              refresh_ttl=where["refresh_ttl"]))
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+async def store_delete(ctx: Context, namespace: StoreNamespace, key: StoreKey) -> str:
+    """Delete the value kept under a namespace and key; its history is kept (not_found if the key holds
+    nothing)."""
+    body = {"namespace": namespace, "key": key}
+
+    def work(caller: Caller):
+        caller.check_writable()
+        where = store_locator(caller, namespace, key)
+        memory = selectors.store_get(org_id=caller.org_id, scope=where["namespace"], key=where["key"])
+        change.memory_delete(org_id=caller.org_id, memory_id=memory.pk, actor=caller.actor())
+        return {"deleted": True, "namespace": namespace, "key": key}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+async def store_list_keys(ctx: Context, namespace: StoreNamespace) -> str:
+    """List the keys that hold a value in a namespace, in order (empty if none)."""
+    body = {"namespace": namespace}
+
+    def work(caller: Caller):
+        where = validated(s.StoreNamespaceQuerySerializer, {"namespace": "/".join(namespace)})
+        keys = (selectors.store_keys(org_id=caller.org_id, scope=where["namespace"])
+                if caller.reach.covers(where["namespace"]) else [])
+        return {"namespace": s.scope_to_namespace(where["namespace"]), "keys": keys}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+async def store_list_namespaces(
+    ctx: Context,
+    prefix: Annotated[str | None, Field(description='Only namespaces under this one, joined with "/", e.g. '
+                                                    '"users".')] = None,
+) -> str:
+    """List the namespaces that hold memories or store items (at most 1000), e.g. to find every user's."""
+    query = given(prefix=prefix)
+
+    def work(caller: Caller):
+        where = validated(s.StoreNamespacesQuerySerializer, query)
+        scopes = selectors.store_namespaces(org_id=caller.org_id, prefix=where.get("prefix", ""), reach=caller.reach)
+        return {"namespaces": [s.scope_to_namespace(scope) for scope in scopes]}
+
+    return as_text(await in_tenant(ctx, query, work))
+
+
+TOOLS = (
+    (search_memory, READ), (remember_fact, WRITE), (correct_fact, WRITE), (confirm_fact, WRITE),
+    (forget, DESTRUCTIVE), (get_entity_info, READ), (memory_stats, READ), (explain_fact, READ),
+    (weak_facts, READ), (store_put, WRITE), (store_get, READ), (store_delete, DESTRUCTIVE),
+    (store_list_keys, READ), (store_list_namespaces, READ),
+)
+
+
+def register(server: MCPServer) -> None:
+    for function, hints in TOOLS:
+        server.add_tool(function, annotations=hints, structured_output=False)

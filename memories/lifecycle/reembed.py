@@ -1,0 +1,568 @@
+"""Re-embedding without downtime (seed 002: embeddings kept apart from memories, portable
+across model changes; docs/adr/0039).
+
+A memory's vector by the active model is its own (memories.embedding): every search, the
+approximate indexes and the covering index of live vectors read it, and nothing here slows
+them. Another model's vectors are rows of memory_embeddings, keyed by model:
+
+  * build(model): embeds every memory, of every organisation and whatever its status, with
+    the model into memory_embeddings, in batches, while searches keep serving from the
+    active model. It can stop anywhere and go on later: a memory that already has a vector
+    of the model for its current text is skipped (text_hash).
+  * activate(model): embeds what the build missed or what changed since (outside any long
+    transaction), then switches in ONE transaction: the active model's vectors go into
+    memory_embeddings under its name, the new model's into memories.embedding, and a memory
+    with no current vector of the new model is left pending (embedding NULL), which the
+    embedding sweep completes with the new model. Readers see the old vectors until the
+    switch commits, the new ones after: never a mixture, and never none.
+  * rollback(): activate the model the active one replaced; its vectors are still in
+    memory_embeddings, so only what was written since is embedded again.
+
+A write that embedded with the previous model and committed after the switch (a request
+under way as it committed, a process that had not yet read the switch) keeps a vector of
+that model; the embedding sweep finds such vectors by memories' embedding_model index and
+embeds them again with the active model (memories.jobs.embed_pending).
+
+One re-embedding runs at a time in the deployment (a PostgreSQL advisory lock), whether the
+command started it or the console (a job on the maintenance queue, which hands the worker
+back every JOB_SECONDS so the other jobs go on). Progress is kept in the model's
+embedding_models row, which every process can read.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from memories.embeddings import (
+    KNOWN_MODELS,
+    UnknownModel,
+    active_model,
+    embedder_for,
+    forget_active_model,
+    known_model,
+    text_hash,
+    text_hash_sql,
+    vector_literal,
+)
+from memories.errors import Conflict, InvalidInput
+from memories.models import EMBEDDING_DIMENSIONS, EmbeddingModel
+from tenants.context import service_account, tenant_context
+
+logger = logging.getLogger(__name__)
+
+BATCH = 256  # memories embedded, and written, at a time
+PASSES = 3  # passes over every memory a build makes at most: what is written meanwhile comes in the next
+LOCK = 0x7265656D626564  # the advisory lock a re-embedding holds ("reembed")
+QUEUE = "maintenance"
+JOB_SECONDS = 30  # how long a job step keeps the worker before it queues the next step
+JOB_KEPT_SECONDS = 24 * 3600
+START = ("00000000-0000-0000-0000-000000000000",) * 2  # before every (org_id, id)
+
+State = EmbeddingModel.State
+Progress = Callable[[int, int], None]  # (memories with a current vector, memories)
+
+
+# A vector of `model` for the memory m's current text.
+CURRENT_VECTOR = f"""
+    SELECT 1 FROM memory_embeddings e
+    WHERE e.org_id = m.org_id AND e.model = %s AND e.memory_id = m.id AND e.text_hash = {text_hash_sql("m.content")}
+"""
+
+
+class Busy(Conflict):
+    """Another re-embedding is running."""
+
+    def __init__(self):
+        super().__init__("another re-embedding is running (a build or a switch); wait for it to finish",
+                         code="busy")
+
+
+# --------------------------------------------------------------------------- what stands where
+
+
+@dataclass
+class Standing:
+    """One known model in this deployment, as the command and the console show it."""
+
+    name: str
+    about: str
+    state: str | None  # None: never built here
+    done: int = 0
+    total: int = 0
+    task: str = ""  # "build" or "activate" when one was started and has not ended
+    status: str = "idle"  # idle, queued (a job waits for the worker), running, stopped (it ended early)
+    error: str = ""
+    job_id: str = ""
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    activated_at: datetime | None = None
+    retired_at: datetime | None = None
+    replaced: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.state == State.ACTIVE
+
+    @property
+    def activatable(self) -> bool:
+        """Built (and still kept): a switch only embeds what was written since."""
+        return self.state in (State.READY, State.RETIRED)
+
+    @property
+    def busy(self) -> bool:
+        return self.status in ("queued", "running")
+
+
+def standings() -> list[Standing]:
+    """Every known model (and any model a row names that this code no longer knows), active first."""
+    rows = {row.name: row for row in EmbeddingModel.objects.all()}
+    # The lock says a re-embedding runs, not which: the one whose row moved last (another row
+    # with a task is left from one that stopped).
+    under_way = [row for row in rows.values() if row.task]
+    running = max(under_way, key=lambda row: row.updated_at).name if under_way and lock_held() else None
+    found = []
+    for name in [*KNOWN_MODELS, *(name for name in rows if name not in KNOWN_MODELS)]:
+        row = rows.get(name)
+        about = KNOWN_MODELS[name].about if name in KNOWN_MODELS else "not known to this version of the code"
+        if row is None:
+            found.append(Standing(name=name, about=about, state=None))
+            continue
+        status = "idle"
+        if row.task:
+            status = "running" if name == running else "queued" if _job_waiting(row.job_id) else "stopped"
+        found.append(Standing(
+            name=name, about=about, state=row.state, done=row.memories_done, total=row.memories_total,
+            task=row.task, status=status, error=row.error, job_id=row.job_id, started_at=row.started_at,
+            finished_at=row.finished_at, activated_at=row.activated_at, retired_at=row.retired_at,
+            replaced=row.replaced))
+    return sorted(found, key=lambda standing: not standing.active)
+
+
+def lock_held() -> bool:
+    """Whether a re-embedding is running, here or in another process."""
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+                           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                           AND classid = %s AND objid = %s AND objsubid = 1)
+        """, [LOCK >> 32, LOCK & 0xFFFFFFFF])
+        return cursor.fetchone()[0]
+
+
+def _job_waiting(job_id: str) -> bool:
+    if not job_id:
+        return False
+    import django_rq
+    import redis
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job
+
+    try:
+        job = Job.fetch(job_id, connection=django_rq.get_queue(QUEUE).connection)
+        state = job.get_status(refresh=False)
+    except (NoSuchJobError, redis.RedisError):
+        return False
+    return (state.value if hasattr(state, "value") else str(state)) in ("queued", "scheduled", "deferred", "started")
+
+
+# --------------------------------------------------------------------------- the state row
+
+
+def _record(model: str, **fields) -> None:
+    """Set fields of the model's row (made if missing), as the service account: only it may.
+    A row another transaction is making or changing is waited for, then changed."""
+    fields["updated_at"] = timezone.now()
+    with service_account():
+        EmbeddingModel.objects.update_or_create(name=model, defaults=fields,
+                                                create_defaults={"state": State.BUILDING, **fields})
+
+
+def _row(model: str) -> EmbeddingModel | None:
+    return EmbeddingModel.objects.filter(name=model).first()
+
+
+def _known(model: str):
+    try:
+        return known_model(model)
+    except UnknownModel as exc:
+        raise InvalidInput(str(exc), field="model") from None
+
+
+def _buildable(model: str) -> None:
+    _known(model)
+    if model == active_model():
+        raise Conflict(f"{model} is the active model: memories hold its vectors already", code="active")
+
+
+def _activatable(model: str) -> EmbeddingModel:
+    _known(model)
+    row = _row(model)
+    if model == active_model():
+        raise Conflict(f"{model} is the active model already", code="active")
+    if row is None:
+        raise Conflict(f"{model} was never built here: build it first (manage.py reembed --model {model})",
+                       code="not_built")
+    if row.state == State.BUILDING:
+        raise Conflict(f"{model}'s build has not finished ({row.memories_done} of {row.memories_total} memories): "
+                       f"build it again to finish it (manage.py reembed --model {model})", code="not_built")
+    return row
+
+
+@contextmanager
+def exclusive() -> Iterator[None]:
+    """Hold the re-embedding lock for the block (this connection's session), or raise Busy."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [LOCK])
+        if not cursor.fetchone()[0]:
+            raise Busy
+    try:
+        yield
+    finally:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK])
+        except DatabaseError:
+            connection.close()  # the session ends, and its lock with it
+
+
+# --------------------------------------------------------------------------- building
+
+
+@dataclass
+class Built:
+    model: str
+    embedded: int  # memories embedded now
+    done: int  # memories with a current vector of the model
+    total: int
+    finished: bool  # False: stopped at the deadline, to go on from `after`
+    after: tuple[str, str] | None = None
+
+
+def counts(model: str) -> tuple[int, int]:
+    """(memories with a current vector of the model, memories), of every organisation."""
+    with service_account(), connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FILTER (WHERE EXISTS ({CURRENT_VECTOR})), count(*) FROM memories m "
+                       "WHERE m.indexed", [model])
+        return cursor.fetchone()
+
+
+def build(*, model: str, progress: Progress | None = None, seconds: float | None = None,
+          after: tuple[str, str] | None = None, threads: int = 0) -> Built:
+    """Embed with `model` every memory that lacks a vector of it for its current text, into
+    memory_embeddings. Searches go on meanwhile, from the active model. seconds: stop after
+    about that long (finished False; call again with `after` to go on). threads: the model's
+    CPU threads in this process (0: one per core). Raises InvalidInput for an unknown model,
+    Conflict for the active one, Busy while another re-embedding runs."""
+    _buildable(model)
+    with exclusive():
+        row = _row(model)
+        if row is None or row.state != State.BUILDING or not after:
+            _record(model, state=State.BUILDING, task="build", error="", started_at=timezone.now(), finished_at=None)
+        try:
+            built = _embed_missing(model, progress=progress, seconds=seconds, after=after, threads=threads)
+        except BaseException as exc:
+            _record(model, task="", error=_reason(exc))
+            raise
+        if built.finished:
+            _record(model, state=State.READY, task="", finished_at=timezone.now())
+        return built
+
+
+def _embed_missing(model: str, *, progress: Progress | None, seconds: float | None,
+                   after: tuple[str, str] | None, threads: int = 0) -> Built:
+    """Passes over every memory by (org_id, id), embedding those without a current vector of
+    the model, until a whole pass finds none (or PASSES passes, or the deadline)."""
+    embedder = embedder_for(model, threads)
+    deadline = time.monotonic() + seconds if seconds else None
+    done, total = counts(model)
+    _record(model, memories_done=done, memories_total=total)
+    if progress:
+        progress(done, total)
+    embedded, passes = 0, 0
+    whole_pass, in_pass = after is None, 0
+    cursor_at = after or START
+    while True:
+        if deadline is not None and time.monotonic() >= deadline:
+            return Built(model, embedded, done, total, finished=False, after=cursor_at)
+        n, last = _embed_batch(embedder, model, cursor_at)
+        embedded, in_pass, done = embedded + n, in_pass + n, done + n
+        total = max(total, done)
+        if progress and n:
+            progress(done, total)
+        if last is not None:
+            cursor_at = last
+            continue
+        passes += 1
+        done, total = counts(model)
+        _record(model, memories_done=done, memories_total=total)
+        if progress:
+            progress(done, total)
+        if (whole_pass and in_pass == 0) or passes >= PASSES:
+            return Built(model, embedded, done, total, finished=True)
+        # What was written or changed during the pass, the next one finds.
+        cursor_at, whole_pass, in_pass = START, True, 0
+
+
+def _embed_batch(embedder, model: str, after: tuple[str, str]) -> tuple[int, tuple[str, str] | None]:
+    """Embed the next BATCH memories after `after` that lack a current vector of the model;
+    (how many, the last one's (org_id, id)), or (0, None) at the end of the memories. The
+    memories are held FOR KEY SHARE until the vectors are written (an erasure of one waits
+    that long; those being erased are skipped); their text may change meanwhile, and the
+    vector is then stale by its text_hash, and made again by the next pass or the switch."""
+    with transaction.atomic():
+        with service_account(), connection.cursor() as cursor:
+            cursor.execute(f"""
+                SELECT m.org_id, m.id, m.content FROM memories m
+                WHERE m.indexed AND (m.org_id, m.id) > (%s::uuid, %s::uuid) AND NOT EXISTS ({CURRENT_VECTOR})
+                ORDER BY m.org_id, m.id LIMIT %s
+                FOR KEY SHARE OF m SKIP LOCKED
+            """, [*after, model, BATCH])
+            rows = cursor.fetchall()
+        if not rows:
+            return 0, None
+        vectors = embedder.embed([content for _, _, content in rows])
+        by_org: dict = {}
+        for (org_id, memory_id, content), vector in zip(rows, vectors):
+            if len(vector) != EMBEDDING_DIMENSIONS:  # a model that is not what its registry entry says
+                raise InvalidInput(f"{model} made a {len(vector)}-dimensional vector; memories hold "
+                                   f"{EMBEDDING_DIMENSIONS}", field="model")
+            by_org.setdefault(org_id, []).append((memory_id, vector_literal(vector), text_hash(content)))
+        for org_id, batch in by_org.items():
+            with tenant_context(org_id), connection.cursor() as cursor:
+                ids, literals, hashes = zip(*batch)
+                cursor.execute("""
+                    INSERT INTO memory_embeddings (id, org_id, memory_id, model, dimensions, embedding, text_hash,
+                                                   embedded_at)
+                    SELECT gen_random_uuid(), %s, b.id, %s, %s, b.embedding::vector, b.text_hash, now()
+                    FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS b(id, embedding, text_hash)
+                    ON CONFLICT (org_id, model, memory_id) DO UPDATE
+                        SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
+                            text_hash = EXCLUDED.text_hash, embedded_at = EXCLUDED.embedded_at
+                """, [org_id, model, EMBEDDING_DIMENSIONS, [str(i) for i in ids], list(literals), list(hashes)])
+        with service_account(), connection.cursor() as cursor:
+            cursor.execute("UPDATE embedding_models SET memories_done = memories_done + %s, updated_at = now() "
+                           "WHERE name = %s", [len(rows), model])
+    org_id, memory_id, _ = rows[-1]
+    return len(rows), (str(org_id), str(memory_id))
+
+
+# --------------------------------------------------------------------------- switching
+
+
+@dataclass
+class Switched:
+    model: str
+    previous: str
+    switched: int  # memories that now hold a vector of the model
+    pending: int  # memories left for the embedding sweep (written or changed during the switch)
+    kept: int  # vectors of the previous model kept in memory_embeddings, to roll back to
+    embedded: int  # memories embedded first, to catch up
+    seconds: float  # how long the switch's transaction took
+
+
+def activate(*, model: str, progress: Progress | None = None, threads: int = 0) -> Switched:
+    """Make `model` the active one: catch up (embed what its build missed, or what changed
+    since), then switch in one transaction. Raises InvalidInput for an unknown model,
+    Conflict for the active one or one never built (or whose build has not finished), Busy
+    while another re-embedding runs."""
+    _activatable(model)
+    with exclusive():
+        _activatable(model)  # again, now that nothing else can change it
+        _record(model, task="activate", error="")
+        try:
+            caught_up = _embed_missing(model, progress=progress, seconds=None, after=None, threads=threads)
+            switched = _switch(model)
+        except BaseException as exc:
+            _record(model, task="", error=_reason(exc))
+            raise
+    switched.embedded = caught_up.embedded
+    logger.info("embedding model switched", extra={"model": model, "previous": switched.previous,
+                                                    "memories": switched.switched, "pending": switched.pending,
+                                                    "seconds": round(switched.seconds, 1)})
+    return switched
+
+
+def rollback(*, progress: Progress | None = None, threads: int = 0) -> Switched:
+    """Activate the model the active one replaced (its vectors were kept)."""
+    current = EmbeddingModel.objects.filter(state=State.ACTIVE).first()
+    if current is None or not current.replaced:
+        raise Conflict(f"nothing to roll back to: no model was active before {active_model()}", code="no_previous")
+    return activate(model=current.replaced, progress=progress, threads=threads)
+
+
+def _switch(model: str) -> Switched:
+    """The switch itself, in one transaction, as the service account (it moves every
+    organisation's vectors)."""
+    started = time.perf_counter()
+    digest = text_hash_sql("m.content")
+    with transaction.atomic(), service_account(), connection.cursor() as cursor:
+        # Two switches never interleave, nor a switch and a build's end.
+        cursor.execute("SELECT name, state FROM embedding_models ORDER BY name FOR UPDATE")
+        previous = next((name for name, state in cursor.fetchall() if state == State.ACTIVE), None)
+        # The active model's vectors, kept under its name (a rollback's).
+        cursor.execute(f"""
+            INSERT INTO memory_embeddings (id, org_id, memory_id, model, dimensions, embedding, text_hash, embedded_at)
+            SELECT gen_random_uuid(), m.org_id, m.id, m.embedding_model, m.embedding_dimensions, m.embedding,
+                   {digest}, coalesce(m.embedded_at, now())
+            FROM memories m WHERE m.embedding IS NOT NULL AND m.embedding_model <> %s
+            ON CONFLICT (org_id, model, memory_id) DO UPDATE
+                SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
+                    text_hash = EXCLUDED.text_hash, embedded_at = EXCLUDED.embedded_at
+        """, [model])
+        kept = cursor.rowcount
+        # The new model's vectors of the memories' current text become theirs.
+        cursor.execute(f"""
+            UPDATE memories m SET embedding = e.embedding, embedding_model = e.model,
+                   embedding_dimensions = e.dimensions, embedded_at = e.embedded_at
+            FROM memory_embeddings e
+            WHERE e.model = %s AND e.org_id = m.org_id AND e.memory_id = m.id AND e.text_hash = {digest}
+              AND m.indexed
+        """, [model])
+        switched = cursor.rowcount
+        # Any other (a memory written or changed since the catch-up) waits for the sweep.
+        cursor.execute("""
+            UPDATE memories SET embedding = NULL, embedding_model = '', embedding_dimensions = NULL, embedded_at = NULL
+            WHERE embedding IS NOT NULL AND embedding_model <> %s
+        """, [model])
+        pending = cursor.rowcount
+        # The active model's vectors are memories' own: memory_embeddings holds the others'.
+        cursor.execute("DELETE FROM memory_embeddings WHERE model = %s", [model])
+        cursor.execute("UPDATE embedding_models SET state = %s, retired_at = now(), task = '', updated_at = now() "
+                       "WHERE state = %s", [State.RETIRED, State.ACTIVE])
+        cursor.execute("""
+            UPDATE embedding_models SET state = %s, activated_at = now(), retired_at = NULL, replaced = %s,
+                   task = '', error = '', updated_at = now()
+            WHERE name = %s
+        """, [State.ACTIVE, previous or "", model])
+        # Every process reads the switch within ACTIVE_MODEL_SECONDS; this one at once (and
+        # again once it commits, in case it read the model meanwhile).
+        forget_active_model()
+        transaction.on_commit(_after_switch)
+    return Switched(model=model, previous=previous or "", switched=switched, pending=pending, kept=kept,
+                    embedded=0, seconds=time.perf_counter() - started)
+
+
+def _after_switch() -> None:
+    """Once the switch commits: this process reads the new model, and the worker embeds what
+    was left pending now rather than within the minute."""
+    forget_active_model()
+    from memories import jobs
+
+    try:
+        import django_rq
+
+        django_rq.get_queue(jobs.QUEUE).enqueue(jobs.embed_pending, job_timeout=3600)
+    except Exception as exc:  # Redis unreachable: the cron's sweep embeds them when it is back
+        logger.warning("embedding sweep not enqueued after a switch (%s)", type(exc).__name__)
+
+
+# --------------------------------------------------------------------------- dropping
+
+
+def drop(*, model: str) -> int:
+    """Delete a model's vectors that is not the active one (its row too): the space they take
+    (1.5 kB a memory) back. It can no longer be switched to without a build. Returns how
+    many vectors went."""
+    if model == active_model():
+        raise Conflict(f"{model} is the active model: switch to another first", code="active")
+    row = _row(model)
+    if row is None:
+        raise InvalidInput(f"{model} has no vectors here to drop", field="model")
+    with exclusive(), transaction.atomic(), service_account(), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memory_embeddings WHERE model = %s", [model])
+        dropped = cursor.rowcount
+        cursor.execute("DELETE FROM embedding_models WHERE name = %s AND state <> %s", [model, State.ACTIVE])
+    return dropped
+
+
+# --------------------------------------------------------------------------- in the background
+# The console's builds and switches run in the worker, a step of JOB_SECONDS at a time: each
+# step queues the next at the end of the maintenance queue, so the worker's other jobs (the
+# embedding of new memories, the word statistics' fold) wait for one step at most, not for
+# the whole build.
+
+
+def reembed_enqueue(*, model: str, then_activate: bool = False) -> str:
+    """Ask the worker to build `model` (and then switch to it, with then_activate); returns the
+    job's id. Refused as the command would be, and while a re-embedding runs or waits. Raises
+    Redis's errors if the queue is unreachable (nothing is recorded then)."""
+    import django_rq
+
+    if then_activate:
+        _activatable(model)
+    else:
+        _buildable(model)
+    if lock_held() or any(standing.status == "queued" for standing in standings()):
+        raise Busy
+    job_id = str(uuid.uuid4())
+    fields = {"task": "activate" if then_activate else "build", "job_id": job_id, "error": ""}
+    if not then_activate:
+        fields.update(state=State.BUILDING, memories_done=0, memories_total=0, started_at=None, finished_at=None)
+        if (row := _row(model)) and row.state == State.BUILDING:
+            fields.update(memories_done=row.memories_done, memories_total=row.memories_total)
+    # The row first: the job's own changes of it wait until the caller commits these.
+    _record(model, **fields)
+    # Then the job, at once rather than when the caller commits: the page that answers shows
+    # it waiting (a caller that rolls back, as a failed request does, leaves a job that builds
+    # or switches as asked all the same).
+    django_rq.get_queue(QUEUE, commit_mode="auto").enqueue(
+        reembed_job, model=model, then_activate=then_activate, job_id=job_id, job_timeout=4 * 3600,
+        result_ttl=JOB_KEPT_SECONDS, failure_ttl=JOB_KEPT_SECONDS)
+    return job_id
+
+
+def reembed_job(*, model: str, then_activate: bool = False, after: list[str] | None = None) -> dict:
+    """The worker's side: a step of the build (JOB_SECONDS at most, then the next step is
+    queued), and the switch once the build is done, when asked. Returns what it did."""
+    import django_rq
+    from rq import get_current_job
+
+    resume = tuple(after) if after else None
+    try:
+        if then_activate:
+            _activatable(model)
+            with exclusive():
+                _record(model, task="activate")
+                built = _embed_missing(model, progress=None, seconds=JOB_SECONDS, after=resume)
+            if built.finished:
+                switched = activate(model=model)
+                return {"model": model, "switched": switched.switched, "pending": switched.pending}
+        else:
+            built = build(model=model, seconds=JOB_SECONDS, after=resume)
+            if built.finished:
+                return {"model": model, "embedded": built.embedded, "done": built.done, "total": built.total}
+    except Busy:
+        _record(model, task="", error="another re-embedding was running: start this one again when it has finished")
+        return {"model": model, "error": "busy"}
+    except Exception as exc:
+        _record(model, task="", error=_reason(exc))
+        raise
+    job = get_current_job()
+    next_id = str(uuid.uuid4())
+    django_rq.get_queue(QUEUE, commit_mode="auto").enqueue(
+        reembed_job, model=model, then_activate=then_activate, after=list(built.after), job_id=next_id,
+        job_timeout=job.timeout if job else 4 * 3600, result_ttl=JOB_KEPT_SECONDS, failure_ttl=JOB_KEPT_SECONDS)
+    _record(model, job_id=next_id, task="activate" if then_activate else "build")
+    return {"model": model, "embedded": built.embedded, "done": built.done, "total": built.total, "next": next_id}
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a build or a switch stopped, in a line for the console: never a stack trace, nor a
+    database error's DETAIL (which may quote a row, content and all)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "stopped by hand"
+    if message := getattr(exc, "message", None):
+        return message
+    diagnosis = getattr(exc.__cause__, "diag", None) or getattr(exc, "diag", None)
+    if diagnosis is not None:
+        return f"the database refused it: {diagnosis.message_primary or type(exc).__name__}"
+    return f"{type(exc).__name__}: {exc}"[:500]

@@ -1,0 +1,51 @@
+"""The product's ASGI app (memory_platform.serving: /mcp beside the Django site) served for real
+by uvicorn on a free port, in a thread of this process, and the official MCP client to call it."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+import uvicorn
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Served:
+    def __init__(self, port: int):
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+        self.url = f"{self.base}/mcp"
+
+
+@pytest.fixture(scope="module")
+def served(django_db_setup, embedded_servers):
+    from django.core.wsgi import get_wsgi_application
+    from django.db import connections
+
+    from memory_platform.serving import ProductApp
+
+    # The server's threads close their connections after each request and tool call (one
+    # settings dict, shared by every thread's connection), so none is left open on the test
+    # database when the session drops it.
+    shared = connections.settings["default"]
+    kept_age, shared["CONN_MAX_AGE"] = shared["CONN_MAX_AGE"], 0
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(ProductApp(get_wsgi_application()), host="127.0.0.1", port=port,
+                                           lifespan="on", access_log=False, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield Served(port)
+    server.should_exit = True
+    thread.join(timeout=30)
+    shared["CONN_MAX_AGE"] = kept_age

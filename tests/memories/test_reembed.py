@@ -1,0 +1,393 @@
+"""Re-embedding without downtime (memories.lifecycle.reembed, `manage.py reembed`): another
+model's vectors are built beside the active model's while searches answer from those, a switch
+swaps every memory's vector in one transaction, a rollback restores the previous vectors
+exactly, and what is written after a switch is embedded by the new model. Real model (the
+float32 all-MiniLM-L6-v2 and its int8 quantized graph), real PostgreSQL and Redis."""
+
+import io
+
+import django_rq
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import ProgrammingError, connection, connections, transaction
+
+from memories import cache, embeddings, jobs
+from memories.lifecycle import erasure, reembed
+from memories.models import EmbeddingModel, Memory, MemoryEmbedding
+from tenants.context import service_account, tenant_context
+from tests import factories
+from tests.markers import committing
+
+pytestmark = pytest.mark.django_db
+
+FLOAT32, INT8 = embeddings.MODEL_NAME, embeddings.INT8_MODEL_NAME
+FACTS = [
+    "The user drinks green tea every morning",
+    "The user is allergic to peanuts and shellfish",
+    "Production deploys happen on Thursdays after the stand-up",
+    "The user moved to Lisbon last spring",
+    "The quarterly budget review is due in March",
+]
+QUESTION = "What does the user drink in the morning?"
+
+
+def command(*args) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("reembed", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def serving() -> dict[str, tuple[str, np.ndarray | None]]:
+    """Every memory's own vector and its model, of every organisation."""
+    with service_account():
+        return {str(pk): (model, None if vector is None else np.array(vector, dtype=np.float32))
+                for pk, vector, model in Memory.objects.without_usage().values_list("pk", "embedding",
+                                                                                   "embedding_model")}
+
+
+def kept(model: str) -> dict[str, np.ndarray]:
+    """The vectors memory_embeddings holds of `model`, by memory."""
+    with service_account():
+        return {str(memory): np.array(vector, dtype=np.float32)
+                for memory, vector in MemoryEmbedding.objects.filter(model=model).values_list("memory_id", "embedding")}
+
+
+def state(model: str) -> EmbeddingModel | None:
+    return EmbeddingModel.objects.filter(name=model).first()
+
+
+def memory_ids() -> set[str]:
+    with service_account():
+        return {str(pk) for pk in Memory.objects.without_usage().values_list("pk", flat=True)}
+
+
+def same(left: dict, right: dict) -> bool:
+    return left.keys() == right.keys() and all(np.array_equal(left[k], right[k]) for k in left)
+
+
+@pytest.fixture
+def written(tenant_a, tenant_b, api_a, api_b):
+    """The facts, written through the API into both organisations (beside the fixtures' rows)."""
+    ids = {}
+    for org, api in ((tenant_a.org, api_a), (tenant_b.org, api_b)):
+        ids[org.id] = [api.post("/api/v1/memories", {"content": fact}).json()["memory"]["id"] for fact in FACTS]
+    return ids
+
+
+def search(api, query: str = QUESTION) -> list[tuple[str, float]]:
+    response = api.post("/api/v1/search", {"query": query, "limit": 3, "mode": "vector"})
+    assert response.status_code == 200, response.content
+    return [(result["memory"]["id"], result["signals"]["vector"]["similarity"])
+            for result in response.json()["results"]]
+
+
+def cosine(query: np.ndarray, vector: np.ndarray) -> float:
+    return float(query @ vector / np.linalg.norm(query) / np.linalg.norm(vector))
+
+
+# --------------------------------------------------------------------------- building
+
+
+def test_a_build_embeds_every_memory_of_every_organisation_with_progress(written):
+    before = serving()
+    out, err = command("--model", INT8)
+
+    vectors = kept(INT8)
+    assert set(vectors) == memory_ids() and len(vectors) == 2 * (len(FACTS) + 2)  # both organisations, all
+    assert f"embedding with {INT8}" in err and f"{len(vectors)}/{len(vectors)}" in err  # the progress bar
+    assert f"embedded {len(vectors)} memories; {len(vectors)} of {len(vectors)} have a vector of it" in out
+    with service_account():
+        rows = list(MemoryEmbedding.objects.filter(model=INT8).values_list("memory__content", "embedding",
+                                                                           "text_hash", "dimensions"))
+    int8 = embeddings.embedder_for(INT8)
+    for content, vector, digest, dimensions in rows:
+        assert dimensions == 384 and digest == embeddings.text_hash(content)
+        assert cosine(np.array(int8.embed([content])[0]), np.array(vector)) > 0.97  # int8 varies with its batch
+    row = state(INT8)
+    assert (row.state, row.memories_done, row.memories_total, row.task) == ("ready", len(vectors), len(vectors), "")
+    assert row.finished_at is not None
+    # Searches still hold, and compare with, the active model's vectors: nothing of them moved.
+    assert embeddings.active_model() == FLOAT32
+    assert same({k: v for k, (_, v) in serving().items()}, {k: v for k, (_, v) in before.items()})
+
+
+def test_a_build_goes_on_where_it_stopped_and_embeds_only_what_changed(written, tenant_a, api_a):
+    first = reembed.build(model=INT8, seconds=1e-9)  # stopped at once, before its first batch
+    assert not first.finished and state(INT8).state == "building"
+    assert reembed.build(model=INT8).embedded == len(memory_ids())
+    changed = written[tenant_a.org.id][0]
+    assert api_a.patch(f"/api/v1/memories/{changed}", {"content": "The user drinks black coffee now"},
+                       HTTP_IF_MATCH='"1"').status_code == 200
+    added = api_a.post("/api/v1/memories", {"content": "The user plays chess on Sundays"}).json()["memory"]["id"]
+
+    again = reembed.build(model=INT8)
+
+    assert (again.embedded, again.finished, again.done, again.total) == (2, True, len(memory_ids()), len(memory_ids()))
+    with service_account():
+        digest = MemoryEmbedding.objects.get(model=INT8, memory_id=changed).text_hash
+    assert digest == embeddings.text_hash("The user drinks black coffee now") and added in kept(INT8)
+
+
+def test_searches_answer_from_the_active_model_while_a_build_runs(written, tenant_a, api_a, monkeypatch):
+    monkeypatch.setattr(reembed, "BATCH", 2)
+    float32 = np.array(embeddings.embedder_for(FLOAT32).embed([QUESTION])[0])
+    served = serving()
+    during = []
+    reembed.build(model=INT8, progress=lambda done, total: during.append((done, total, search(api_a))))
+
+    assert len(during) > 3 and during[-1][0] == during[-1][1]
+    for done, total, results in during:
+        assert results[0][0] == written[tenant_a.org.id][0]  # the tea, found by meaning
+        for memory_id, similarity in results:
+            assert similarity == pytest.approx(cosine(float32, served[memory_id][1]), abs=1e-5)
+    assert cache.query_key(QUESTION) == cache.query_key(QUESTION, FLOAT32)
+
+
+def test_an_unknown_model_is_refused_and_nothing_changes(written):
+    for option in ("--model", "--activate", "--drop"):
+        with pytest.raises(CommandError, match=f"unknown embedding model 'nope'; known: {FLOAT32}, {INT8}"
+                           if option != "--drop" else "nope has no vectors here to drop"):
+            command(option, "nope")
+    with pytest.raises(CommandError, match="--threads must be 0"):
+        command("--model", INT8, "--threads", "-1")
+    assert not EmbeddingModel.objects.exclude(name=FLOAT32).exists() and not kept("nope") and not kept(INT8)
+
+
+def test_the_active_model_is_not_built_again():
+    with pytest.raises(CommandError, match=f"{FLOAT32} is the active model: memories hold its vectors already"):
+        command("--model", FLOAT32)
+
+
+def test_a_model_of_other_dimensions_is_refused():
+    with pytest.raises(ValueError, match="big makes 768-dimensional vectors; memories hold 384"):
+        embeddings.KnownModel("big", 768, lambda threads: None, about="a larger model")
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_one_re_embedding_at_a_time(written):
+    """Another process holding the lock (the owner's connection is another session)."""
+    with connections["owner"].cursor() as other:
+        other.execute("SELECT pg_advisory_lock(%s)", [reembed.LOCK])
+        try:
+            with pytest.raises(CommandError, match="another re-embedding is running"):
+                command("--model", INT8)
+            assert reembed.lock_held()
+        finally:
+            other.execute("SELECT pg_advisory_unlock(%s)", [reembed.LOCK])
+    assert not reembed.lock_held()
+
+
+# --------------------------------------------------------------------------- switching
+
+
+def test_activating_a_model_never_built_or_half_built_is_refused(written):
+    with pytest.raises(CommandError, match=f"{INT8} was never built here: build it first "
+                                           rf"\(manage.py reembed --model {INT8}\)"):
+        command("--activate", INT8)
+    reembed.build(model=INT8, seconds=1e-9)
+    with pytest.raises(CommandError, match=rf"{INT8}'s build has not finished \(0 of 14 memories\)"):
+        command("--activate", INT8)
+    with pytest.raises(CommandError, match=f"{FLOAT32} is the active model already"):
+        command("--activate", FLOAT32)
+    with pytest.raises(CommandError, match=f"nothing to roll back to: no model was active before {FLOAT32}"):
+        command("--rollback")
+    assert embeddings.active_model() == FLOAT32 and state(FLOAT32).state == "active"
+
+
+def test_a_switch_swaps_every_vector_at_once_and_searches_follow(written, tenant_a, api_a):
+    reembed.build(model=INT8)
+    before, built = serving(), kept(INT8)
+    with service_account():
+        updated = dict(Memory.objects.without_usage().values_list("pk", "updated_at"))
+
+    out, _ = command("--activate", INT8)
+
+    after = serving()
+    assert {model for model, _ in after.values()} == {INT8}
+    assert same({k: v for k, (_, v) in after.items()}, built)  # the very vectors built
+    assert same(kept(FLOAT32), {k: v for k, (_, v) in before.items()})  # the previous ones, kept
+    assert kept(INT8) == {}  # the active model's vectors are the memories' own
+    assert (state(INT8).state, state(INT8).replaced, state(FLOAT32).state) == ("active", FLOAT32, "retired")
+    assert f"{INT8} is the active model (was {FLOAT32})" in out and "switched 14 memories" in out
+    with service_account():  # a new vector is no change of the memory
+        assert dict(Memory.objects.without_usage().values_list("pk", "updated_at")) == updated
+    # Searches embed the query with the new model, cache it under its name, and compare it
+    # with the new vectors.
+    assert embeddings.active_model() == INT8 and embeddings.get_embedder().model_name == INT8
+    query = np.array(embeddings.embedder_for(INT8).embed([QUESTION])[0])
+    results = search(api_a)
+    assert results[0][0] == written[tenant_a.org.id][0]
+    for memory_id, similarity in results:
+        assert similarity == pytest.approx(cosine(query, built[memory_id]), abs=1e-5)
+    assert cache.query_key(QUESTION) == cache.query_key(QUESTION, INT8) != cache.query_key(QUESTION, FLOAT32)
+    assert cache.query_embedding(QUESTION) == pytest.approx(list(query), abs=1e-6)
+
+
+@committing
+def test_other_sessions_see_the_old_vectors_until_the_switch_commits(written):
+    """The switch is one transaction: a search's session (here the owner's connection, another
+    session) reads every memory's previous vector until it commits, and every new one after."""
+    reembed.build(model=INT8)
+
+    def seen() -> set[str]:
+        with service_account(using="owner"), connections["owner"].cursor() as cursor:
+            cursor.execute("SELECT DISTINCT embedding_model FROM memories")
+            models = {row[0] for row in cursor.fetchall()}
+            cursor.execute("SELECT name FROM embedding_models WHERE state = 'active'")
+            return models | {f"active: {cursor.fetchone()[0]}"}
+
+    with transaction.atomic():
+        reembed._switch(INT8)
+        assert seen() == {FLOAT32, f"active: {FLOAT32}"}
+        assert {model for model, _ in serving().values()} == {INT8}  # its own session sees the switch
+    assert seen() == {INT8, f"active: {INT8}"}
+    django_rq.get_queue(jobs.QUEUE).empty()  # the sweep the commit queued: nothing is pending here
+
+
+def test_a_rollback_restores_the_previous_vectors_exactly(written):
+    before = serving()
+    reembed.build(model=INT8)
+    built = kept(INT8)
+    reembed.activate(model=INT8)
+
+    out, _ = command("--rollback")
+
+    assert serving().keys() == before.keys()
+    assert all(model == FLOAT32 and np.array_equal(vector, before[k][1]) for k, (model, vector) in serving().items())
+    assert same(kept(INT8), built) and kept(FLOAT32) == {}  # and the new model's, kept for the next switch
+    assert (state(FLOAT32).state, state(FLOAT32).replaced, state(INT8).state) == ("active", INT8, "retired")
+    assert f"{FLOAT32} is the active model (was {INT8}): embedded 0 to catch up" in out
+    assert embeddings.active_model() == FLOAT32
+
+
+def test_memories_written_after_a_switch_are_embedded_by_the_new_model(written, tenant_a, api_a):
+    reembed.build(model=INT8)
+    reembed.activate(model=INT8)
+    int8 = embeddings.embedder_for(INT8)
+
+    one = api_a.post("/api/v1/memories", {"content": "The user keeps bees"}).json()["memory"]
+    batch = [r["id"] for r in api_a.post("/api/v1/memories", {"memories": [
+        {"content": "The user sails in July"}, {"content": "The user learns Greek"}]}).json()["results"]]
+    assert one["embedding_model"] == INT8
+    assert jobs.embed_pending() == 2  # the batch, by the sweep (a worker would run its job)
+    now = serving()
+    assert np.allclose(now[one["id"]][1], int8.embed(["The user keeps bees"])[0], atol=1e-6)
+    assert {now[memory_id][0] for memory_id in batch} == {INT8}
+
+
+def test_a_memory_changed_after_its_vector_was_built_is_embedded_again_at_the_switch(written, tenant_a, api_a):
+    reembed.build(model=INT8)
+    changed = written[tenant_a.org.id][1]
+    with tenant_context(tenant_a.org.id):
+        written_at = Memory.objects.without_usage().get(pk=changed).updated_at
+    api_a.patch(f"/api/v1/memories/{changed}", {"content": "The user is allergic to cats"}, HTTP_IF_MATCH='"1"')
+    with tenant_context(tenant_a.org.id):
+        assert Memory.objects.without_usage().get(pk=changed).updated_at > written_at  # a change, and its vector
+
+    switched = reembed.activate(model=INT8)
+
+    assert switched.embedded == 1 and switched.pending == 0
+    model, vector = serving()[changed]
+    assert model == INT8
+    assert np.allclose(vector, embeddings.embedder_for(INT8).embed(["The user is allergic to cats"])[0], atol=1e-6)
+
+
+def test_a_memory_changed_during_the_switch_waits_for_the_sweep(written, tenant_a):
+    """What changed after the catch-up (here: its text, as a write racing the switch would) has
+    no current vector of the new model: it is left pending, never given a stale one."""
+    reembed.build(model=INT8)
+    changed = written[tenant_a.org.id][2]
+    with service_account():
+        Memory.objects.filter(pk=changed).update(content="Deploys moved to Tuesdays")
+        switched = reembed._switch(INT8)
+    assert switched.pending == 1 and serving()[changed] == ("", None)
+    assert jobs.embed_pending() == 1 and serving()[changed][0] == INT8
+
+
+def test_a_vector_of_the_previous_model_written_after_the_switch_is_embedded_again(written, tenant_a):
+    """A write that embedded with the previous model and committed after the switch (it was
+    under way, or its process had not read the switch yet) is found by its model's index."""
+    reembed.build(model=INT8)
+    reembed.activate(model=INT8)
+    late = factories.memory(org=tenant_a.org, agent=tenant_a.agent, content="Written across the switch")
+    assert serving()[str(late.pk)][0] == FLOAT32
+    with service_account(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a table this small is read whole otherwise
+        assert "memories_embedding_model" in Memory.objects.filter(jobs.of_another_model(INT8)).values("pk").explain()
+
+    assert jobs.embed_pending() == 1
+    model, vector = serving()[str(late.pk)]
+    assert model == INT8 and np.allclose(vector, embeddings.embedder_for(INT8).embed([late.content])[0], atol=1e-6)
+    assert jobs.embed_pending() == 0
+
+
+def test_dropping_a_kept_model_frees_its_vectors_and_it_needs_a_build_again(written):
+    reembed.build(model=INT8)
+    reembed.activate(model=INT8)
+    with pytest.raises(CommandError, match=f"{INT8} is the active model: switch to another first"):
+        command("--drop", INT8)
+    out, _ = command("--drop", FLOAT32)
+    assert out.strip() == f"dropped 14 vectors of {FLOAT32}." and kept(FLOAT32) == {} and state(FLOAT32) is None
+    with pytest.raises(CommandError, match=f"{FLOAT32} was never built here"):
+        command("--rollback")
+
+
+def test_the_listing_says_where_each_model_stands(written):
+    reembed.build(model=INT8)
+    out, _ = command()
+    assert f"{FLOAT32}: active\n" in out and f"{INT8}: ready, 14 of 14 memories\n" in out
+
+
+# --------------------------------------------------------------------------- tenants and erasure
+
+
+def test_an_organisation_sees_none_of_anothers_vectors(written, tenant_a, tenant_b):
+    reembed.build(model=INT8)
+    with tenant_context(tenant_b.org.id):
+        assert not MemoryEmbedding.objects.filter(org_id=tenant_a.org.id).exists()
+        assert set(MemoryEmbedding.objects.values_list("org_id", flat=True)) == {tenant_b.org.id}
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM memory_embeddings WHERE org_id = %s", [tenant_a.org.id])
+            assert cursor.fetchone() == (0,)
+
+
+def test_only_the_service_account_changes_the_deployments_models(tenant_a):
+    """Every role reads embedding_models; an organisation's context may not change a row."""
+    with tenant_context(tenant_a.org.id):
+        assert EmbeddingModel.objects.get(state="active").name == FLOAT32
+        assert EmbeddingModel.objects.update(state="retired") == 0
+        assert EmbeddingModel.objects.all().delete()[0] == 0
+        with pytest.raises(ProgrammingError, match="row-level security"), transaction.atomic():
+            EmbeddingModel.objects.create(name=INT8, state="ready")
+    assert EmbeddingModel.objects.get(state="active").name == FLOAT32
+
+
+def test_an_erasure_leaves_no_vector_of_any_model(written, tenant_a, tenant_b):
+    reembed.build(model=INT8)
+    erased = set(written[tenant_a.org.id])
+    with tenant_context(tenant_a.org.id):
+        outcome = erasure.erase(tenant_a.org.id, erasure.ErasureScope(agent_id=tenant_a.agent.id), via="command")
+    assert outcome.counts["other_model_vectors"] == len(erased) + 3  # the fixture's memories' too
+    assert not erased & set(kept(INT8)) and not erased & memory_ids()
+    with service_account():
+        assert not MemoryEmbedding.objects.filter(org_id=tenant_a.org.id).exists()
+        assert MemoryEmbedding.objects.filter(org_id=tenant_b.org.id, model=INT8).count() == len(FACTS) + 2
+
+
+
+def test_a_store_item_kept_out_of_search_by_meaning_gets_no_vector_of_any_model(written, tenant_a, api_a):
+    """An item put with index=false (the LangGraph store's) is never embedded: no build
+    embeds it, and a switch gives it no vector."""
+    put = api_a.put("/api/v1/store/items", {"namespace": ["users", "alice"], "key": "prefs",
+                                            "value": {"theme": "dark"}, "index": False}, format="json")
+    assert put.status_code == 204, put.content
+    with tenant_context(tenant_a.org.id):
+        item = Memory.objects.get(key="prefs", scope="users/alice")
+    built = reembed.build(model=INT8)
+    assert str(item.pk) not in kept(INT8) and built.done == built.total
+    command("--activate", INT8)
+    with tenant_context(tenant_a.org.id):
+        item.refresh_from_db()
+    assert (item.indexed, item.embedding, item.embedding_model) == (False, None, "")
