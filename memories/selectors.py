@@ -98,12 +98,14 @@ def memory_tags(*, org_id, memory_id) -> list[str]:
 
 
 def store_get(*, org_id, scope: str, key: str, refresh_ttl: bool = False) -> Memory:
-    found = Memory.objects.filter(NOT_EXPIRED, org_id=org_id, scope=scope, key=key, deleted_at__isnull=True)
-    if refresh_ttl:
-        memory_refresh_ttl(org_id=org_id, memory_ids=found.values_list("pk", flat=True))
-    memory = _with_tags(found).first()
+    """The store item at namespace and key. refresh_ttl: if it was written with a time to live,
+    it expires that long from now again (an item without one costs no write)."""
+    memory = _with_tags(Memory.objects.filter(NOT_EXPIRED, org_id=org_id, scope=scope, key=key,
+                                              deleted_at__isnull=True)).first()
     if memory is None:
         raise NotFound(f"no item {key!r} in namespace {scope!r}", field="key")
+    if refresh_ttl and memory.ttl_seconds:
+        memory_refresh_ttl(org_id=org_id, memory_ids=[memory.pk])
     return memory
 
 
@@ -121,8 +123,8 @@ def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, l
         sql, params = store_values.filter_sql(store_values.filter_conditions(value_filter), '"memories"."metadata"')
         queryset = queryset.filter(RawSQL(sql, params, output_field=BooleanField()))
     items = list(queryset.order_by("-updated_at", "id")[offset:offset + limit])
-    if refresh_ttl and items:
-        memory_refresh_ttl(org_id=org_id, memory_ids=[item.pk for item in items])
+    if refresh_ttl and (expiring := [item.pk for item in items if item.ttl_seconds]):
+        memory_refresh_ttl(org_id=org_id, memory_ids=expiring)
     return items
 
 

@@ -143,8 +143,8 @@ class StoreSearchView(LangGraphStoreView):
             request={"limit": body["offset"] + body["limit"], "offset": body["offset"], "mode": "vector", "expand": 0,
                      "threshold": body["threshold"] or 0.0},
             outcome=outcome, agent_id=self.agent_id)
-        if refresh_ttl:
-            selectors.memory_refresh_ttl(org_id=self.org_id, memory_ids=[r.memory.pk for r in outcome.results])
+        if refresh_ttl and (expiring := [r.memory.pk for r in outcome.results if r.memory.ttl_seconds]):
+            selectors.memory_refresh_ttl(org_id=self.org_id, memory_ids=expiring)
         scored = [(r.memory, None if outcome.degraded else r.score) for r in outcome.results]
         return Response({"items": s.SearchItemSerializer(scored, many=True).data})
 
