@@ -44,6 +44,7 @@ from django.utils import timezone
 
 from memories.embeddings import (
     KNOWN_MODELS,
+    MODEL_NAME,
     UnknownModel,
     active_model,
     embedder_for,
@@ -129,12 +130,13 @@ def standings() -> list[Standing]:
     # with a task is left from one that stopped).
     under_way = [row for row in rows.values() if row.task]
     running = max(under_way, key=lambda row: row.updated_at).name if under_way and lock_held() else None
+    active = active_model()
     found = []
     for name in [*KNOWN_MODELS, *(name for name in rows if name not in KNOWN_MODELS)]:
         row = rows.get(name)
         about = KNOWN_MODELS[name].about if name in KNOWN_MODELS else "not known to this version of the code"
-        if row is None:
-            found.append(Standing(name=name, about=about, state=None))
+        if row is None:  # the default model has no row until a first switch, if its row was lost
+            found.append(Standing(name=name, about=about, state=State.ACTIVE if name == active else None))
             continue
         status = "idle"
         if row.task:
@@ -407,7 +409,8 @@ def _switch(model: str) -> Switched:
     with transaction.atomic(), service_account(), connection.cursor() as cursor:
         # Two switches never interleave, nor a switch and a build's end.
         cursor.execute("SELECT name, state FROM embedding_models ORDER BY name FOR UPDATE")
-        previous = next((name for name, state in cursor.fetchall() if state == State.ACTIVE), None)
+        # No active row: the memories hold the default model's vectors (as before migration 0026).
+        previous = next((name for name, state in cursor.fetchall() if state == State.ACTIVE), MODEL_NAME)
         # The active model's vectors, kept under its name (a rollback's).
         cursor.execute(f"""
             INSERT INTO memory_embeddings (id, org_id, memory_id, model, dimensions, embedding, text_hash, embedded_at)
@@ -436,18 +439,22 @@ def _switch(model: str) -> Switched:
         pending = cursor.rowcount
         # The active model's vectors are memories' own: memory_embeddings holds the others'.
         cursor.execute("DELETE FROM memory_embeddings WHERE model = %s", [model])
-        cursor.execute("UPDATE embedding_models SET state = %s, retired_at = now(), task = '', updated_at = now() "
-                       "WHERE state = %s", [State.RETIRED, State.ACTIVE])
+        cursor.execute("""
+            INSERT INTO embedding_models (name, state, memories_total, memories_done, task, job_id, error, replaced,
+                                          retired_at, updated_at)
+            VALUES (%s, %s, 0, 0, '', '', '', '', now(), now())
+            ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, retired_at = now(), task = '', updated_at = now()
+        """, [previous, State.RETIRED])
         cursor.execute("""
             UPDATE embedding_models SET state = %s, activated_at = now(), retired_at = NULL, replaced = %s,
                    task = '', error = '', updated_at = now()
             WHERE name = %s
-        """, [State.ACTIVE, previous or "", model])
+        """, [State.ACTIVE, previous, model])
         # Every process reads the switch within ACTIVE_MODEL_SECONDS; this one at once (and
         # again once it commits, in case it read the model meanwhile).
         forget_active_model()
         transaction.on_commit(_after_switch)
-    return Switched(model=model, previous=previous or "", switched=switched, pending=pending, kept=kept,
+    return Switched(model=model, previous=previous, switched=switched, pending=pending, kept=kept,
                     embedded=0, seconds=time.perf_counter() - started)
 
 
