@@ -270,7 +270,8 @@ def test_a_key_limited_to_bob_sees_nothing_of_alice(tenant_a, served):
     _, key_all = factories.api_key(agent=tenant_a.agent)
     alice = data_of(call(served.url, key_all, "remember_fact",
                          {"content": "Alice keeps her passport in the blue drawer", "namespace": ["users", "alice"]}))
-    calls(served.url, key_all, ("store_put", {"namespace": ["users", "alice"], "key": "diet", "value": {"text": "vegan"}}))
+    calls(served.url, key_all, ("store_put", {"namespace": ["users", "alice"], "key": "diet", "value": {"text": "vegan"}}),
+          ("store_put", {"namespace": ["users", "bob"], "key": "diet", "value": {"text": "omnivore"}}))
     alice_id = alice["memory"]["id"]
     before = memories_of(tenant_a.org)
     (searched, wrote_alice, wrote_bob, explained, forgotten, got, keys, namespaces, weak,
