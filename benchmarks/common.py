@@ -109,3 +109,29 @@ def pending_count() -> int:
     """Memories still waiting for the worker, read straight from PostgreSQL."""
     with service_connection() as conn:
         return conn.execute("SELECT count(*) FROM memories WHERE embedding IS NULL").fetchone()[0]
+
+
+def django_env(data_dir: Path) -> dict:
+    """The environment of a benchmark that runs the product's code in its own process (and in
+    the commands it starts), on embedded servers in data_dir, configured as `scripts/run` does."""
+    return {"MEMORY_PLATFORM_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "memory_platform.settings.base",
+            "DJANGO_DEBUG": "false", "LOG_LEVEL": "WARNING"}
+
+
+def fresh_django(data_dir: Path) -> None:
+    """Django set up in this process on new embedded servers in data_dir (emptied first),
+    migrated: what a benchmark loads its rows into."""
+    import shutil
+
+    shutil.rmtree(data_dir, ignore_errors=True)
+    data_dir.mkdir(parents=True)
+    os.environ.update(django_env(data_dir))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from memory_platform import local_services
+
+    local_services.start_for_settings()
+    call_command("migrate", verbosity=0)

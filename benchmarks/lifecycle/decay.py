@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import shutil
 import statistics
 import sys
 import time
@@ -46,13 +44,12 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine  # noqa: E402
+from benchmarks.common import django_env, fresh_django, machine  # noqa: E402
 from benchmarks.lifecycle.portability import superuser_connection  # noqa: E402
 
 DATA_DIR = ROOT / ".data" / "bench-decay"
 USERS = 1_000
-ENV = {"MEMORY_PLATFORM_DATA_DIR": str(DATA_DIR), "DJANGO_SETTINGS_MODULE": "memory_platform.settings.base",
-       "DJANGO_DEBUG": "false", "LOG_LEVEL": "WARNING"}
+ENV = django_env(DATA_DIR)
 REPEATS = 20
 
 
@@ -123,20 +120,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     rows = parser.parse_args().rows
-    shutil.rmtree(DATA_DIR, ignore_errors=True)
-    DATA_DIR.mkdir(parents=True)
-    os.environ.update(ENV)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
+    fresh_django(DATA_DIR)
     from memories.lifecycle import decay
     from memory_platform import local_services
     from tenants.context import tenant_context
 
-    local_services.start_for_settings()
-    call_command("migrate", verbosity=0)
     org_id = load(rows)
 
     first_seconds, first = timed(lambda: decay.decay_organisation(org_id=org_id))

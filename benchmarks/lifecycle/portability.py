@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -43,7 +42,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine  # noqa: E402
+from benchmarks.common import django_env, fresh_django, machine  # noqa: E402
 from benchmarks.ingest.run import sentences  # noqa: E402
 
 DATA_DIR = ROOT / ".data" / "bench-lifecycle"
@@ -51,8 +50,7 @@ USERS = 1_000
 BASE_SENTENCES = 3_000  # embedded by the model; the rest of the vectors are made from theirs
 TABLES = ("agents", "sessions", "memories", "memory_versions", "memory_tags", "memory_relationships", "memory_usage",
           "entities", "memory_entities")
-ENV = {"MEMORY_PLATFORM_DATA_DIR": str(DATA_DIR), "DJANGO_SETTINGS_MODULE": "memory_platform.settings.base",
-       "DJANGO_DEBUG": "false", "LOG_LEVEL": "WARNING"}
+ENV = django_env(DATA_DIR)
 
 
 def superuser_connection():
@@ -206,18 +204,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     rows = parser.parse_args().rows
-    shutil.rmtree(DATA_DIR, ignore_errors=True)
-    DATA_DIR.mkdir(parents=True)
-    os.environ.update(ENV)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
+    fresh_django(DATA_DIR)
     from memory_platform import local_services
 
-    local_services.start_for_settings()
-    call_command("migrate", verbosity=0)
     source = load(rows)
     for slug in ("target", "tenth"):
         organization(slug)

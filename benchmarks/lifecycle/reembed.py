@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 import time
 import uuid
@@ -43,13 +41,12 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine  # noqa: E402
+from benchmarks.common import django_env, fresh_django, machine  # noqa: E402
 from benchmarks.ingest.run import sentences  # noqa: E402
 from benchmarks.lifecycle.portability import superuser_connection  # noqa: E402
 
 DATA_DIR = ROOT / ".data" / "bench-reembed"
-ENV = {"MEMORY_PLATFORM_DATA_DIR": str(DATA_DIR), "DJANGO_SETTINGS_MODULE": "memory_platform.settings.base",
-       "DJANGO_DEBUG": "false", "LOG_LEVEL": "WARNING"}
+ENV = django_env(DATA_DIR)
 
 
 def load(rows: int, organisations: int) -> list[str]:
@@ -108,20 +105,11 @@ def main() -> None:
     parser.add_argument("--organisations", type=int, default=10)
     arguments = parser.parse_args()
     rows = arguments.rows
-    shutil.rmtree(DATA_DIR, ignore_errors=True)
-    DATA_DIR.mkdir(parents=True)
-    os.environ.update(ENV)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
+    fresh_django(DATA_DIR)
     from memories.embeddings import INT8_MODEL_NAME, embedder_for
     from memories.lifecycle import reembed
     from memory_platform import local_services
 
-    local_services.start_for_settings()
-    call_command("migrate", verbosity=0)
     texts = load(rows, arguments.organisations)
     embedder_for(INT8_MODEL_NAME).embed(texts[:64])  # loaded and warm before anything is timed
 
