@@ -110,14 +110,16 @@ def store_get(*, org_id, scope: str, key: str, refresh_ttl: bool = False) -> Mem
 
 
 def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, limit: int = 10, offset: int = 0,
-                reach: KeyReach = EVERYWHERE, refresh_ttl: bool = False) -> list[Memory]:
+                reach: KeyReach = EVERYWHERE, refresh_ttl: bool = False, exactly: bool = False) -> list[Memory]:
     """LangGraph's search without a query: the items under a namespace prefix ("" for all)
     whose value passes the filter (memories.store_values), the last updated first, `offset`
     of them skipped. refresh_ttl: those returned that were written with a time to live expire
-    that long from now again."""
+    that long from now again. exactly: the items of the namespace `prefix` alone."""
     queryset = Memory.objects.filter(NOT_EXPIRED, reach.memories(), org_id=org_id, key__isnull=False,
                                      deleted_at__isnull=True)
-    if prefix:
+    if exactly:  # the namespace itself, none under it
+        queryset = queryset.filter(scope=prefix)
+    elif prefix:
         queryset = queryset.filter(scope_prefix_filter(prefix))
     if value_filter:
         sql, params = store_values.filter_sql(store_values.filter_conditions(value_filter), '"memories"."metadata"')

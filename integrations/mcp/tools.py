@@ -355,8 +355,9 @@ async def store_list_keys(ctx: Context, namespace: StoreNamespace) -> str:
 
     def work(caller: Caller):
         scope = validated(lg.SearchItemsSerializer, {"namespace_prefix": namespace})["namespace_prefix"]
-        items = selectors.store_items(org_id=caller.org_id, prefix=scope, limit=lg.LIST_MAX, reach=caller.reach)
-        return {"namespace": namespace, "keys": sorted(item.key for item in items if item.scope == scope)}
+        items = selectors.store_items(org_id=caller.org_id, prefix=scope, exactly=True, limit=lg.LIST_MAX,
+                                      reach=caller.reach)
+        return {"namespace": namespace, "keys": sorted(item.key for item in items)}
 
     return as_text(await in_tenant(ctx, body, work))
 
