@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import psycopg
 from django.core.management.base import CommandError
 from django.db import connections
 from psycopg import sql
@@ -15,6 +16,29 @@ MINIMUM_PGVECTOR = (0, 8, 0)
 # Tables whose rows, once written, are history: the runtime role may add and erase them but
 # never rewrite them.
 APPEND_ONLY_TABLES = ("memory_versions", "retrieval_events")
+
+
+# What a request refused for want of the database tells its client to wait: the embedded
+# PostgreSQL restarts in about 3 s (docs/adr/0036), a managed one fails over in tens of seconds.
+UNREACHABLE_RETRY_SECONDS = 5
+
+# The connection failed or was lost (class 08), or the server is shutting down, crashed, or
+# still starting (57P01-57P03). A statement's own failure (a deadlock, a cancelled query) is not.
+_UNREACHABLE_SQLSTATES = ("57P01", "57P02", "57P03")
+
+
+def unreachable(exc: BaseException | None) -> bool:
+    """Whether this exception (or one it was raised from) says the database is out of reach:
+    it cannot be connected to, the connection was lost, or the server is not accepting work.
+    psycopg raises these without an SQLSTATE when no server answered at all."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, psycopg.OperationalError):
+            state = exc.sqlstate
+            return state is None or state.startswith("08") or state in _UNREACHABLE_SQLSTATES
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:

@@ -80,6 +80,8 @@ def health_view(request):
     checks = {"database": _timed(check_database), "redis": _timed(check_redis)}
     checks["worker"] = _timed(check_worker) if checks["redis"]["ok"] else {"ok": False, "error": "redis is down"}
     if not checks["database"]["ok"]:
-        return JsonResponse({"status": "down", **checks}, status=503)
+        response = JsonResponse({"status": "down", **checks}, status=503)
+        response["Retry-After"] = str(database.UNREACHABLE_RETRY_SECONDS)
+        return response
     healthy = all(check["ok"] for check in checks.values())
     return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=200)

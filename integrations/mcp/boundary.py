@@ -27,9 +27,10 @@ from rest_framework import exceptions
 from memories import selectors
 from memories.access import KeyReach
 from memories.api import storable
-from memories.api.errors import flatten
+from memories.api.errors import database_unreachable_body, flatten
 from memories.errors import MemoryServiceError, NotFound, OutOfReach
 from memories.writes.kernel import Actor
+from memory_platform import database
 from tenants import context, throttles
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,9 @@ T = TypeVar("T")
 
 # Where the HTTP layer (integrations.mcp.http) leaves the caller in the request's ASGI scope.
 CALLER_SCOPE_KEY = "memory_platform.mcp_caller"
+# ...and a list a tool call appends to when it found the database out of reach, so that the
+# HTTP layer answers 503 with Retry-After, as every door does, instead of a tool error.
+UNREACHABLE_SCOPE_KEY = "memory_platform.mcp_database_unreachable"
 
 # MCP database work in flight per process (per event loop): authentications and tool calls,
 # each on a thread that keeps its own database connection.
@@ -84,6 +88,10 @@ class RateLimitedCall(MemoryServiceError):
     code = "rate_limited"
 
 
+class DatabaseUnreachable(ToolError):
+    """A tool call that could not reach the database (the HTTP layer answers 503 for it)."""
+
+
 def caller_of(ctx: Context) -> Caller:
     request = ctx.request_context.request
     caller = request.scope.get(CALLER_SCOPE_KEY) if request is not None else None
@@ -118,6 +126,9 @@ def call_in_tenant(caller: Caller, arguments: dict, work: Callable[[Caller], T])
         except (MemoryServiceError, exceptions.ValidationError) as exc:
             raise tool_error(exc) from None
         except Exception as exc:
+            if database.unreachable(exc):
+                logger.warning("database unreachable (%s): an MCP tool call answered 503", type(exc).__name__)
+                raise DatabaseUnreachable(database_unreachable_body()["error"]["message"]) from None
             # By type and frames only (memory_platform.log_format): the message may hold data.
             logger.error("MCP tool call failed", exc_info=exc)
             raise tool_error(exc) from None
@@ -137,4 +148,11 @@ async def on_call_thread(function: Callable[..., T], *arguments) -> T:
 
 async def in_tenant(ctx: Context, arguments: dict, work: Callable[[Caller], T]) -> T:
     """Run work(caller) on a call thread, in one transaction as the caller's organisation."""
-    return await on_call_thread(call_in_tenant, caller_of(ctx), arguments, work)
+    try:
+        return await on_call_thread(call_in_tenant, caller_of(ctx), arguments, work)
+    except DatabaseUnreachable:
+        request = ctx.request_context.request
+        unreachable = request.scope.get(UNREACHABLE_SCOPE_KEY) if request is not None else None
+        if unreachable is not None:
+            unreachable.append(True)
+        raise

@@ -20,8 +20,9 @@ from rest_framework import exceptions
 from starlette.applications import Starlette
 
 from integrations.mcp import tools
-from integrations.mcp.boundary import CALLER_SCOPE_KEY, Caller, on_call_thread
-from memories.api.errors import error_body
+from integrations.mcp.boundary import CALLER_SCOPE_KEY, UNREACHABLE_SCOPE_KEY, Caller, on_call_thread
+from memories.api.errors import database_unreachable_body, error_body
+from memory_platform import database
 from memory_platform.config import config
 from tenants import throttles
 from tenants.authentication import authenticate_bearer
@@ -98,8 +99,9 @@ async def _json(send, status: int, body: dict, headers: list[tuple[bytes, bytes]
 class ApiKeyGate:
     """Answers before MCP does: 400 for a Host the site does not serve, 401 (JSON, as the REST
     API's) for a missing, unknown or revoked key, 429 past the key's (or, without a valid key,
-    the address's) rate limit; otherwise hands the request on with the key's caller in its
-    scope (integrations.mcp.boundary reads it)."""
+    the address's) rate limit, 503 with Retry-After while the database is out of reach;
+    otherwise hands the request on with the key's caller in its scope
+    (integrations.mcp.boundary reads it)."""
 
     def __init__(self, app):
         self.app = app
@@ -125,16 +127,37 @@ class ApiKeyGate:
             return await _json(send, refused.status_code,
                                error_body(codes if isinstance(codes, str) else refused.default_code,
                                           str(refused.detail)), extra)
-        except Exception as failure:  # the database out of reach: as the API's 500, logged without values
+        except Exception as failure:
+            if database.unreachable(failure):
+                logger.warning("database unreachable (%s): %s %s answered 503", type(failure).__name__,
+                               scope["method"], PATH)
+                return await _unreachable(send)
+            # As the API's 500, logged without values.
             logger.error("MCP authentication failed", exc_info=failure)
             return await _json(send, 500, error_body("server_error", "internal error; it has been logged"))
 
-        async def with_headers(message):
+        unreachable: list = []  # a tool call appends to it (integrations.mcp.boundary.in_tenant)
+        replaced = False
+
+        async def answer(message):
+            """The MCP app's answer with the site's headers; the API's 503 instead when a tool
+            call found the database out of reach."""
+            nonlocal replaced
             if message["type"] == "http.response.start":
+                if unreachable:
+                    replaced = True
+                    return await _unreachable(send)
                 message = {**message, "headers": [*message.get("headers", []), *RESPONSE_HEADERS]}
+            elif replaced:
+                return None  # the body of the answer replaced
             await send(message)
 
-        await self.app({**scope, CALLER_SCOPE_KEY: caller}, receive, with_headers)
+        await self.app({**scope, CALLER_SCOPE_KEY: caller, UNREACHABLE_SCOPE_KEY: unreachable}, receive, answer)
+
+
+async def _unreachable(send) -> None:
+    await _json(send, 503, database_unreachable_body(),
+                [(b"retry-after", str(database.UNREACHABLE_RETRY_SECONDS).encode())])
 
 
 def gated_mcp_app():

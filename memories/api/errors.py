@@ -10,6 +10,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from memories import errors
+from memory_platform import database
+from memory_platform.log_format import request_route
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +27,12 @@ SERVICE_STATUS = {
 
 def error_body(code: str, message: str, fields: dict | None = None, **extra) -> dict:
     return {"error": {"code": code, "message": message, "fields": fields or {}, **extra}}
+
+
+def database_unreachable_body() -> dict:
+    """What every door answers, with 503 and Retry-After, while the database is out of reach."""
+    return error_body("database_unavailable",
+                      f"the database cannot be reached; retry in {database.UNREACHABLE_RETRY_SECONDS} s")
 
 
 def flatten(detail, prefix: str = "") -> dict[str, list[str]]:
@@ -104,13 +112,15 @@ class JsonErrorMiddleware:
     def process_exception(self, request, exception):
         if not request.path.startswith("/api/"):
             return None
+        if database.unreachable(exception):
+            return None  # the request's transaction middleware answers 503 (tenants.middleware)
         # Django's own refusals of a request (outside DRF's handler, e.g. a body read through
         # request.body above DATA_UPLOAD_MAX_MEMORY_SIZE) are the client's fault, not ours.
         if isinstance(exception, RequestDataTooBig):
             return JsonResponse(error_body("payload_too_large", str(exception)), status=413)
         if isinstance(exception, SuspiciousOperation):
             return JsonResponse(error_body("bad_request", "the request was refused as malformed"), status=400)
-        logger.error("unhandled error on %s %s", request.method, request.path, exc_info=exception)
+        logger.error("unhandled error on %s %s", request.method, request_route(request), exc_info=exception)
         return JsonResponse(error_body("server_error", "internal error; it has been logged"), status=500)
 
 
