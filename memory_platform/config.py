@@ -128,9 +128,6 @@ class RateLimitConfig:
     sign_in_failures_per_address: int
     sign_in_window_seconds: int
     sign_in_lockout_seconds: int
-    # Behind this many reverse proxies the client's address is read from X-Forwarded-For;
-    # with 0 it is REMOTE_ADDR (a proxy's own address, when there is one).
-    trusted_proxies: int
     # After Redis fails, how long this process serves requests without asking it again.
     redis_retry_seconds: int
 
@@ -172,6 +169,10 @@ class PlatformConfig:
     # Largest value a store item may hold, as JSON text in bytes (a 422 naming `value` beyond;
     # each of the item's versions keeps its value too).
     store_value_max_bytes: int
+    # The reverse proxies in front, as comma-separated addresses or networks ("10.0.0.5,
+    # 10.1.0.0/16"): from these alone X-Forwarded-For names the client (rate limits, sign-in
+    # lockouts, the access log; memory_platform.security.client_address). Empty: none.
+    proxy_addresses: str
     rate_limits: RateLimitConfig
 
     @classmethod

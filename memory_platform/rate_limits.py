@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from django.conf import settings
 from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
 
+from memory_platform import security
 from memory_platform.config import config
 from memory_platform.config import problem as config_problem
 
@@ -212,13 +214,25 @@ def forget_all() -> int:
 
 
 def client_address(request) -> str:
-    """Who sent the request, as far as can be trusted: REMOTE_ADDR, or with TRUSTED_PROXIES = n
-    the address the nth proxy from the right of X-Forwarded-For saw. X-Forwarded-For is not
-    read otherwise: any client can write it."""
-    remote = request.META.get("REMOTE_ADDR", "") or "unknown"
-    proxies = config().rate_limits.trusted_proxies
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    if proxies <= 0 or not forwarded:
-        return remote
-    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
-    return hops[-min(proxies, len(hops))] if hops else remote
+    """Who sent the request, as far as can be trusted: REMOTE_ADDR, or behind the configured
+    proxies the address they saw (memory_platform.security.client_address)."""
+    return security.client_address(request.META.get("REMOTE_ADDR", "") or "unknown",
+                                   request.META.get("HTTP_X_FORWARDED_FOR", ""),
+                                   security.proxy_networks(config().proxy_addresses))
+
+
+@register()
+def proxy_address_settings(app_configs, **kwargs) -> list[Error]:
+    """A mistyped proxy address is stopped at start; so is the count of proxies this setting
+    replaced, which would otherwise leave every client behind a proxy sharing its limits."""
+    if config_problem():
+        return []
+    errors = []
+    try:
+        security.proxy_networks(config().proxy_addresses)
+    except ValueError as exc:
+        errors.append(Error(f"MEMORY_PLATFORM_PROXY_ADDRESSES: {exc}", id="memory_platform.E002"))
+    if os.environ.get("MEMORY_PLATFORM_TRUSTED_PROXIES", "0").strip() not in ("", "0"):
+        errors.append(Error("MEMORY_PLATFORM_TRUSTED_PROXIES is no longer read: list the proxies' addresses in "
+                            "MEMORY_PLATFORM_PROXY_ADDRESSES instead", id="memory_platform.E003"))
+    return errors

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import re
@@ -44,6 +45,60 @@ def allowed_hosts_for(bind: str) -> list[str]:
     else:
         named = "" if address.is_unspecified else f"[{address}]" if address.version == 6 else str(address)
     return list(LOCAL_HOSTS) + ([named] if named and named not in LOCAL_HOSTS else [])
+
+
+Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+
+
+@functools.lru_cache(maxsize=8)
+def proxy_networks(text: str) -> Networks:
+    """"10.0.0.5, 10.1.0.0/16, ::1" as networks; ValueError naming an entry that is neither an
+    address nor a network."""
+    networks = []
+    for entry in (part.strip() for part in text.split(",")):
+        if entry:
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or network") from None
+    return tuple(networks)
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """An X-Forwarded-For entry as an address: bare, "[v6]" or with a port; None if it is not one."""
+    text = text.strip()
+    if text.startswith("["):
+        text = text[1:text.find("]")] if "]" in text else ""
+    elif text.count(":") == 1:
+        text = text.split(":")[0]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def is_among(address: str, networks: Networks) -> bool:
+    parsed = _address(address)
+    return parsed is not None and any(parsed in network for network in networks)
+
+
+def client_address(peer: str, forwarded_for: str, proxies: Networks) -> str:
+    """Who sent a request: the connection's peer, unless the peer is one of `proxies`; then the
+    X-Forwarded-For entry its proxies appended last that is not itself one of them, when it is a
+    valid address (otherwise the nearest proxy). Any client can write X-Forwarded-For: without
+    a configured proxy it is never read, and a value that is no address is never taken.
+    Applied to its own answer (with the same header) it gives the same answer."""
+    if not is_among(peer, proxies):
+        return peer
+    nearest = peer
+    for entry in reversed(forwarded_for.split(",") if forwarded_for else []):
+        address = _address(entry)
+        if address is None:
+            break
+        if not is_among(str(address), proxies):
+            return str(address)
+        nearest = str(address)
+    return nearest
 
 
 class SecureCookiesOnHttpsMiddleware:

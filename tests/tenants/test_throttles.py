@@ -94,8 +94,9 @@ def test_x_forwarded_for_is_not_trusted_unless_proxies_are_configured(rate_limit
     assert statuses == [401, 401, 429]  # a client writing a new X-Forwarded-For each time is still one address
 
 
-def test_behind_a_trusted_proxy_the_forwarded_address_is_counted(rate_limits, tenant_a):
-    rate_limits(UNAUTHENTICATED="2/min", TRUSTED_PROXIES=1)
+def test_behind_a_trusted_proxy_the_forwarded_address_is_counted(rate_limits, settings, tenant_a):
+    rate_limits(UNAUTHENTICATED="2/min")
+    settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, "PROXY_ADDRESSES": "10.0.0.1"}
     proxy = {"REMOTE_ADDR": "10.0.0.1"}
     for _ in range(2):
         APIClient(HTTP_X_FORWARDED_FOR="spoofed, 198.51.100.1", **proxy).get("/api/v1/memories")

@@ -25,9 +25,9 @@ def test_it_follows_the_setting_as_tests_change_it(settings):
     before = config()
     settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, EXACT_SCAN_ROWS=7)
     assert config().search.exact_scan_rows == 7
-    with override_settings(MEMORY_PLATFORM=with_rate_limits(settings.MEMORY_PLATFORM, TRUSTED_PROXIES=2)):
-        assert config().rate_limits.trusted_proxies == 2 and config().search.exact_scan_rows == 7
-    assert config().rate_limits.trusted_proxies == before.rate_limits.trusted_proxies
+    with override_settings(MEMORY_PLATFORM=with_rate_limits(settings.MEMORY_PLATFORM, SEARCH="7/min")):
+        assert config().rate_limits.search == "7/min" and config().search.exact_scan_rows == 7
+    assert config().rate_limits.search == before.rate_limits.search
     settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, "BATCH_LIMIT": 3}
     assert config().batch_limit == 3
 
