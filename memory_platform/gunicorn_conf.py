@@ -1,10 +1,10 @@
 """gunicorn settings for `manage.py run`: each web worker loads the embedding model once,
 before its first request, instead of making that request wait for it."""
 
-# The access log names the path without its query string: the store's and the list's query
-# strings carry namespaces, keys and tags, which are the agents' users' data. No referer or
-# user agent either, for the same reason. (A path may still name a tag, in DELETE
-# /memories/{id}/tags/{tag}; tags holding a secret, or personal data by policy, are never stored.)
+# The access line: no query string (the store's and the list's carry namespaces, keys and tags,
+# the agents' users' data), no referer or user agent. Under the uvicorn worker ProductApp writes
+# it (memory_platform.serving), with the route's pattern where %(U)s is, since a path may name a
+# tag (DELETE /memories/{id}/tags/{tag}) or anything a client typed.
 access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms'
 
 

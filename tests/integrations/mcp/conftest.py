@@ -37,8 +37,10 @@ def served(django_db_setup, embedded_servers):
     shared = connections.settings["default"]
     kept_age, shared["CONN_MAX_AGE"] = shared["CONN_MAX_AGE"], 0
     port = free_port()
+    # As memory_platform.serving.Worker serves it: the forwarded headers are the app's to read.
     server = uvicorn.Server(uvicorn.Config(ProductApp(get_wsgi_application()), host="127.0.0.1", port=port,
-                                           lifespan="on", access_log=False, log_level="warning"))
+                                           lifespan="on", access_log=False, log_level="warning",
+                                           proxy_headers=False))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
