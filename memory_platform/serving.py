@@ -10,6 +10,7 @@ takes any text as an address.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -81,7 +82,10 @@ class ProductApp:
         path = scope["path"]
         mcp = path == self.mcp_path or path.startswith(self.mcp_path + "/")
         try:
-            await (self.mcp if mcp else self.django)(scope, receive, counted)
+            if _header(scope, b"transfer-encoding") and _header(scope, b"content-length"):
+                await _ambiguous_length(counted)
+            else:
+                await (self.mcp if mcp else self.django)(scope, receive, counted)
         finally:
             # gunicorn's access line (memory_platform.gunicorn_conf.access_log_format): the route's
             # pattern, not the path (a tag, a key or anything a client typed), no query string,
@@ -110,6 +114,20 @@ class ProductApp:
 
 def _header(scope, name: bytes) -> str:
     return next((value.decode("latin-1") for key, value in scope["headers"] if key == name), "")
+
+
+async def _ambiguous_length(send) -> None:
+    """A request with both Transfer-Encoding and Content-Length is refused, and its connection
+    closed: RFC 9112 (6.3) calls it an error that may be an attempt at request smuggling. Read
+    by the chunks (what the server does) the body would be at odds with the Content-Length
+    Django and the MCP SDK read it by."""
+    from memories.api.errors import error_body
+
+    body = json.dumps(error_body("bad_request", "send either Transfer-Encoding or Content-Length, not both")).encode()
+    await send({"type": "http.response.start", "status": 400,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
 
 
 class _InputTerminated:

@@ -101,7 +101,8 @@ class ApiKeyGate:
     API's) for a missing, unknown or revoked key, 429 past the key's (or, without a valid key,
     the address's) rate limit, 503 with Retry-After while the database is out of reach;
     otherwise hands the request on with the key's caller in its scope
-    (integrations.mcp.boundary reads it)."""
+    (integrations.mcp.boundary reads it). Its refusals are the API's JSON errors, the SDK's
+    413 for a body too large included."""
 
     def __init__(self, app):
         self.app = app
@@ -140,13 +141,17 @@ class ApiKeyGate:
         replaced = False
 
         async def answer(message):
-            """The MCP app's answer with the site's headers; the API's 503 instead when a tool
-            call found the database out of reach."""
+            """The MCP app's answer with the site's headers; as the API's JSON instead when a
+            tool call found the database out of reach, or for the SDK's plain-text 413."""
             nonlocal replaced
             if message["type"] == "http.response.start":
                 if unreachable:
                     replaced = True
                     return await _unreachable(send)
+                if message["status"] == 413:
+                    replaced = True
+                    return await _json(send, 413, error_body(
+                        "payload_too_large", f"request body exceeds the limit of {config().max_request_bytes} bytes"))
                 message = {**message, "headers": [*message.get("headers", []), *RESPONSE_HEADERS]}
             elif replaced:
                 return None  # the body of the answer replaced

@@ -1,10 +1,13 @@
 """The served app's edge (memory_platform.serving.ProductApp, served for real by uvicorn in a
 thread): the access line names the route's pattern and the client as the configured proxies
-saw it, never a path's values nor an X-Forwarded-For from anyone else."""
+saw it, never a path's values nor an X-Forwarded-For from anyone else; a request whose length
+is ambiguous is refused."""
 
 from __future__ import annotations
 
+import json
 import logging
+import socket
 import time
 import uuid
 
@@ -66,3 +69,42 @@ def test_the_client_is_taken_from_x_forwarded_for_only_from_a_configured_proxy(s
     httpx.get(f"{served.base}/health", headers={"X-Forwarded-For": forwarded}, timeout=30)
     access = [line for line in lines(until='"GET /health HTTP/1.1"') if '"GET /health HTTP/1.1"' in line]
     assert access and access[-1].split()[0] == client, access
+
+
+def raw_exchange(port: int, request: bytes) -> tuple[bytes, bool]:
+    """(what the server answered, whether it then closed the connection)"""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(request)
+        received = b""
+        while b"\r\n\r\n" not in received or len(received.split(b"\r\n\r\n", 1)[1]) < _length(received):
+            chunk = connection.recv(65536)
+            if not chunk:
+                return received, True
+            received += chunk
+        connection.settimeout(10)
+        try:
+            return received, connection.recv(1) == b""
+        except TimeoutError:
+            return received, False
+
+
+def _length(received: bytes) -> int:
+    head = received.split(b"\r\n\r\n", 1)[0].lower()
+    return next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.startswith(b"content-length:")), 0)
+
+
+@pytest.mark.parametrize("path", ["/api/v1/memories", "/mcp"])
+@committing
+def test_a_body_with_both_transfer_encoding_and_content_length_is_refused_and_the_connection_closed(served, path):
+    """RFC 9112 6.3: such a message may be an attempt at request smuggling. Read by its chunks
+    (as the server de-chunks it) and by its Content-Length (as Django and the MCP SDK read it),
+    it would be two different bodies."""
+    body = b'{"content": "the chunked body"}'
+    request = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               f"Authorization: Bearer mp_unknown\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+               f"{len(body):x}\r\n").encode() + body + b"\r\n0\r\n\r\n"
+    answer, closed = raw_exchange(served.port, request)
+    head, payload = answer.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 400 ") and b"content-type: application/json" in head.lower()
+    assert json.loads(payload)["error"]["code"] == "bad_request"
+    assert closed

@@ -14,6 +14,7 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 
 from memories.models import Memory
+from memory_platform.config import config
 from memory_platform.database import UNREACHABLE_RETRY_SECONDS
 from tenants.context import tenant_context
 from tests import factories
@@ -109,3 +110,21 @@ def test_a_tool_call_that_loses_its_database_answers_503_and_writes_nothing(tena
     response = httpx.post(served.url, content=tool_call("remember_fact", {"content": "Written once it is back"}),
                           headers={**MCP_HEADERS, "Authorization": f"Bearer {key}"}, timeout=30)
     assert response.status_code == 200 and not response.json()["result"]["isError"], response.text
+
+
+@committing
+def test_a_body_too_large_is_refused_with_the_apis_json_413(tenant, served):
+    _, key = tenant
+    limit = config().max_request_bytes
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "pad": "' + b"x" * limit + b'"}'
+
+    def chunks():  # no Content-Length: the server reads it to its limit
+        for start in range(0, len(body), 65536):
+            yield body[start:start + 65536]
+
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
+    for content in (body, chunks()):
+        response = httpx.post(served.url, content=content, headers=headers, timeout=60)
+        assert response.status_code == 413 and response.headers["content-type"] == "application/json"
+        assert response.json()["error"]["code"] == "payload_too_large"
+        assert response.headers["x-content-type-options"] == "nosniff"
