@@ -1,5 +1,14 @@
 """gunicorn settings for `manage.py run`: each web worker loads the embedding model once,
-before its first request, instead of making that request wait for it."""
+before its first request, instead of making that request wait for it; idle connections are
+kept open long enough for polling clients."""
+
+import environ
+
+# Idle keep-alive connections stay open this long (the uvicorn worker takes it as uvicorn's
+# timeout_keep_alive). gunicorn's default, 2 s, raced a client polling every 2 s, whose pooled
+# connection was closed just as it sent its request ("Remote end closed connection without
+# response"). 75 s is what nginx keeps a client's: longer than most clients keep one idle.
+keepalive = environ.Env().int("MEMORY_PLATFORM_KEEPALIVE_SECONDS", default=75)
 
 # The access line: no query string (the store's and the list's carry namespaces, keys and tags,
 # the agents' users' data), no referer or user agent. Under the uvicorn worker ProductApp writes
