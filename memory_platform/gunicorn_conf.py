@@ -1,6 +1,6 @@
 """gunicorn settings for `manage.py run`: each web worker loads the embedding model once,
 before its first request, instead of making that request wait for it; idle connections are
-kept open long enough for polling clients."""
+kept open long enough for polling clients; workers die with their master."""
 
 import environ
 
@@ -24,3 +24,11 @@ def post_worker_init(worker):
     # runs in the database meanwhile, on the other core.
     get_embedder(threads=1)
     get_query_embedder(threads=1)
+
+
+def post_fork(server, worker):
+    from memory_platform.supervision import die_with_parent
+
+    # A master killed with SIGKILL takes its workers along: the uvicorn worker, unlike gunicorn's
+    # own, never checks its parent, and an orphan would keep serving the port unsupervised.
+    die_with_parent(server.pid)

@@ -7,7 +7,9 @@ is retried with supervisord's growing delay (1 s, 2 s, 3 s...) instead of stoppi
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,6 +29,28 @@ class Program:
     # Running this long counts as started; an exit before that is a failed start (backoff).
     start_seconds: int = 5
     stop_seconds: int = 20
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent_pid: int, signal_number: int = signal.SIGTERM) -> bool:
+    """Have Linux send this process `signal_number` when its parent dies (prctl
+    PR_SET_PDEATHSIG), so that a child forked by a supervised program (RQ's scheduler, gunicorn's
+    workers) never outlives it: supervisord's stopasgroup covers the stops it makes, not a
+    SIGKILL from elsewhere, after which an orphan would keep the port or the scheduler's locks.
+    `parent_pid` is the parent at the fork: if it is already gone this process exits at once.
+    False where prctl does not exist (not Linux)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return False
+    if prctl(_PR_SET_PDEATHSIG, signal_number, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent_pid:  # the parent died before the request was made
+        os._exit(1)
+    return True
 
 
 def run_directory(data_dir: Path) -> Path:
