@@ -4,8 +4,13 @@ servers, a free port on 127.0.0.1. The tests run in order against one running pr
 - what it serves is production-safe (DEBUG off, no setting in any error page, CSP and the other
   headers, Secure cookies and HSTS on https only, the kept secret);
 - the banner prints the URLs it serves;
-- supervision: a killed worker or Redis comes back, the web app serves through a 15-second
-  Redis outage (writes accepted, /health degraded), everything is healthy again after;
+- what it logs: routes, not paths; no forwarded address it cannot trust;
+- idle connections outlast a polling client's pauses;
+- supervision: a killed worker or Redis comes back (the worker's scheduler with it, none of
+  the old processes left), so does a killed web master (its workers gone with it), the web app
+  serves through a 15-second Redis outage (writes accepted, /health degraded), and while the
+  database restarts a write gets 201 or JSON 503 with Retry-After; everything is healthy again
+  after;
 - Ctrl-C stops every process, the embedded servers included.
 """
 
@@ -24,15 +29,19 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlencode
 
 import anyio
+import httpx
 import psutil
 import pytest
+import requests
 from django.conf import settings
 
 from memory_platform import supervision
+from memory_platform.log_format import UNMATCHED
 from tests.integrations.mcp.client import data_of, mcp_client
 
 pytestmark = pytest.mark.slow
@@ -256,11 +265,56 @@ def test_the_access_log_names_paths_without_their_query_string(product):
     assert "query-string-value" not in product.output
 
 
+def test_the_access_log_names_routes_not_paths_and_trusts_no_forwarded_address(product):
+    """No proxy is configured: X-Forwarded-For is anyone's to write, and is not logged."""
+    product.request("DELETE", "/api/v1/memories/0b0e7a9e-1111-4111-8111-111111111111/tags/tag-jane-doe",
+                    headers={"Authorization": f"Bearer {product.api_key()}", "X-Forwarded-For": "198.51.100.77"})
+    product.request("GET", "/users/path-jane-doe/notes")
+    wait_until(lambda: f'"GET {UNMATCHED} HTTP/1.1" 404' in product.output, seconds=10, what="the access lines")
+    assert '127.0.0.1 "DELETE /api/v1/memories/<memory_id>/tags/<tag> HTTP/1.1" 404' in product.output
+    assert f"Not Found: {UNMATCHED}" in product.output
+    assert "jane-doe" not in product.output and "198.51.100.77" not in product.output
+
+
+def test_polling_clients_never_race_the_close_of_an_idle_connection(product):
+    """A client polling every 1, 2 and 5 s reuses its connection; the server keeps it open
+    longer than that (MEMORY_PLATFORM_KEEPALIVE_SECONDS), so no request meets a connection the
+    server is closing. requests keeps an idle connection as long as the server does; httpx drops
+    its own after 5 s."""
+    url, headers = f"http://127.0.0.1:{product.port}/api/v1/stats", {"Authorization": f"Bearer {product.api_key()}"}
+    gaps = (0, 1, 1, 2, 2, 5, 5)
+
+    def with_requests() -> set[int]:
+        local_ports = set()
+        with requests.Session() as session:
+            for gap in gaps:
+                time.sleep(gap)
+                response = session.get(url, headers=headers, timeout=30, stream=True)
+                local_ports.add(response.raw.connection.sock.getsockname()[1])
+                assert response.status_code == 200 and response.json()
+        return local_ports
+
+    def with_httpx() -> None:
+        with httpx.Client(timeout=30) as client:
+            for gap in gaps:
+                time.sleep(gap)
+                assert client.get(url, headers=headers).status_code == 200
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        polled_with_requests, polled_with_httpx = pool.submit(with_requests), pool.submit(with_httpx)
+        assert len(polled_with_requests.result()) == 1  # one connection, kept through every gap
+        polled_with_httpx.result()  # raises what httpx raised, if anything
+
+
 # --------------------------------------------------------------------------- supervision
 
 
 def test_a_killed_worker_is_restarted_while_the_app_keeps_serving(product):
+    """...and what it forked (RQ's scheduler) dies with it: none of the old worker's processes
+    is left, and the new worker's own scheduler runs (the locks were let go)."""
     old = product.pid("worker")
+    children = wait_until(lambda: psutil.Process(old).children(recursive=True), seconds=60,
+                          what="the worker's scheduler")
     os.kill(old, signal.SIGKILL)
     assert product.remember("Written while the worker was down")[0] == 201
     assert product.health()[0] == 200
@@ -268,7 +322,23 @@ def test_a_killed_worker_is_restarted_while_the_app_keeps_serving(product):
                      what="a new worker")
     assert psutil.pid_exists(new)
     wait_until(lambda: product.health()[1]["status"] == "ok", seconds=120, what="the worker registered again")
+    _, left = psutil.wait_procs(children, timeout=30)
+    assert left == [], [process.pid for process in left]
+    wait_until(lambda: psutil.Process(new).children(), seconds=60, what="the new worker's scheduler")
     wait_until(lambda: set(product.states().values()) == {"RUNNING"}, seconds=30, what="every program running")
+
+
+def test_a_killed_web_master_takes_its_workers_along(product):
+    """uvicorn's workers never check their parent: orphans would go on serving the port, and
+    keep the new master from binding it."""
+    old = product.pid("web")
+    workers = psutil.Process(old).children(recursive=True)
+    assert workers
+    os.kill(old, signal.SIGKILL)
+    wait_until(lambda: (pid := product.pid("web")) not in (0, old) and pid, seconds=60, what="a new web master")
+    _, left = psutil.wait_procs(workers, timeout=30)
+    assert left == [], [process.pid for process in left]
+    wait_until(lambda: product.health()[0] == 200, seconds=120, what="the web app back")
 
 
 def test_the_app_serves_through_a_redis_outage_and_everything_recovers(product):
@@ -309,17 +379,43 @@ def _postmaster(product) -> int:
     return int((product.data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
 
 
-def test_a_killed_postgres_comes_back(product):
+def test_a_killed_postgres_comes_back_and_writes_meanwhile_are_answered_2xx_or_json_503(product):
     """The supervised watcher sees its postmaster gone, exits, and is started again, which
-    starts PostgreSQL again (crash recovery from its WAL); the web app reconnects."""
+    starts PostgreSQL again (crash recovery from its WAL); the web app reconnects. A client
+    writing all along gets its memory stored (201) or a JSON 503 with Retry-After, nothing else."""
+    headers = {"Authorization": f"Bearer {product.api_key()}", "Content-Type": "application/json"}
+    answers, stop = [], threading.Event()
+
+    def write():
+        while not stop.is_set():
+            body = json.dumps({"content": f"Written around a restart of the database, {len(answers)}"})
+            try:
+                answers.append(product.request("POST", "/api/v1/memories", body=body, headers=headers, timeout=60))
+            except (OSError, http.client.HTTPException) as failure:
+                answers.append((0, None, repr(failure)))
+
     old = _postmaster(product)
-    os.kill(old, signal.SIGKILL)
-    new = wait_until(lambda: (pid := _postmaster(product)) != old and psutil.pid_exists(pid) and pid,
-                     seconds=120, what="a new postmaster")
-    assert "exited: postgres" in product.output
-    wait_until(lambda: product.health()[1]["database"]["ok"], seconds=60, what="the database answering")
-    wait_until(lambda: product.remember(f"Written after the database came back {new}")[0] == 201, seconds=30,
-               what="a write accepted")
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        wait_until(lambda: len(answers) >= 3, seconds=60, what="writes under way")
+        os.kill(old, signal.SIGKILL)
+        wait_until(lambda: (pid := _postmaster(product)) != old and psutil.pid_exists(pid), seconds=120,
+                   what="a new postmaster")
+        assert "exited: postgres" in product.output
+        wait_until(lambda: product.health()[1]["database"]["ok"], seconds=60, what="the database answering")
+        written_back = len(answers)
+        wait_until(lambda: any(status == 201 for status, _, _ in answers[written_back:]), seconds=60,
+                   what="writes accepted again")
+    finally:
+        stop.set()
+        writer.join(timeout=90)
+    refused = [answer for answer in answers if not 200 <= answer[0] < 300]
+    for status, answer_headers, body in refused:
+        assert status == 503, (status, body[:300])
+        assert answer_headers["Content-Type"] == "application/json" and answer_headers["Retry-After"].isdigit()
+        assert json.loads(body)["error"]["code"] == "database_unavailable"
+    assert refused, "no write met the database down: the test did not test it"
 
 
 # --------------------------------------------------------------------------- stopping
