@@ -104,5 +104,6 @@ def test_without_the_database_the_app_is_down_and_says_so_in_json(client):
         default.close()
         default.settings_dict["HOST"], default.settings_dict["PORT"] = reachable
     assert response.status_code == 503 and response["Content-Type"] == "application/json"
+    assert int(response["Retry-After"]) > 0  # as every door answers meanwhile
     body = response.json()
     assert body["status"] == "down" and not body["database"]["ok"] and body["redis"]["ok"]
