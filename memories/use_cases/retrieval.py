@@ -108,11 +108,13 @@ def _sees_every_retrieval(caller: Caller) -> None:
 
 
 def retrieval_event_list(caller: Caller, *, kind: str | None = None, agent=None, created_after=None,
-                         created_before=None) -> QuerySet[RetrievalEvent]:
+                         created_before=None, query_contains: str | None = None) -> QuerySet[RetrievalEvent]:
+    """The organisation's retrieval events, filtered (query_contains: a text within the query,
+    whatever its case)."""
     _sees_every_retrieval(caller)
     found = RetrievalEvent.objects.filter(org_id=caller.org_id)
     for lookup, value in (("kind", kind), ("agent_id", agent), ("created_at__gte", created_after),
-                          ("created_at__lt", created_before)):
+                          ("created_at__lt", created_before), ("query__icontains", query_contains)):
         if value is not None:
             found = found.filter(**{lookup: value})
     return found
