@@ -3,7 +3,9 @@
 Every console URL names its organisation (/console/<slug>/...). A view decorated with
 `console_view(role)` runs only for a signed-in operator who is a member of that organisation
 with at least `role`, and runs as that organisation: row-level security then hides every
-other organisation's rows, so another organisation's object is a 404 like a missing one.
+other organisation's rows, so another organisation's object is a 404 like a missing one. The
+operator is the request's Caller (`request.caller`), reaching the whole organisation, its
+changes recorded as theirs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from console.responses import failed
+from memories.access import Caller
 from tenants import context
 from tenants.models import Membership
 
@@ -62,6 +65,7 @@ def console_view(role: str = VIEWER):
                 raise Http404("no such organisation")
             context.activate_org(membership.org_id)
             request.org, request.membership, request.memberships = membership.org, membership, memberships
+            request.caller = Caller.operator(membership.org_id, request.user)  # what the use cases take
             if not may(membership, role):
                 if request.htmx:
                     return failed(request, f"This needs the {role} role.", "", status=403)

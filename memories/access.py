@@ -1,4 +1,9 @@
-"""What an API key may reach inside its organisation.
+"""Who calls, and what they may reach inside their organisation.
+
+Every door (the REST API, the LangGraph store API, MCP, the console, jobs) builds one Caller
+when it authenticates: the organisation, the agent or operator, the reach of its key, and who
+a change is recorded as. The use cases (memories.use_cases) take it and enforce its reach
+themselves; a door never checks reach.
 
 By default an agent's key reaches its whole organisation: agents of one organisation share
 what they remember, and any of them may read, change and delete any memory of it. A key may
@@ -9,17 +14,19 @@ be issued narrower (ApiKey.namespaces, ApiKey.read_only):
   organisation's memory is), and a write elsewhere is refused (403);
 - read-only, it may read and search (searches are POSTs), never write.
 
-Each door (the REST API today) asks its key's reach before it calls a service or a selector;
-row-level security still keeps organisations apart underneath.
+Row-level security still keeps organisations apart underneath.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any
 
 from django.db.models import F, Lookup, Q
 
 from memories.errors import OutOfReach
+from memories.models import MemoryVersion
 
 # --------------------------------------------------------------------------- under a namespace prefix
 # One rule, three spellings built from it: in Python (under_namespace), as SQL (namespace_sql,
@@ -110,3 +117,70 @@ class KeyReach:
 
 
 EVERYWHERE = KeyReach()
+
+
+@dataclass
+class Actor:
+    """Who makes a change, as the version row records it."""
+
+    changed_by_type: str = MemoryVersion.ChangedByType.AGENT
+    agent_id: uuid.UUID | None = None
+    user: Any = None
+    reason: str = ""
+
+    def because(self, reason: str) -> Actor:
+        """The same actor, recording another reason (one version among several it writes)."""
+        return replace(self, reason=reason)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks: built once by a door's authentication, taken by every use case.
+
+    An agent calls with an API key (its reach is the key's); an operator calls from the
+    console (the whole organisation; changes recorded as theirs); a job or a command calls
+    as the service (the whole organisation, changes recorded as the system's)."""
+
+    org_id: uuid.UUID
+    agent_id: uuid.UUID | None = None
+    user: Any = None
+    api_key_id: uuid.UUID | None = None
+    reach: KeyReach = EVERYWHERE
+
+    @classmethod
+    def of_key(cls, api_key) -> Caller:
+        return cls(org_id=api_key.org_id, agent_id=api_key.agent_id, api_key_id=api_key.pk,
+                   reach=KeyReach.of(api_key))
+
+    @classmethod
+    def operator(cls, org_id, user) -> Caller:
+        return cls(org_id=org_id, user=user)
+
+    @classmethod
+    def service(cls, org_id) -> Caller:
+        return cls(org_id=org_id)
+
+    def actor(self, reason: str = "") -> Actor:
+        if self.agent_id is not None:
+            return Actor(agent_id=self.agent_id, reason=reason)
+        if self.user is not None:
+            return Actor(changed_by_type=MemoryVersion.ChangedByType.USER, user=self.user, reason=reason)
+        return Actor(changed_by_type=MemoryVersion.ChangedByType.SYSTEM, reason=reason)
+
+    @property
+    def limited(self) -> bool:
+        """Whether the caller reaches less than the whole organisation."""
+        return self.reach.limited
+
+    def covers(self, namespace: str) -> bool:
+        return self.reach.covers(namespace)
+
+    def memories(self, path: str = "") -> Q:
+        return self.reach.memories(path)
+
+    def check_writable(self) -> None:
+        if self.reach.read_only:
+            raise OutOfReach("this API key is read-only")
+
+    def check_write(self, namespace: str, *, field: str = "namespace") -> None:
+        self.reach.check_write(namespace, field=field)

@@ -45,14 +45,6 @@ def memory_get(*, org_id, memory_id, include_deleted: bool = True, include_expir
         raise NotFound(f"memory {memory_id} not found") from None
 
 
-def memory_refresh_ttl(*, org_id, memory_ids) -> int:
-    """A read that refreshes (seed 003 / LangGraph's refresh_ttl): each of these memories that
-    was written with a time to live, and has not expired, expires that long from now again.
-    Not a change of the memory: no version, the same ETag. Returns how many moved."""
-    return (Memory.objects.filter(NOT_EXPIRED, org_id=org_id, pk__in=list(memory_ids), ttl_seconds__isnull=False)
-            .update(expires_at=RawSQL("now() + make_interval(secs => ttl_seconds)", [])))
-
-
 def memory_list(*, org_id, category=None, status=None, memory_type=None, agent=None, session=None,
                 namespace=None, tag=None, created_after=None, created_before=None,
                 include_deleted: bool = False, include_expired: bool = False, **ignored) -> QuerySet:
@@ -97,24 +89,20 @@ def memory_tags(*, org_id, memory_id) -> list[str]:
 # --------------------------------------------------------------------------- the namespace store
 
 
-def store_get(*, org_id, scope: str, key: str, refresh_ttl: bool = False) -> Memory:
-    """The store item at namespace and key. refresh_ttl: if it was written with a time to live,
-    it expires that long from now again (an item without one costs no write)."""
+def store_get(*, org_id, scope: str, key: str) -> Memory:
+    """The store item at namespace and key."""
     memory = _with_tags(Memory.objects.filter(NOT_EXPIRED, org_id=org_id, scope=scope, key=key,
                                               deleted_at__isnull=True)).first()
     if memory is None:
         raise NotFound(f"no item {key!r} in namespace {scope!r}", field="key")
-    if refresh_ttl and memory.ttl_seconds:
-        memory_refresh_ttl(org_id=org_id, memory_ids=[memory.pk])
     return memory
 
 
 def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, limit: int = 10, offset: int = 0,
-                reach: KeyReach = EVERYWHERE, refresh_ttl: bool = False, exactly: bool = False) -> list[Memory]:
+                reach: KeyReach = EVERYWHERE, exactly: bool = False) -> list[Memory]:
     """LangGraph's search without a query: the items under a namespace prefix ("" for all)
     whose value passes the filter (memories.store_values), the last updated first, `offset`
-    of them skipped. refresh_ttl: those returned that were written with a time to live expire
-    that long from now again. exactly: the items of the namespace `prefix` alone."""
+    of them skipped. exactly: the items of the namespace `prefix` alone."""
     queryset = Memory.objects.filter(NOT_EXPIRED, reach.memories(), org_id=org_id, key__isnull=False,
                                      deleted_at__isnull=True)
     if exactly:  # the namespace itself, none under it
@@ -124,10 +112,7 @@ def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, l
     if value_filter:
         sql, params = store_values.filter_sql(store_values.filter_conditions(value_filter), '"memories"."metadata"')
         queryset = queryset.filter(RawSQL(sql, params, output_field=BooleanField()))
-    items = list(queryset.order_by("-updated_at", "id")[offset:offset + limit])
-    if refresh_ttl and (expiring := [item.pk for item in items if item.ttl_seconds]):
-        memory_refresh_ttl(org_id=org_id, memory_ids=expiring)
-    return items
+    return list(queryset.order_by("-updated_at", "id")[offset:offset + limit])
 
 
 # LangGraph's list_namespaces over the namespaces that hold items: a namespace is its labels

@@ -13,8 +13,10 @@ from datetime import timedelta
 
 from django.db import connection
 from django.utils import timezone
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, permissions
 
+from memories.access import Caller
+from memories.errors import OutOfReach
 from tenants import context, throttles
 from tenants.models import Agent, ApiKey, Organization
 from tenants.services import api_key_hash
@@ -24,10 +26,12 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one write per key per min
 
 @dataclass(frozen=True)
 class AgentPrincipal:
-    """The caller of an API request: what request.user is for agents."""
+    """An API key's agent: what request.user is for agents. `caller` is what every use case
+    takes (memories.access.Caller), built here once for every door that takes a key."""
 
     agent: Agent
     api_key: ApiKey
+    caller: Caller
     is_authenticated: bool = True
     is_anonymous: bool = False
 
@@ -133,4 +137,18 @@ def authenticate_key(key: str) -> AgentPrincipal:
     now = timezone.now()
     if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=api_key.pk, org_id=api_key.org_id).update(last_used_at=now)
-    return AgentPrincipal(agent=agent, api_key=api_key)
+    return AgentPrincipal(agent=agent, api_key=api_key, caller=Caller.of_key(api_key))
+
+
+class KeyMayAct(permissions.IsAuthenticated):
+    """An authenticated key; a read-only one's request that would write is refused before its
+    body is read, whatever the body (the use cases refuse its writes too: this answers first).
+    A view whose POST only reads (a search) says so with `reads_only = True`."""
+
+    def has_permission(self, request, view) -> bool:
+        if not super().has_permission(request, view):
+            return False
+        if (request.method not in permissions.SAFE_METHODS and not getattr(view, "reads_only", False)
+                and request.user.caller.reach.read_only):
+            raise OutOfReach("this API key is read-only")
+        return True

@@ -7,22 +7,20 @@ from django.views.decorators.http import require_GET, require_POST
 from console.access import OPERATOR, VIEWER, console_view, may
 from console.forms import ResolveForm
 from console.responses import INVALID, done, failed, page
-from memories import conflicts
 from memories.errors import MemoryServiceError, NotFound
 from memories.models import MemoryTag
+from memories.use_cases import review
 
 
 @require_GET
 @console_view(VIEWER)
 def conflict_list(request):
-    return page(request, "console/conflict_list.html", {"conflicts": conflicts.open_conflicts(org_id=request.org.id)})
+    return page(request, "console/conflict_list.html", {"conflicts": review.conflict_list(request.caller)})
 
 
 def _conflict(request, kind, conflict_id):
-    if kind not in conflicts.KINDS:
-        raise Http404("no such kind of conflict")
     try:
-        return conflicts.conflict_get(org_id=request.org.id, kind=kind, conflict_id=conflict_id)
+        return review.conflict_get(request.caller, kind=kind, conflict_id=conflict_id)
     except NotFound:
         raise Http404("no such open conflict") from None
 
@@ -54,9 +52,9 @@ def conflict_resolve(request, kind, conflict_id):
     if form.is_valid():
         data = form.cleaned_data
         try:
-            standing = conflicts.conflict_resolve(
-                org_id=request.org.id, kind=kind, conflict_id=conflict.id, resolution=data["resolution"],
-                user=request.user, keep_id=data["keep"], content=data["content"], reason=data["reason"])
+            standing = review.conflict_resolve(
+                request.caller, kind=kind, conflict_id=conflict.id, resolution=data["resolution"],
+                keep_id=data["keep"], content=data["content"], reason=data["reason"])
         except MemoryServiceError as error:
             form.add_error(error.field if error.field in form.fields else None, error.message)
         else:

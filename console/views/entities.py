@@ -10,9 +10,9 @@ from django.views.decorators.http import require_GET
 from console.access import VIEWER, console_view
 from console.forms import EntityFilterForm
 from console.responses import page
-from memories import selectors
 from memories.errors import NotFound
 from memories.models import Entity
+from memories.use_cases import lifecycle
 
 PAGE_SIZE = 50
 FACTS_SHOWN = 50
@@ -26,7 +26,7 @@ def entity_list(request):
     entities = Entity.objects.none()
     if form.is_valid():
         data = form.cleaned_data
-        entities = selectors.entity_list(org_id=request.org.id, namespace=data["namespace"].strip() or None,
+        entities = lifecycle.entity_list(request.caller, namespace=data["namespace"].strip() or None,
                                          kind=data["kind"] or None, query=data["q"].strip() or None)
     state = request.GET.copy()
     state.pop("page", None)
@@ -38,13 +38,12 @@ def entity_list(request):
 @require_GET
 @console_view(VIEWER)
 def entity_detail(request, entity_id):
-    try:
-        entity = selectors.entity_get(org_id=request.org.id, entity_id=entity_id)
+    try:  # one more than shown: whether there are more, to say so
+        entity = lifecycle.entity_detail(request.caller, entity_id=entity_id, facts=FACTS_SHOWN + 1,
+                                         timeline=TIMELINE_SHOWN + 1)
     except NotFound:
         raise Http404("no such entity") from None
-    # One more than shown: whether there are more to say so.
-    facts = selectors.entity_facts(org_id=request.org.id, entity_id=entity.pk, limit=FACTS_SHOWN + 1)
-    timeline = selectors.entity_timeline(org_id=request.org.id, entity_id=entity.pk, limit=TIMELINE_SHOWN + 1)
+    facts, timeline = entity.facts, entity.timeline
     return page(request, "console/entity_detail.html", {
         "entity": entity,
         "attributes": json.dumps(entity.attributes, indent=2, sort_keys=True, ensure_ascii=False) if entity.attributes

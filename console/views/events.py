@@ -10,7 +10,7 @@ from console.forms import EventFilterForm
 from console.responses import failed, page
 from memories.errors import Conflict, NotFound
 from memories.models import Memory, RetrievalEvent
-from memories.retrieval.events import retrieval_event_get, retrieval_event_replay
+from memories.use_cases import retrieval
 from tenants.models import Agent
 
 PAGE_SIZE = 50
@@ -21,15 +21,12 @@ PAGE_SIZE = 50
 def event_list(request):
     agents = list(Agent.objects.filter(org_id=request.org.id))
     form = EventFilterForm(request.GET, agents=agents)
-    events = RetrievalEvent.objects.filter(org_id=request.org.id).select_related("agent", "user").order_by(
-        "-created_at", "-id")
+    asked = {}
     if form.is_valid():
-        if form.cleaned_data["agent"]:
-            events = events.filter(agent_id=form.cleaned_data["agent"])
-        if form.cleaned_data["kind"]:
-            events = events.filter(kind=form.cleaned_data["kind"])
-        if form.cleaned_data["q"]:
-            events = events.filter(query__icontains=form.cleaned_data["q"])
+        asked = {"agent": form.cleaned_data["agent"] or None, "kind": form.cleaned_data["kind"] or None,
+                 "query_contains": form.cleaned_data["q"] or None}
+    events = (retrieval.retrieval_event_list(request.caller, **asked).select_related("agent", "user")
+              .order_by("-created_at", "-id"))
     state = request.GET.copy()
     state.pop("page", None)
     return page(request, "console/event_list.html",
@@ -39,7 +36,7 @@ def event_list(request):
 
 def _event(request, event_id) -> RetrievalEvent:
     try:
-        return retrieval_event_get(org_id=request.org.id, event_id=event_id)
+        return retrieval.retrieval_event_get(request.caller, event_id)
     except NotFound:
         raise Http404("no such retrieval event") from None
 
@@ -68,7 +65,7 @@ def event_detail(request, event_id):
 def event_replay(request, event_id):
     event = _event(request, event_id)
     try:
-        replay = retrieval_event_replay(org_id=request.org.id, event_id=event.pk, user=request.user)
+        replay = retrieval.retrieval_event_replay(request.caller, event.pk)
     except Conflict as refused:  # asked with redacted values: it cannot be asked again
         return failed(request, refused.message, reverse("console:event", args=[request.org.slug, event.pk]))
     return page(request, "console/event_detail.html", {

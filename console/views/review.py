@@ -7,10 +7,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console.access import OPERATOR, VIEWER, console_view, may
 from console.forms import ReasonForm
-from console.responses import INVALID, actor, done, failed, page
+from console.responses import INVALID, done, failed, page
 from memories.errors import MemoryServiceError, NotFound
 from memories.models import Memory
-from memories.writes import review
+from memories.use_cases import review
 
 PAGE_SIZE = 50
 
@@ -34,15 +34,14 @@ def review_decide(request, memory_id, decision):
     back = reverse("console:review", args=[request.org.slug])
     try:
         if decision == "approve":
-            review.memory_approve(org_id=request.org.id, memory_id=memory_id, actor=actor(request))
+            review.memory_approve(request.caller, memory_id)
             message = "Approved: the memory is live."
         elif decision == "reject":
             form = ReasonForm(request.POST)
             if not form.is_valid():
                 return failed(request, "Say why the memory is rejected (the reason is kept in its history).", back,
                               status=INVALID)
-            review.memory_reject(org_id=request.org.id, memory_id=memory_id,
-                                 actor=actor(request, form.cleaned_data["reason"]))
+            review.memory_reject(request.caller, memory_id, reason=form.cleaned_data["reason"])
             message = "Rejected and archived."
         else:
             raise Http404("no such decision")

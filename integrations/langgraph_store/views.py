@@ -9,7 +9,7 @@
 
 Authenticated, rate limited and scoped by the API key like the rest of the API (AgentAPIView:
 `x-api-key`, which the SDK sends, or `Authorization: Bearer`). Views parse and shape; the
-store's services and selectors decide. Where the reference server answers 422 (a body or a
+store's use cases (memories.use_cases.store) decide, as they do for MCP's store tools. Where the reference server answers 422 (a body or a
 namespace that fails validation) so does this door, with the platform's error body naming the
 field; the SDK raises it with that message.
 """
@@ -22,17 +22,11 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from integrations.langgraph_store import serializers as s
-from memories import selectors
 from memories.api.schema import documented, documented_error
 from memories.api.serializers import query_data
 from memories.api.views import AgentAPIView
 from memories.errors import NotFound
-from memories.models import RetrievalEvent
-from memories.retrieval import events
-from memories.retrieval.filters import SearchFilters
-from memories.retrieval.store import store_search
-from memories.store_values import filter_conditions
-from memories.writes import store
+from memories.use_cases import store
 
 ITEM_PROPERTIES = {
     "namespace": {"type": "array", "items": {"type": "string"}},
@@ -72,9 +66,8 @@ class StoreItemView(LangGraphStoreView):
                 errors=INVALID, operation_id="store_put_item")
     def put(self, request):
         body = self.validated(s.PutItemSerializer, request.data)
-        self.reach.check_write(body["namespace"])
-        store.store_put(org_id=self.org_id, agent_id=self.agent_id, scope=body["namespace"], key=body["key"],
-                        value=body["value"], index=body["index"], ttl=body["ttl"], actor=self.actor())
+        store.store_put(self.caller, namespace=body["namespace"], key=body["key"], value=body["value"],
+                        index=body["index"], ttl=body["ttl"])
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @documented(summary="Get an item (LangGraph's get_item); null when there is none", response=ITEM_OR_NULL,
@@ -82,14 +75,10 @@ class StoreItemView(LangGraphStoreView):
                 operation_id="store_get_item")
     def get(self, request):
         where = self.validated(s.GetItemQuerySerializer, query_data(request.query_params, ()))
-        memory = None
-        if self.reach.covers(where["namespace"]):  # out of reach is missing, as another organisation's
-            try:
-                memory = selectors.store_get(org_id=self.org_id, scope=where["namespace"], key=where["key"],
-                                             refresh_ttl=where["refresh_ttl"])
-            except NotFound:
-                pass
-        if memory is None:  # the reference server's answer: JSON null, not an empty body
+        try:
+            memory = store.store_get(self.caller, namespace=where["namespace"], key=where["key"],
+                                     refresh_ttl=where["refresh_ttl"])
+        except NotFound:  # the reference server's answer: JSON null, not an empty body
             return HttpResponse(b"null", content_type="application/json")
         return Response(s.ItemSerializer(memory).data)
 
@@ -99,8 +88,7 @@ class StoreItemView(LangGraphStoreView):
                 operation_id="store_delete_item")
     def delete(self, request):
         body = self.validated(s.DeleteItemSerializer, request.data)
-        self.reach.check_write(body["namespace"])
-        store.store_delete(org_id=self.org_id, scope=body["namespace"], key=body["key"], actor=self.actor())
+        store.store_delete(self.caller, namespace=body["namespace"], key=body["key"])
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -124,29 +112,11 @@ class StoreSearchView(LangGraphStoreView):
         errors=INVALID, operation_id="store_search_items")
     def post(self, request):
         body = self.validated(s.SearchItemsSerializer, request.data)
-        filter_conditions(body["filter"])  # a bad filter is named before anything runs
-        refresh_ttl = body["refresh_ttl"] is not False  # LangGraph's default: reads refresh
-        if not body["query"]:
-            found = selectors.store_items(org_id=self.org_id, prefix=body["namespace_prefix"],
-                                          value_filter=body["filter"], limit=body["limit"], offset=body["offset"],
-                                          reach=self.reach, refresh_ttl=refresh_ttl)
-            return Response({"items": s.SearchItemSerializer([(memory, None) for memory in found], many=True).data})
-        filters = SearchFilters(namespace=body["namespace_prefix"] or None, within=self.reach.namespaces,
-                                store_items=True, value_filter=body["filter"] or None)
-        outcome = store_search(org_id=self.org_id, query=body["query"], filters=filters, limit=body["limit"],
-                               offset=body["offset"])
-        if body["threshold"] is not None and not outcome.degraded:
-            outcome.results = [result for result in outcome.results if result.score >= body["threshold"]]
-        events.retrieval_event_record(
-            org_id=self.org_id, kind=RetrievalEvent.Kind.NAMESPACE_SEARCH, query=body["query"],
-            scope=body["namespace_prefix"], filters=filters,
-            request={"limit": body["offset"] + body["limit"], "offset": body["offset"], "mode": "vector", "expand": 0,
-                     "threshold": body["threshold"] or 0.0},
-            outcome=outcome, agent_id=self.agent_id)
-        if refresh_ttl and (expiring := [r.memory.pk for r in outcome.results if r.memory.ttl_seconds]):
-            selectors.memory_refresh_ttl(org_id=self.org_id, memory_ids=expiring)
-        scored = [(r.memory, None if outcome.degraded else r.score) for r in outcome.results]
-        return Response({"items": s.SearchItemSerializer(scored, many=True).data})
+        found = store.store_search(self.caller, namespace_prefix=body["namespace_prefix"],
+                                   value_filter=body["filter"], limit=body["limit"], offset=body["offset"],
+                                   query=body["query"], threshold=body["threshold"],
+                                   refresh_ttl=body["refresh_ttl"] is not False)  # LangGraph's default: reads refresh
+        return Response({"items": s.SearchItemSerializer(found, many=True).data})
 
 
 class StoreNamespacesView(LangGraphStoreView):
@@ -162,8 +132,7 @@ class StoreNamespacesView(LangGraphStoreView):
                 errors=INVALID, operation_id="store_list_namespaces")
     def post(self, request):
         body = self.validated(s.ListNamespacesSerializer, request.data)
-        namespaces = selectors.store_namespaces(org_id=self.org_id, prefix=body["prefix"], suffix=body["suffix"],
-                                                max_depth=body["max_depth"], limit=body["limit"],
-                                                offset=body["offset"], reach=self.reach)
+        namespaces = store.store_namespaces(self.caller, prefix=body["prefix"], suffix=body["suffix"],
+                                            max_depth=body["max_depth"], limit=body["limit"], offset=body["offset"])
         return Response({"namespaces": namespaces})
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
@@ -24,12 +22,10 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from rest_framework import exceptions
 
-from memories import selectors
-from memories.access import KeyReach
+from memories.access import Caller
 from memories.api import storable
 from memories.api.errors import database_unreachable_body, flatten
-from memories.errors import MemoryServiceError, NotFound, OutOfReach
-from memories.writes.kernel import Actor
+from memories.errors import MemoryServiceError
 from memory_platform import database
 from tenants import context, throttles
 
@@ -49,47 +45,19 @@ CALL_THREADS = 4
 _limiters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-@dataclass(frozen=True)
-class Caller:
-    """An API key's agent: its organisation, itself, and what its key reaches."""
-
-    org_id: uuid.UUID
-    agent_id: uuid.UUID
-    api_key_id: uuid.UUID
-    reach: KeyReach
-
-    @classmethod
-    def of(cls, principal) -> Caller:
-        return cls(org_id=principal.org_id, agent_id=principal.agent_id, api_key_id=principal.api_key.pk,
-                   reach=KeyReach.of(principal.api_key))
-
-    def count_against(self, rate_name: str) -> None:
-        """A heavier call's own rate (the REST API's search scope): refused past it."""
-        wait = throttles.api_key_request_counted(self.api_key_id, rate_name)
-        if wait is not None:
-            raise RateLimitedCall(f"too many {rate_name} calls for this API key; retry after {wait} s")
-
-    def actor(self, reason: str = "") -> Actor:
-        return Actor(agent_id=self.agent_id, reason=reason)
-
-    def check_writable(self) -> None:
-        if self.reach.read_only:
-            raise OutOfReach("this API key is read-only")
-
-    def memory_in_reach(self, memory_id):
-        """The memory, if this key reaches it; missing otherwise, as another organisation's is."""
-        memory = selectors.memory_get(org_id=self.org_id, memory_id=memory_id)
-        if not self.reach.covers(memory.scope):
-            raise NotFound(f"memory {memory_id} not found", field="memory_id")
-        return memory
-
-
 class RateLimitedCall(MemoryServiceError):
     code = "rate_limited"
 
 
 class DatabaseUnreachable(ToolError):
     """A tool call that could not reach the database (the HTTP layer answers 503 for it)."""
+
+
+def count_against(caller: Caller, rate_name: str) -> None:
+    """A heavier call's own rate (the REST API's search scope): refused past it."""
+    wait = throttles.api_key_request_counted(caller.api_key_id, rate_name)
+    if wait is not None:
+        raise RateLimitedCall(f"too many {rate_name} calls for this API key; retry after {wait} s")
 
 
 def caller_of(ctx: Context) -> Caller:

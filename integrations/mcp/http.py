@@ -20,7 +20,8 @@ from rest_framework import exceptions
 from starlette.applications import Starlette
 
 from integrations.mcp import tools
-from integrations.mcp.boundary import CALLER_SCOPE_KEY, UNREACHABLE_SCOPE_KEY, Caller, on_call_thread
+from integrations.mcp.boundary import CALLER_SCOPE_KEY, UNREACHABLE_SCOPE_KEY, on_call_thread
+from memories.access import Caller
 from memories.api.errors import database_unreachable_body, error_body
 from memory_platform import database
 from memory_platform.config import config
@@ -83,7 +84,7 @@ def _admitted(header: bytes | None, meta: dict) -> Caller:
             wait = throttles.api_key_request_counted(principal.api_key.pk, rate_name)
             if wait is not None:
                 raise throttles.RateLimited(wait=wait, detail="Too many requests for this API key.")
-        return Caller.of(principal)
+        return principal.caller
     finally:
         close_old_connections()
 

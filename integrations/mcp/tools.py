@@ -1,6 +1,6 @@
 """The tools an agent's language model calls (seed 004's, and the namespace store's), each a
-thin adapter: the REST API's serializers validate the arguments (one set of rules), the key's
-reach is asked as the API's views ask it, and the same services and selectors do the work.
+thin adapter: the REST API's serializers validate the arguments (one set of rules), and the
+same use cases (memories.use_cases) do the work within the key's reach, as for the REST API.
 Results are JSON text; a refusal is a tool error whose message says what to fix."""
 
 from __future__ import annotations
@@ -14,14 +14,11 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from integrations.langgraph_store import serializers as lg
-from integrations.mcp.boundary import Caller, in_tenant
-from memories import selectors
+from integrations.mcp.boundary import count_against, in_tenant
+from memories.access import Caller
 from memories.api import serializers as s
 from memories.errors import InvalidInput, NotFound
-from memories.lifecycle import decay, stats
-from memories.models import RetrievalEvent
-from memories.retrieval import events, explain, pipeline
-from memories.writes import change, create, store
+from memories.use_cases import lifecycle, records, retrieval, store
 
 # What a language model needs of a memory; the REST API's full record is one GET away.
 BRIEF_FIELDS = ("id", "content", "namespace", "category", "memory_type", "status", "confidence", "importance",
@@ -96,18 +93,14 @@ async def search_memory(
     body = given(query=query, limit=limit, expand=expand, filters=filters or None)
 
     def work(caller: Caller):
-        caller.count_against("search")
+        count_against(caller, "search")
         request = validated(s.SearchRequestSerializer, body)
-        search_filters = s.SearchFiltersSerializer.to_filters(request.get("filters", {}))
-        search_filters.within = caller.reach.namespaces
-        outcome = pipeline.memory_search(org_id=caller.org_id, query=request["query"], filters=search_filters,
-                                         limit=request["limit"], mode=request["mode"], expand=request["expand"])
-        event = events.retrieval_event_record(
-            org_id=caller.org_id, kind=RetrievalEvent.Kind.SEARCH, query=request["query"],
-            scope=search_filters.namespace or "", filters=search_filters,
-            request={k: request[k] for k in ("limit", "mode", "expand")}, outcome=outcome, agent_id=caller.agent_id)
-        return {"results": [{**brief(result.memory), "score": round(result.score, 4)} for result in outcome.results],
-                "understood": outcome.understood, "retrieval_event_id": str(event.pk)}
+        found = retrieval.memory_search(caller, query=request["query"],
+                                        filters=s.SearchFiltersSerializer.to_filters(request.get("filters", {})),
+                                        limit=request["limit"], mode=request["mode"], expand=request["expand"])
+        return {"results": [{**brief(result.memory), "score": round(result.score, 4)}
+                            for result in found.outcome.results],
+                "understood": found.outcome.understood, "retrieval_event_id": str(found.event.pk)}
 
     return as_text(await in_tenant(ctx, body, work))
 
@@ -136,8 +129,7 @@ async def remember_fact(
     def work(caller: Caller):
         fields = validated(s.MemoryCreateSerializer, body)
         fields.pop("namespace", None)
-        caller.reach.check_write(fields.get("scope", ""))
-        result = create.memory_create(org_id=caller.org_id, agent_id=caller.agent_id, **fields)
+        result = records.memory_create(caller, fields)
         return {"memory": brief(result.memory), "created": result.created, "deduplicated": result.deduplicated,
                 "near_duplicates": s.WriteResultSerializer(result).data["near_duplicates"]}
 
@@ -155,14 +147,10 @@ async def correct_fact(
     body = given(content=content, reason=reason)
 
     def work(caller: Caller):
-        caller.check_writable()
-        caller.memory_in_reach(memory_id)
         request = validated(s.SupersedeSerializer, body)
-        old, result = change.memory_supersede(
-            org_id=caller.org_id, memory_id=memory_id, agent_id=caller.agent_id, content=request.pop("content"),
-            reason=request.pop("reason", ""), actor=caller.actor(), **request)
-        return {"superseded": brief(selectors.memory_get(org_id=caller.org_id, memory_id=old.pk)),
-                "memory": brief(result.memory)}
+        old, result = records.memory_supersede(caller, memory_id, content=request.pop("content"),
+                                               reason=request.pop("reason", ""), **request)
+        return {"superseded": brief(old), "memory": brief(result.memory)}
 
     return as_text(await in_tenant(ctx, {**body, "memory_id": str(memory_id)}, work))
 
@@ -171,10 +159,7 @@ async def confirm_fact(ctx: Context, memory_id: MemoryId) -> str:
     """Confirm a fact the user has verified: confidence becomes 1.0 and it never fades (protected from decay)."""
 
     def work(caller: Caller):
-        caller.check_writable()
-        caller.memory_in_reach(memory_id)
-        change.memory_confirm(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor())
-        return {"memory": brief(selectors.memory_get(org_id=caller.org_id, memory_id=memory_id))}
+        return {"memory": brief(records.memory_confirm(caller, memory_id))}
 
     return as_text(await in_tenant(ctx, {"memory_id": str(memory_id)}, work))
 
@@ -184,10 +169,7 @@ async def forget(ctx: Context, memory_id: MemoryId) -> str:
     restore it). Use correct_fact instead when the fact changed rather than was wrong to keep."""
 
     def work(caller: Caller):
-        caller.check_writable()
-        caller.memory_in_reach(memory_id)
-        change.memory_delete(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor())
-        memory = selectors.memory_get(org_id=caller.org_id, memory_id=memory_id)
+        memory = records.memory_delete(caller, memory_id)
         return {"forgotten": str(memory.pk), "deleted_at": memory.deleted_at}
 
     return as_text(await in_tenant(ctx, {"memory_id": str(memory_id)}, work))
@@ -207,19 +189,14 @@ async def get_entity_info(
     def work(caller: Caller):
         if (name is None) == (entity_id is None):
             raise InvalidInput("give a name or an entity_id, one of them", field="name")
-        if entity_id is not None:
-            entity = selectors.entity_get(org_id=caller.org_id, entity_id=entity_id, reach=caller.reach)
-        else:
+        entity = None
+        if entity_id is None:
             where = validated(s.EntityListQuerySerializer, query)
-            entity = selectors.entity_list(org_id=caller.org_id, namespace=where.get("namespace"),
-                                           query=where["q"], reach=caller.reach).first()
+            entity = lifecycle.entity_list(caller, namespace=where.get("namespace"), query=where["q"]).first()
             if entity is None:
                 raise NotFound(f"no entity named {name!r} is remembered", field="name")
-        entity.facts = selectors.entity_facts(org_id=caller.org_id, entity_id=entity.pk, limit=FACTS_SHOWN,
-                                              reach=caller.reach)
-        entity.timeline = selectors.entity_timeline(org_id=caller.org_id, entity_id=entity.pk,
-                                                    limit=TIMELINE_SHOWN, reach=caller.reach)
-        return s.EntityDetailSerializer(entity).data
+        return s.EntityDetailSerializer(lifecycle.entity_detail(caller, entity, entity_id=entity_id,
+                                                                facts=FACTS_SHOWN, timeline=TIMELINE_SHOWN)).data
 
     return as_text(await in_tenant(ctx, query, work))
 
@@ -231,7 +208,7 @@ async def memory_stats(ctx: Context, namespace: NamespacePrefix = None) -> str:
 
     def work(caller: Caller):
         where = validated(s.StatsQuerySerializer, query)
-        return stats.memory_stats(org_id=caller.org_id, namespace=where.get("namespace"), reach=caller.reach)
+        return lifecycle.memory_stats(caller, namespace=where.get("namespace"))
 
     return as_text(await in_tenant(ctx, query, work))
 
@@ -242,10 +219,7 @@ async def explain_fact(ctx: Context, memory_id: MemoryId) -> str:
     searches that returned it."""
 
     def work(caller: Caller):
-        memory = caller.memory_in_reach(memory_id)
-        explanation = explain.memory_explain(org_id=caller.org_id, memory=memory, reach=caller.reach,
-                                             with_retrievals=not caller.reach.limited)
-        return s.ExplanationSerializer(explanation).data
+        return s.ExplanationSerializer(records.memory_explain(caller, memory_id)).data
 
     return as_text(await in_tenant(ctx, {"memory_id": str(memory_id)}, work))
 
@@ -263,9 +237,8 @@ async def weak_facts(
 
     def work(caller: Caller):
         where = validated(s.WeakQuerySerializer, query)
-        fading, count = decay.weak_memories(org_id=caller.org_id, below=where.get("below"),
-                                            namespace=where.get("namespace"), limit=where["limit"],
-                                            offset=where["offset"], reach=caller.reach)
+        fading, count = lifecycle.weak_memories(caller, below=where.get("below"), namespace=where.get("namespace"),
+                                                limit=where["limit"], offset=where["offset"])
         return {"count": count, "results": [{**brief(item.memory), "strength": round(item.strength, 4),
                                              "archived_after": item.archived_after} for item in fading]}
 
@@ -285,13 +258,9 @@ def store_item(memory) -> dict:
     return lg.ItemSerializer(memory).data
 
 
-def store_where(caller: Caller, namespace: list[str], key: str) -> dict:
-    """The item's namespace (as a scope) and key, checked; one out of the key's reach is missing
-    to it, as any absent item."""
-    where = validated(lg.DeleteItemSerializer, {"namespace": namespace, "key": key})
-    if not caller.reach.covers(where["namespace"]):
-        raise NotFound(f"no item {where['key']!r} in namespace {where['namespace']!r}", field="key")
-    return where
+def store_where(namespace: list[str], key: str) -> dict:
+    """The item's namespace (as the store keeps it) and key, checked."""
+    return validated(lg.DeleteItemSerializer, {"namespace": namespace, "key": key})
 
 
 async def store_put(
@@ -312,10 +281,8 @@ async def store_put(
 
     def work(caller: Caller):
         request = validated(lg.PutItemSerializer, body)
-        caller.reach.check_write(request["namespace"])
-        result = store.store_put(org_id=caller.org_id, agent_id=caller.agent_id, scope=request["namespace"],
-                                 key=request["key"], value=request["value"], index=request["index"],
-                                 ttl=request["ttl"], actor=caller.actor())
+        result = store.store_put(caller, namespace=request["namespace"], key=request["key"], value=request["value"],
+                                 index=request["index"], ttl=request["ttl"])
         return {**store_item(result.memory), "created": result.created}
 
     return as_text(await in_tenant(ctx, body, work))
@@ -326,9 +293,8 @@ async def store_get(ctx: Context, namespace: StoreNamespace, key: StoreKey) -> s
     body = {"namespace": namespace, "key": key}
 
     def work(caller: Caller):
-        where = store_where(caller, namespace, key)
-        return store_item(selectors.store_get(org_id=caller.org_id, scope=where["namespace"], key=where["key"],
-                                              refresh_ttl=True))
+        where = store_where(namespace, key)
+        return store_item(store.store_get(caller, namespace=where["namespace"], key=where["key"]))
 
     return as_text(await in_tenant(ctx, body, work))
 
@@ -339,10 +305,8 @@ async def store_delete(ctx: Context, namespace: StoreNamespace, key: StoreKey) -
     body = {"namespace": namespace, "key": key}
 
     def work(caller: Caller):
-        caller.check_writable()
-        where = store_where(caller, namespace, key)
-        if not store.store_delete(org_id=caller.org_id, scope=where["namespace"], key=where["key"],
-                                  actor=caller.actor()):
+        where = store_where(namespace, key)
+        if not store.store_delete(caller, namespace=where["namespace"], key=where["key"]):
             raise NotFound(f"no item {where['key']!r} in namespace {where['namespace']!r}", field="key")
         return {"deleted": True, "namespace": namespace, "key": key}
 
@@ -354,10 +318,8 @@ async def store_list_keys(ctx: Context, namespace: StoreNamespace) -> str:
     body = {"namespace": namespace}
 
     def work(caller: Caller):
-        scope = validated(lg.SearchItemsSerializer, {"namespace_prefix": namespace})["namespace_prefix"]
-        items = selectors.store_items(org_id=caller.org_id, prefix=scope, exactly=True, limit=lg.LIST_MAX,
-                                      reach=caller.reach)
-        return {"namespace": namespace, "keys": sorted(item.key for item in items)}
+        where = validated(lg.SearchItemsSerializer, {"namespace_prefix": namespace})["namespace_prefix"]
+        return {"namespace": namespace, "keys": store.store_keys(caller, namespace=where, limit=lg.LIST_MAX)}
 
     return as_text(await in_tenant(ctx, body, work))
 
@@ -372,8 +334,7 @@ async def store_list_namespaces(
 
     def work(caller: Caller):
         where = validated(lg.ListNamespacesSerializer, query)
-        return {"namespaces": selectors.store_namespaces(org_id=caller.org_id, prefix=where["prefix"],
-                                                         limit=where["limit"], reach=caller.reach)}
+        return {"namespaces": store.store_namespaces(caller, prefix=where["prefix"], limit=where["limit"])}
 
     return as_text(await in_tenant(ctx, query, work))
 

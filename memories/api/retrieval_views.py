@@ -11,11 +11,7 @@ from rest_framework.response import Response
 from memories.api import serializers as s
 from memories.api.schema import EXAMPLE_MEMORY, documented, list_of
 from memories.api.views import AgentAPIView
-from memories.errors import OutOfReach
-from memories.models import MemoryArtifact, RetrievalEvent
-from memories.retrieval import context, events, hot, pipeline
-from memories.retrieval.filters import SearchFilters
-from memory_platform.config import config
+from memories.use_cases import retrieval
 
 EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank": 2, "bm25": 4.21},
                    "fused": 0.0325, "blend": {"relevance": 1.0, "importance": 0.4, "confidence": 0.9,
@@ -28,7 +24,8 @@ EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank
 SEARCH_RESULT = s.SearchResultSerializer()
 
 
-def search_response(outcome, event) -> dict:
+def search_response(found: retrieval.Found) -> dict:
+    outcome, event = found.outcome, found.event
     return {
         "results": [SEARCH_RESULT.to_representation(result) for result in outcome.results],
         "retrieval_event_id": str(event.pk),
@@ -65,17 +62,11 @@ class SearchView(AgentAPIView):
         operation_id="search")
     def post(self, request):
         body = self.validated(s.SearchRequestSerializer, request.data)
-        filters = s.SearchFiltersSerializer.to_filters(body.get("filters", {}))
-        filters.within = self.reach.namespaces
-        outcome = pipeline.memory_search(org_id=self.org_id, query=body["query"], filters=filters, limit=body["limit"],
-                                         mode=body["mode"], expand=body["expand"], threshold=body.get("threshold"))
-        request_record = {k: body[k] for k in ("limit", "mode", "expand")} | (
-            {"threshold": body["threshold"]} if "threshold" in body else {})
-        event = events.retrieval_event_record(
-            org_id=self.org_id, kind=RetrievalEvent.Kind.SEARCH, query=body["query"],
-            scope=filters.namespace or "", filters=filters, request=request_record, outcome=outcome,
-            agent_id=self.agent_id)
-        return Response(search_response(outcome, event))
+        found = retrieval.memory_search(self.caller, query=body["query"],
+                                        filters=s.SearchFiltersSerializer.to_filters(body.get("filters", {})),
+                                        limit=body["limit"], mode=body["mode"], expand=body["expand"],
+                                        threshold=body.get("threshold"))
+        return Response(search_response(found))
 
 
 class RetrieveView(AgentAPIView):
@@ -96,22 +87,12 @@ class RetrieveView(AgentAPIView):
         operation_id="retrieve")
     def post(self, request):
         body = self.validated(s.RetrieveRequestSerializer, request.data)
-        filters = SearchFilters(namespace=body["scope"], sensitivity=body["allowed_sensitivity"],
-                                require_verified=body["require_verified"], within=self.reach.namespaces)
-        outcome = pipeline.memory_search(org_id=self.org_id, query=body["query"], filters=filters,
-                                         limit=body["limit"])
-        links: dict = {}
-        for link in MemoryArtifact.objects.filter(org_id=self.org_id,
-                                                  memory_id__in=[r.memory.pk for r in outcome.results]
-                                                  ).select_related("artifact"):
-            links.setdefault(link.memory_id, []).append(link)
-        event = events.retrieval_event_record(
-            org_id=self.org_id, kind=RetrievalEvent.Kind.RETRIEVE, query=body["query"], scope=body["scope"],
-            filters=filters, request={"limit": body["limit"], "mode": "hybrid", "expand": 0}, outcome=outcome,
-            agent_id=self.agent_id,
-            artifact_ids=sorted({link.artifact_id for group in links.values() for link in group}, key=str))
-        candidates = s.RetrievedMemorySerializer(outcome.results, many=True, context={"artifacts": links}).data
-        return Response({"candidates": candidates, "retrieval_event_id": str(event.pk)})
+        retrieved = retrieval.memory_retrieve(self.caller, query=body["query"], namespace=body["scope"],
+                                              sensitivity=body["allowed_sensitivity"],
+                                              require_verified=body["require_verified"], limit=body["limit"])
+        candidates = s.RetrievedMemorySerializer(retrieved.outcome.results, many=True,
+                                                 context={"artifacts": retrieved.artifacts}).data
+        return Response({"candidates": candidates, "retrieval_event_id": str(retrieved.event.pk)})
 
 
 class ContextView(AgentAPIView):
@@ -154,15 +135,11 @@ class ContextView(AgentAPIView):
         operation_id="context")
     def post(self, request):
         body = self.validated(s.ContextRequestSerializer, request.data)
-        filters = s.SearchFiltersSerializer.to_filters(body.get("filters", {}))
-        filters.within = self.reach.namespaces
         parameters = {name: body[name] for name in ("max_tokens", "encoding", "candidates", "order")}
-        assembly = context.assemble(org_id=self.org_id, query=body["query"], filters=filters,
-                                    max_tokens=body["max_tokens"], candidates=body["candidates"],
-                                    encoding_name=body["encoding"], order=body["order"])
-        event = events.retrieval_event_record(
-            org_id=self.org_id, kind=RetrievalEvent.Kind.CONTEXT, query=body["query"], scope=filters.namespace or "",
-            filters=filters, request=parameters, outcome=assembly.outcome, agent_id=self.agent_id)
+        assembled = retrieval.context_assemble(self.caller, query=body["query"],
+                                               filters=s.SearchFiltersSerializer.to_filters(body.get("filters", {})),
+                                               **parameters)
+        assembly = assembled.assembly
 
         def described(rank, result, tokens) -> dict:
             return {"id": str(result.memory.pk), "rank": rank, "score": result.score, "tokens": tokens,
@@ -173,7 +150,7 @@ class ContextView(AgentAPIView):
             "memories": [described(*item) for item in assembly.chosen],
             "left_out": [{"id": str(result.memory.pk), "rank": rank, "tokens": tokens}
                          for rank, result, tokens in assembly.left_out],
-            "retrieval_event_id": str(event.pk), "degraded": assembly.outcome.degraded,
+            "retrieval_event_id": str(assembled.event.pk), "degraded": assembly.outcome.degraded,
             "understood": assembly.outcome.understood,
         })
 
@@ -184,11 +161,7 @@ class HotView(AgentAPIView):
                 response_example={"results": [EXAMPLE_MEMORY]}, operation_id="hot")
     def get(self, request):
         query = self.validated(s.HotQuerySerializer, s.query_data(request.query_params, ()))
-        # A limited key sees the hot memories in its reach: all of the set is read, then cut.
-        hottest = hot.hot_memories(org_id=self.org_id, agent_id=self.agent_id,
-                                   limit=config().hot_cache_size if self.reach.limited
-                                   else query["limit"])
-        memories = [memory for memory in hottest if self.reach.covers(memory.scope)][:query["limit"]]
+        memories = retrieval.hot_memories(self.caller, limit=query["limit"])
         return Response({"results": s.MemorySerializer(memories, many=True).data})
 
 
@@ -209,17 +182,7 @@ EXAMPLE_EVENT = {"id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "kind": "search",
                  "created_at": "2026-11-21T17:00:00Z"}
 
 
-class RetrievalEventsView(AgentAPIView):
-    """Retrieval events show what any caller of the organisation searched for and was shown:
-    a key limited to namespaces does not read them."""
-
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
-        if self.reach.limited:
-            raise OutOfReach("a key limited to namespaces cannot read the organisation's retrieval events")
-
-
-class RetrievalEventListView(RetrievalEventsView):
+class RetrievalEventListView(AgentAPIView):
     @documented(summary="Retrieval events of the organisation, newest first",
                 response=list_of(s.RetrievalEventSerializer, "RetrievalEventPage", paginated=True),
                 parameters=[s.RetrievalEventQuerySerializer],
@@ -227,25 +190,21 @@ class RetrievalEventListView(RetrievalEventsView):
                 operation_id="retrieval_events_list")
     def get(self, request):
         query = self.validated(s.RetrievalEventQuerySerializer, s.query_data(request.query_params, ()))
-        events = RetrievalEvent.objects.filter(org_id=self.org_id)
-        for name, lookup in (("kind", "kind"), ("agent", "agent_id"), ("created_after", "created_at__gte"),
-                             ("created_before", "created_at__lt")):
-            if name in query:
-                events = events.filter(**{lookup: query[name]})
+        events = retrieval.retrieval_event_list(self.caller, **{name: query[name] for name in (
+            "kind", "agent", "created_after", "created_before") if name in query})
         paginator = EventPagination()
         page = paginator.paginate_queryset(events, request, view=self)
         return paginator.get_paginated_response(s.RetrievalEventSerializer(page, many=True).data)
 
 
-class RetrievalEventDetailView(RetrievalEventsView):
+class RetrievalEventDetailView(AgentAPIView):
     @documented(summary="One retrieval event: what the caller was shown, in order, with scores",
                 response=s.RetrievalEventSerializer, response_example=EXAMPLE_EVENT, operation_id="retrieval_event")
     def get(self, request, event_id):
-        return Response(s.RetrievalEventSerializer(
-            events.retrieval_event_get(org_id=self.org_id, event_id=event_id)).data)
+        return Response(s.RetrievalEventSerializer(retrieval.retrieval_event_get(self.caller, event_id)).data)
 
 
-class RetrievalEventReplayView(RetrievalEventsView):
+class RetrievalEventReplayView(AgentAPIView):
     rate_limit_scope = "search"
     reads_only = True
 
@@ -261,7 +220,7 @@ class RetrievalEventReplayView(RetrievalEventsView):
                           "removed": [{"id": EXAMPLE_MEMORY["id"], "rank": 1, "reason": "superseded"}], "moved": []},
         operation_id="retrieval_event_replay")
     def post(self, request, event_id):
-        replay = events.retrieval_event_replay(org_id=self.org_id, event_id=event_id, agent_id=self.agent_id)
+        replay = retrieval.retrieval_event_replay(self.caller, event_id)
         return Response({"event": s.RetrievalEventSerializer(replay.event).data, "replay_of": str(replay.original.pk),
                          "unchanged": replay.unchanged, "added": replay.added, "removed": replay.removed,
                          "moved": replay.moved}, status=201)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, inline_serializer
-from rest_framework import permissions, status
+from rest_framework import status
 from rest_framework import serializers as drf
 from rest_framework.pagination import CursorPagination, LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories import selectors
-from memories.access import KeyReach
+from memories.access import Caller
 from memories.api import serializers as s
 from memories.api import storable
 from memories.api.idempotency import idempotent
@@ -32,12 +31,9 @@ from memories.api.schema import (
     documented_error,
     list_of,
 )
-from memories.errors import InvalidInput, NotFound, OutOfReach
-from memories.lifecycle import decay, erasure, sessions, stats
-from memories.retrieval import explain
-from memories.writes import change, create, tagging
-from memories.writes.kernel import Actor
-from tenants.authentication import ApiKeyAuthentication
+from memories.errors import InvalidInput
+from memories.use_cases import lifecycle, records
+from tenants.authentication import ApiKeyAuthentication, KeyMayAct
 from tenants.throttles import RateLimited
 
 ETAG = re.compile(r'^\s*(?:W/)?"?(\d+)"?\s*$')
@@ -51,14 +47,14 @@ class MemoryCursorPagination(CursorPagination):
 
 
 class AgentAPIView(APIView):
-    """Authenticated by an agent's API key; everything happens in its organisation, within
-    what the key reaches (memories.access): a memory the URL names out of its reach is a 404
-    before the view runs, and a read-only key's writes are refused."""
+    """Authenticated by an agent's API key: each view parses the request, calls one use case
+    (memories.use_cases) with the key's Caller, and shapes the answer. The use case keeps the
+    caller within its organisation and its key's reach."""
 
     authentication_classes = [ApiKeyAuthentication]
-    permission_classes = [permissions.IsAuthenticated]
-    parser_classes = [LimitedJSONParser]
+    permission_classes = [KeyMayAct]
     reads_only = False  # a POST that only reads (a search): a read-only key may send it
+    parser_classes = [LimitedJSONParser]
     # Heavier requests also count against a rate of their own (RATE_LIMITS["SEARCH"], ...).
     rate_limit_scope: str | None = None
 
@@ -80,31 +76,10 @@ class AgentAPIView(APIView):
         storable.check({name: values[0] if len(values) == 1 else values
                         for name, values in request.query_params.lists()})
         storable.check({name: value for name, value in kwargs.items() if isinstance(value, str)})
-        if self.reach.read_only and request.method not in permissions.SAFE_METHODS and not self.reads_only:
-            raise OutOfReach("this API key is read-only")
-        if "memory_id" in kwargs:
-            self.in_reach(kwargs["memory_id"])
 
     @property
-    def reach(self) -> KeyReach:
-        return KeyReach.of(self.request.user.api_key)
-
-    def in_reach(self, memory_id, *, field: str | None = None) -> None:
-        """A memory out of the key's reach is missing to it, as another organisation's is."""
-        if self.reach.limited and not self.reach.covers(selectors.memory_get(org_id=self.org_id,
-                                                                            memory_id=memory_id).scope):
-            raise NotFound(f"memory {memory_id} not found", field=field)
-
-    @property
-    def org_id(self):
-        return self.request.user.org_id
-
-    @property
-    def agent_id(self):
-        return self.request.user.agent_id
-
-    def actor(self, reason: str = "") -> Actor:
-        return Actor(agent_id=self.agent_id, reason=reason)
+    def caller(self) -> Caller:
+        return self.request.user.caller
 
     def validated(self, serializer_class, data):
         serializer = serializer_class(data=data)
@@ -128,14 +103,11 @@ class AgentAPIView(APIView):
     def memory_response(self, memory, *, status_code=status.HTTP_200_OK) -> Response:
         return Response(s.MemorySerializer(memory).data, status=status_code, headers={"ETag": f'"{memory.version}"'})
 
-    def fresh(self, memory_id):
-        return selectors.memory_get(org_id=self.org_id, memory_id=memory_id)
-
 
 BATCH_RESULT = inline_serializer("BatchWriteResult", {"results": s.BatchItemResultSerializer(many=True)})
 
 
-def write_result(result: create.WriteResult) -> dict:
+def write_result(result: records.WriteResult) -> dict:
     return s.WriteResultSerializer(result).data
 
 
@@ -155,7 +127,7 @@ class MemoryCollectionView(AgentAPIView):
         operation_id="memories_list")
     def get(self, request):
         filters = self.validated(s.MemoryListQuerySerializer, s.query_data(request.query_params))
-        queryset = selectors.memory_list(org_id=self.org_id, **filters).filter(self.reach.memories())
+        queryset = records.memory_list(self.caller, **filters)
         paginator = MemoryCursorPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(s.MemorySerializer(page, many=True).data)
@@ -181,16 +153,12 @@ class MemoryCollectionView(AgentAPIView):
     def post(self, request):
         if isinstance(request.data, dict) and "memories" in request.data:
             items = self.validated(s.MemoryBatchCreateSerializer, request.data)["memories"]
-            for index, item in enumerate(items):
-                self.reach.check_write(item.get("scope", ""), field=f"memories[{index}].namespace")
-            results = create.memory_create_batch(org_id=self.org_id, agent_id=self.agent_id,
-                                                 items=[self._create_fields(dict(i)) for i in items])
+            results = records.memory_create_batch(self.caller, [self._create_fields(dict(i)) for i in items])
             created = any(r.created for r in results)
             return Response({"results": s.BatchItemResultSerializer(results, many=True).data},
                             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
-        fields = self._create_fields(self.validated(s.MemoryCreateSerializer, request.data))
-        self.reach.check_write(fields.get("scope", ""))
-        result = create.memory_create(org_id=self.org_id, agent_id=self.agent_id, **fields)
+        result = records.memory_create(self.caller, self._create_fields(self.validated(s.MemoryCreateSerializer,
+                                                                                      request.data)))
         return Response(write_result(result), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
                         headers={"ETag": f'"{result.memory.version}"'})
 
@@ -204,7 +172,7 @@ class MemoryDetailView(AgentAPIView):
     @documented(summary="Get a memory (its ETag is its version)", response=s.MemorySerializer,
                 response_example=EXAMPLE_MEMORY, operation_id="memories_get")
     def get(self, request, memory_id):
-        return self.memory_response(self.fresh(memory_id))
+        return self.memory_response(records.memory_get(self.caller, memory_id))
 
     @documented(summary="Change a memory (optimistic concurrency)", request=s.MemoryUpdateSerializer,
                 response=s.MemorySerializer, parameters=[IF_MATCH],
@@ -216,11 +184,8 @@ class MemoryDetailView(AgentAPIView):
     def patch(self, request, memory_id):
         changes = self.validated(s.MemoryUpdateSerializer, request.data)
         expected = self.expected_version(changes.pop("version", None))
-        if "scope" in changes:
-            self.reach.check_write(changes["scope"])
-        change.memory_update(org_id=self.org_id, memory_id=memory_id, changes=changes,
-                             expected_version=expected, actor=self.actor())
-        return self.memory_response(self.fresh(memory_id))
+        return self.memory_response(records.memory_update(self.caller, memory_id, changes=changes,
+                                                          expected_version=expected))
 
     @documented(summary="Soft-delete a memory (history is kept; restore undoes it)", response=s.MemorySerializer,
                 parameters=[IF_MATCH], response_example={**EXAMPLE_MEMORY, "deleted_at": "2026-11-21T17:00:00Z",
@@ -228,9 +193,8 @@ class MemoryDetailView(AgentAPIView):
                 errors={**PRECONDITION_ERRORS, **dict([documented_error(409, "deleted", "memory is already deleted")])},
                 operation_id="memories_delete")
     def delete(self, request, memory_id):
-        change.memory_delete(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
-                             expected_version=self.expected_version(None))
-        return self.memory_response(self.fresh(memory_id))
+        return self.memory_response(records.memory_delete(self.caller, memory_id,
+                                                          expected_version=self.expected_version(None)))
 
 
 class MemoryRestoreView(AgentAPIView):
@@ -240,9 +204,8 @@ class MemoryRestoreView(AgentAPIView):
                 operation_id="memories_restore")
     def post(self, request, memory_id):
         body = self.validated(s.VersionOnlySerializer, request.data or {})
-        change.memory_restore(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
-                              expected_version=self.expected_version(body.get("version")))
-        return self.memory_response(self.fresh(memory_id))
+        return self.memory_response(records.memory_restore(
+            self.caller, memory_id, expected_version=self.expected_version(body.get("version"))))
 
 
 class MemoryConfirmView(AgentAPIView):
@@ -252,9 +215,8 @@ class MemoryConfirmView(AgentAPIView):
                                   "version": 2}, errors=PRECONDITION_ERRORS, operation_id="memories_confirm")
     def post(self, request, memory_id):
         body = self.validated(s.VersionOnlySerializer, request.data or {})
-        change.memory_confirm(org_id=self.org_id, memory_id=memory_id, actor=self.actor(),
-                              expected_version=self.expected_version(body.get("version")))
-        return self.memory_response(self.fresh(memory_id))
+        return self.memory_response(records.memory_confirm(
+            self.caller, memory_id, expected_version=self.expected_version(body.get("version"))))
 
 
 class MemorySupersedeView(AgentAPIView):
@@ -276,11 +238,9 @@ class MemorySupersedeView(AgentAPIView):
     def post(self, request, memory_id):
         body = self.validated(s.SupersedeSerializer, request.data)
         expected = self.expected_version(body.pop("version", None))
-        old, result = change.memory_supersede(
-            org_id=self.org_id, memory_id=memory_id, agent_id=self.agent_id, content=body.pop("content"),
-            reason=body.pop("reason", ""), actor=self.actor(), expected_version=expected, **body,
-        )
-        return Response({"superseded": s.MemorySerializer(self.fresh(old.pk)).data, **write_result(result)},
+        old, result = records.memory_supersede(self.caller, memory_id, content=body.pop("content"),
+                                               reason=body.pop("reason", ""), expected_version=expected, **body)
+        return Response({"superseded": s.MemorySerializer(old).data, **write_result(result)},
                         status=status.HTTP_201_CREATED)
 
 
@@ -290,15 +250,14 @@ class MemoryFeedbackView(AgentAPIView):
                 response_example={**EXAMPLE_MEMORY, "usefulness_score": 0.6}, operation_id="memories_feedback")
     def post(self, request, memory_id):
         body = self.validated(s.FeedbackSerializer, request.data)
-        change.memory_feedback(org_id=self.org_id, memory_id=memory_id, **body)
-        return self.memory_response(self.fresh(memory_id))
+        return self.memory_response(records.memory_feedback(self.caller, memory_id, **body))
 
 
 class MemoryHistoryView(AgentAPIView):
     @documented(summary="A memory's history: one version per change", response=list_of(s.VersionSerializer, "VersionList"),
                 response_example={"results": [EXAMPLE_VERSION]}, operation_id="memories_history")
     def get(self, request, memory_id):
-        versions = selectors.memory_versions(org_id=self.org_id, memory_id=memory_id)
+        versions = records.memory_versions(self.caller, memory_id)
         return Response({"results": s.VersionSerializer(versions, many=True).data})
 
 
@@ -309,15 +268,14 @@ class MemoryTagsView(AgentAPIView):
     @documented(summary="A memory's tags", response=s.TagsSerializer, response_example={"tags": ["drinks"]},
                 operation_id="memories_tags_list")
     def get(self, request, memory_id):
-        return Response({"tags": selectors.memory_tags(org_id=self.org_id, memory_id=memory_id)})
+        return Response({"tags": records.memory_tags(self.caller, memory_id)})
 
     @documented(summary="Add tags", request=s.TagsSerializer, response=s.TagsSerializer,
                 request_example={"tags": ["morning"]}, response_example={"tags": ["drinks", "morning"]},
                 operation_id="memories_tags_add")
     def post(self, request, memory_id):
         body = self.validated(s.TagsSerializer, request.data)
-        tags = tagging.memory_tags_add(org_id=self.org_id, memory_id=memory_id, tags=body["tags"],
-                                       actor=self.actor())
+        tags = records.memory_tags_add(self.caller, memory_id, tags=body["tags"])
         return Response({"tags": tags})
 
 
@@ -325,7 +283,7 @@ class MemoryTagDetailView(AgentAPIView):
     @documented(summary="Remove a tag", response=s.TagsSerializer, response_example={"tags": ["drinks"]},
                 operation_id="memories_tags_remove")
     def delete(self, request, memory_id, tag):
-        tags = tagging.memory_tag_remove(org_id=self.org_id, memory_id=memory_id, tag=tag, actor=self.actor())
+        tags = records.memory_tag_remove(self.caller, memory_id, tag=tag)
         return Response({"tags": tags})
 
 
@@ -333,7 +291,7 @@ class MemoryRelationshipsView(AgentAPIView):
     @documented(summary="A memory's relationships, both directions", response=list_of(s.RelationshipSerializer, "RelationshipList"),
                 response_example={"results": [EXAMPLE_RELATIONSHIP]}, operation_id="relationships_list")
     def get(self, request, memory_id):
-        relationships = selectors.memory_relationships(org_id=self.org_id, memory_id=memory_id, reach=self.reach)
+        relationships = records.memory_relationships(self.caller, memory_id)
         return Response({"results": s.RelationshipSerializer(relationships, many=True).data})
 
     @documented(summary="Relate this memory to another", request=s.RelationshipCreateSerializer,
@@ -344,8 +302,7 @@ class MemoryRelationshipsView(AgentAPIView):
                 operation_id="relationships_create")
     def post(self, request, memory_id):
         body = self.validated(s.RelationshipCreateSerializer, request.data)
-        self.in_reach(body["target_id"], field="target_id")
-        relationship = tagging.relationship_create(org_id=self.org_id, source_id=memory_id, **body)
+        relationship = records.relationship_create(self.caller, memory_id, **body)
         return Response(s.RelationshipSerializer(relationship).data, status=status.HTTP_201_CREATED)
 
 
@@ -353,10 +310,7 @@ class RelationshipDetailView(AgentAPIView):
     @documented(summary="Delete a relationship", response=OpenApiResponse(description="deleted"), status=204,
                 operation_id="relationships_delete")
     def delete(self, request, relationship_id):
-        if self.reach.limited and not selectors.relationships_in_reach(org_id=self.org_id, reach=self.reach).filter(
-                pk=relationship_id).exists():
-            raise NotFound(f"relationship {relationship_id} not found")
-        tagging.relationship_delete(org_id=self.org_id, relationship_id=relationship_id)
+        records.relationship_delete(self.caller, relationship_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -401,9 +355,7 @@ class MemoryExplainView(AgentAPIView):
                                     "created_at": "2026-11-20T10:00:00Z"}]},
                 operation_id="memories_explain")
     def get(self, request, memory_id):
-        explanation = explain.memory_explain(org_id=self.org_id, memory=self.fresh(memory_id), reach=self.reach,
-                                             with_retrievals=not self.reach.limited)
-        return Response(s.ExplanationSerializer(explanation).data)
+        return Response(s.ExplanationSerializer(records.memory_explain(self.caller, memory_id)).data)
 
 
 class StatsView(AgentAPIView):
@@ -435,7 +387,7 @@ class StatsView(AgentAPIView):
                 operation_id="stats")
     def get(self, request):
         query = self.validated(s.StatsQuerySerializer, s.query_data(request.query_params, ()))
-        return Response(stats.memory_stats(org_id=self.org_id, namespace=query.get("namespace"), reach=self.reach))
+        return Response(lifecycle.memory_stats(self.caller, namespace=query.get("namespace")))
 
 
 class WeakMemoriesView(AgentAPIView):
@@ -452,9 +404,8 @@ class WeakMemoriesView(AgentAPIView):
                 operation_id="memories_weak")
     def get(self, request):
         query = self.validated(s.WeakQuerySerializer, s.query_data(request.query_params, ()))
-        fading, count = decay.weak_memories(org_id=self.org_id, below=query.get("below"),
-                                            namespace=query.get("namespace"), limit=query["limit"],
-                                            offset=query["offset"], reach=self.reach)
+        fading, count = lifecycle.weak_memories(self.caller, below=query.get("below"), namespace=query.get("namespace"),
+                                                limit=query["limit"], offset=query["offset"])
         return Response({"count": count, "results": s.FadingSerializer(fading, many=True).data})
 
 
@@ -467,8 +418,8 @@ class EntityCollectionView(AgentAPIView):
                 operation_id="entities_list")
     def get(self, request):
         query = self.validated(s.EntityListQuerySerializer, s.query_data(request.query_params, ()))
-        entities = selectors.entity_list(org_id=self.org_id, namespace=query.get("namespace"),
-                                         kind=query.get("type"), query=query.get("q"), reach=self.reach)
+        entities = lifecycle.entity_list(self.caller, namespace=query.get("namespace"), kind=query.get("type"),
+                                         query=query.get("q"))
         paginator = EntityPagination()
         page = paginator.paginate_queryset(entities, request, view=self)
         return paginator.get_paginated_response(s.EntitySerializer(page, many=True).data)
@@ -482,11 +433,7 @@ class EntityDetailView(AgentAPIView):
                 response_example={**EXAMPLE_ENTITY, "facts": [EXAMPLE_FACT], "timeline": [EXAMPLE_FACT]},
                 operation_id="entities_get")
     def get(self, request, entity_id):
-        entity = selectors.entity_get(org_id=self.org_id, entity_id=entity_id, reach=self.reach)
-        entity.facts = selectors.entity_facts(org_id=self.org_id, entity_id=entity.pk, limit=FACTS_SHOWN,
-                                              reach=self.reach)
-        entity.timeline = selectors.entity_timeline(org_id=self.org_id, entity_id=entity.pk, limit=TIMELINE_SHOWN,
-                                                    reach=self.reach)
+        entity = lifecycle.entity_detail(self.caller, entity_id=entity_id, facts=FACTS_SHOWN, timeline=TIMELINE_SHOWN)
         return Response(s.EntityDetailSerializer(entity).data)
 
 
@@ -510,9 +457,8 @@ class SessionCollectionView(AgentAPIView):
                 operation_id="sessions_list")
     def get(self, request):
         query = self.validated(s.SessionListQuerySerializer, s.query_data(request.query_params, ()))
-        queryset = sessions.session_list(org_id=self.org_id, agent=query.get("agent"), status=query.get("status"),
-                                         namespace=query.get("namespace"), external_id=query.get("external_id"),
-                                         reach=self.reach)
+        queryset = lifecycle.session_list(self.caller, agent=query.get("agent"), status=query.get("status"),
+                                          namespace=query.get("namespace"), external_id=query.get("external_id"))
         paginator = SessionCursorPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(s.SessionSerializer(page, many=True).data)
@@ -530,10 +476,8 @@ class SessionCollectionView(AgentAPIView):
     @idempotent
     def post(self, request):
         body = self.validated(s.SessionCreateSerializer, request.data)
-        session, created = sessions.session_open(org_id=self.org_id, agent_id=self.agent_id,
-                                                 external_id=body.get("external_id", ""),
-                                                 scope=body.get("namespace", ""), metadata=body.get("metadata"),
-                                                 reach=self.reach)
+        session, created = lifecycle.session_open(self.caller, external_id=body.get("external_id", ""),
+                                                  namespace=body.get("namespace", ""), metadata=body.get("metadata"))
         return Response(s.SessionSerializer(session).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
@@ -542,8 +486,7 @@ class SessionDetailView(AgentAPIView):
     @documented(summary="Get a session", response=s.SessionSerializer, response_example=EXAMPLE_SESSION,
                 operation_id="sessions_get")
     def get(self, request, session_id):
-        return Response(s.SessionSerializer(sessions.session_get(org_id=self.org_id, session_id=session_id,
-                                                                 reach=self.reach)).data)
+        return Response(s.SessionSerializer(lifecycle.session_get(self.caller, session_id)).data)
 
 
 class SessionCloseView(AgentAPIView):
@@ -562,8 +505,7 @@ class SessionCloseView(AgentAPIView):
                 operation_id="sessions_close")
     def post(self, request, session_id):
         body = self.validated(s.SessionCloseSerializer, request.data)
-        session = sessions.session_close(org_id=self.org_id, session_id=session_id, reach=self.reach,
-                                         consolidate=body["consolidate"])
+        session = lifecycle.session_close(self.caller, session_id, consolidate=body["consolidate"])
         return Response(s.SessionSerializer(session).data)
 
 
@@ -577,8 +519,7 @@ class SessionMemoriesView(AgentAPIView):
                 operation_id="sessions_memories")
     def get(self, request, session_id):
         self.validated(s.SessionMemoriesQuerySerializer, s.query_data(request.query_params, ()))
-        session = sessions.session_get(org_id=self.org_id, session_id=session_id, reach=self.reach)
-        queryset = selectors.memory_list(org_id=self.org_id, session=session.pk).filter(self.reach.memories())
+        queryset = lifecycle.session_memories(self.caller, session_id)
         paginator = SessionMemoriesPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(s.MemorySerializer(page, many=True).data)
@@ -603,12 +544,7 @@ class EraseView(AgentAPIView):
                 operation_id="erase")
     def post(self, request):
         body = self.validated(s.EraseRequestSerializer, request.data)
-        if "namespace" in body:
-            self.reach.check_write(body["namespace"])
-        elif self.reach.read_only:
-            raise OutOfReach("this API key is read-only")
-        scope = erasure.ErasureScope(namespace=body.get("namespace"), session_id=body.get("session"),
-                                     agent_id=self.agent_id, within=self.reach.namespaces)
-        outcome = erasure.erase(self.org_id, scope, via="api", agent_id=self.agent_id, dry_run=body["dry_run"])
+        scope, outcome = lifecycle.erase(self.caller, namespace=body.get("namespace"), session_id=body.get("session"),
+                                         dry_run=body["dry_run"])
         return Response({"erasure_id": outcome.erasure.pk if outcome.erasure else None, "scope": scope.as_json(),
                          "erased": outcome.counts, "dry_run": body["dry_run"]})

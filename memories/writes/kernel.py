@@ -11,15 +11,15 @@ import logging
 import re
 import unicodedata
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from memories import cache, jobs
+from memories.access import Actor  # noqa: F401 (who makes a change; the writes take it from here)
 from memories.embeddings import Embedded, EmbeddingError, get_embedder
 from memories.errors import InvalidInput, NotFound, StaleVersion, VersionRequired
 from memories.models import CONTENT_MAX_CHARS, EMBEDDING_DIMENSIONS, LIVE, Memory, MemoryTag, MemoryVersion
@@ -60,20 +60,6 @@ def normalise(content: str) -> str:
 
 def content_hash(content: str) -> str:
     return hashlib.sha256(normalise(content).encode()).hexdigest()
-
-
-@dataclass
-class Actor:
-    """Who makes a change, as the version row records it."""
-
-    changed_by_type: str = MemoryVersion.ChangedByType.AGENT
-    agent_id: uuid.UUID | None = None
-    user: Any = None
-    reason: str = ""
-
-    def because(self, reason: str) -> Actor:
-        """The same actor, recording another reason (one version among several it writes)."""
-        return replace(self, reason=reason)
 
 
 @dataclass

@@ -6,10 +6,12 @@ of the value's indexed fields (memories.store_values)."""
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models.expressions import RawSQL
 
 from memories import store_values
 from memories.errors import Conflict
 from memories.models import CONTENT_MAX_CHARS, Memory
+from memories.selectors import NOT_EXPIRED
 from memories.writes.change import memory_delete, memory_update
 from memories.writes.create import WriteResult, memory_create
 from memories.writes.kernel import Actor
@@ -59,3 +61,15 @@ def store_delete(*, org_id, scope: str, key: str, actor: Actor) -> bool:
             return False
         memory_delete(org_id=org_id, memory_id=current.pk, actor=actor)
         return True
+
+
+def store_refresh_ttl(*, org_id, items) -> int:
+    """A read that refreshes (seed 003 / LangGraph's refresh_ttl): each of these items that was
+    written with a time to live, and has not expired, expires that long from now again. Not a
+    change of the item: no version, the same ETag; an item without one costs no write. Returns
+    how many moved."""
+    expiring = [item.pk for item in items if item.ttl_seconds]
+    if not expiring:
+        return 0
+    return (Memory.objects.filter(NOT_EXPIRED, org_id=org_id, pk__in=expiring, ttl_seconds__isnull=False)
+            .update(expires_at=RawSQL("now() + make_interval(secs => ttl_seconds)", [])))

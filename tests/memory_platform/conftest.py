@@ -1,2 +1,2 @@
 # The product's ASGI app served by uvicorn in a thread (tests/memory_platform/test_serving.py).
-from tests.integrations.mcp.conftest import served  # noqa: F401
+from tests.integrations.conftest import served  # noqa: F401

@@ -81,7 +81,7 @@ def imports() -> dict[str, dict[str, list[str]]]:
 
 
 def test_the_layer_table_is_read():
-    assert {layer for layer, _ in layers()} == {0, 1, 2, 3, 4, 5}
+    assert {layer for layer, _ in layers()} == {0, 1, 2, 3, 4, 5, 6}
 
 
 def test_every_module_has_a_layer():
@@ -151,3 +151,28 @@ def test_no_module_takes_another_modules_private_names():
                     and not node.attr.startswith("__") and node.value.id in aliases):
                 used.append(f"{module} uses {aliases[node.value.id]}.{node.attr}")
     assert not taken + used, "\n".join(taken + used)
+
+
+# The doors of agents: each parses, calls one use case (memories.use_cases) with the Caller its
+# authentication built, and shapes the answer (docs/architecture.md, "Doors").
+DOORS = ("memories.api.views", "memories.api.retrieval_views", "integrations.langgraph_store.views",
+         "integrations.mcp.boundary", "integrations.mcp.http", "integrations.mcp.tools")
+# What a door may not reach past the use cases for: the services, the reads, and the reach
+# checks (a door takes memories.access's Caller, a type, and nothing else of it).
+BEHIND_THE_USE_CASES = ("memories.selectors", "memories.writes", "memories.retrieval", "memories.lifecycle",
+                        "memories.conflicts", "memories.jobs")
+
+
+def test_doors_call_the_use_cases_and_never_check_reach():
+    def behind(target):
+        return any(target == package or target.startswith(package + ".") for package in BEHIND_THE_USE_CASES)
+
+    assert set(DOORS) <= set(modules())
+    crossing = [f"{door} imports {target}" for door in DOORS for target in imports()[door] if behind(target)]
+    crossing += [f"{door} imports {name} from memories.access" for door in DOORS
+                 for name in imports()[door].get("memories.access", []) if name != "Caller"]
+    assert not crossing, "\n".join(crossing)
+    reach_checks = [f"{door} calls {node.attr}" for door in DOORS for node in ast.walk(tree(door))
+                    if isinstance(node, ast.Attribute) and node.attr in ("check_write", "check_writable", "covers",
+                                                                         "memories", "reach")]
+    assert not reach_checks, "\n".join(reach_checks)

@@ -1,0 +1,92 @@
+"""Use cases of memory over time and at a glance: stats, the weak list, entities, sessions,
+erasure."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from memories import selectors
+from memories.access import Caller
+from memories.lifecycle import decay, erasure, sessions, stats
+from memories.models import Entity
+from tenants.models import Session
+
+
+def memory_stats(caller: Caller, *, namespace: str | None = None) -> dict:
+    return stats.memory_stats(org_id=caller.org_id, namespace=namespace, reach=caller.reach)
+
+
+def weak_memories(caller: Caller, *, below: float | None = None, namespace: str | None = None, limit: int = 50,
+                  offset: int = 0) -> tuple[list[decay.Fading], int]:
+    return decay.weak_memories(org_id=caller.org_id, below=below, namespace=namespace, limit=limit, offset=offset,
+                               reach=caller.reach)
+
+
+# --------------------------------------------------------------------------- entities
+
+
+def entity_list(caller: Caller, *, namespace: str | None = None, kind: str | None = None,
+                query: str | None = None) -> QuerySet[Entity]:
+    return selectors.entity_list(org_id=caller.org_id, namespace=namespace, kind=kind, query=query,
+                                 reach=caller.reach)
+
+
+def entity_detail(caller: Caller, entity: Entity | None = None, *, entity_id=None, facts: int,
+                  timeline: int) -> Entity:
+    """An entity in reach (given, or by id) with `facts` (the latest memories that mention it)
+    and `timeline` (those that say when, the earliest first)."""
+    if entity is None:
+        entity = selectors.entity_get(org_id=caller.org_id, entity_id=entity_id, reach=caller.reach)
+    entity.facts = selectors.entity_facts(org_id=caller.org_id, entity_id=entity.pk, limit=facts,
+                                          reach=caller.reach)
+    entity.timeline = selectors.entity_timeline(org_id=caller.org_id, entity_id=entity.pk, limit=timeline,
+                                                reach=caller.reach)
+    return entity
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def session_list(caller: Caller, *, agent=None, status: str | None = None, namespace: str | None = None,
+                 external_id: str | None = None) -> QuerySet[Session]:
+    return sessions.session_list(org_id=caller.org_id, agent=agent, status=status, namespace=namespace,
+                                 external_id=external_id, reach=caller.reach)
+
+
+def session_open(caller: Caller, *, external_id: str = "", namespace: str = "",
+                 metadata: dict | None = None) -> tuple[Session, bool]:
+    caller.check_writable()
+    return sessions.session_open(org_id=caller.org_id, agent_id=caller.agent_id, external_id=external_id,
+                                 scope=namespace, metadata=metadata, reach=caller.reach)
+
+
+def session_get(caller: Caller, session_id) -> Session:
+    return sessions.session_get(org_id=caller.org_id, session_id=session_id, reach=caller.reach)
+
+
+def session_close(caller: Caller, session_id, *, consolidate: bool = True) -> Session:
+    caller.check_writable()
+    return sessions.session_close(org_id=caller.org_id, session_id=session_id, reach=caller.reach,
+                                  consolidate=consolidate)
+
+
+def session_memories(caller: Caller, session_id) -> QuerySet:
+    """A session's memories in reach (not deleted, not expired, whatever their status)."""
+    session = session_get(caller, session_id)
+    return selectors.memory_list(org_id=caller.org_id, session=session.pk).filter(caller.memories())
+
+
+# --------------------------------------------------------------------------- erasure
+
+
+def erase(caller: Caller, *, namespace: str | None = None, session_id=None,
+          dry_run: bool = False) -> tuple[erasure.ErasureScope, erasure.Outcome]:
+    """Erase, for good, the calling agent's memories under a namespace or in a session (only
+    those in its reach). dry_run counts instead."""
+    if namespace is not None:
+        caller.check_write(namespace)
+    else:
+        caller.check_writable()
+    scope = erasure.ErasureScope(namespace=namespace, session_id=session_id, agent_id=caller.agent_id,
+                                 within=caller.reach.namespaces)
+    return scope, erasure.erase(caller.org_id, scope, via="api", agent_id=caller.agent_id, dry_run=dry_run)
