@@ -10,7 +10,7 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
-from memories.cleaning import Secrets, Unclean, clean_text
+from memories.cleaning import SECRET_RULES, Secrets, Unclean, clean_text
 from memories.models import CONTENT_MAX_CHARS, Entity, Memory, RetrievalEvent
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 
@@ -42,6 +42,13 @@ class CleanCharField(forms.CharField):
             return clean_text(value, field="This field", secrets=self.secrets, max_length=self.max_length)
         except Unclean as problem:
             raise forms.ValidationError(problem.message) from None
+
+    def bound_data(self, data, initial):
+        """What a form shown again (after an error) holds: the text as it would be kept, never a
+        secret the operator typed, refused or not. A lookup (a search box) shows what was typed."""
+        if isinstance(data, str) and self.secrets is not Secrets.LOOKUP:
+            return SECRET_RULES.plain(data)
+        return data
 
 
 def parse_tags(raw: str) -> list[str]:
@@ -148,6 +155,11 @@ class SupersedeForm(forms.Form):
 
 class ReasonForm(forms.Form):
     reason = CleanCharField(secrets=Secrets.REDACT, max_length=500, strip=True)
+
+
+class TagRemoveForm(forms.Form):
+    # No tag holds a secret (adding one refuses it), so one sent with a secret is refused unquoted.
+    tag = CleanCharField(secrets=Secrets.REFUSE, max_length=64)
 
 
 class ActionForm(forms.Form):

@@ -12,7 +12,16 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console.access import OPERATOR, VIEWER, console_view, may
 from console.diff import version_diff
-from console.forms import SORTS, ActionForm, BulkForm, MemoryEditForm, MemoryFilterForm, SupersedeForm, TagsForm
+from console.forms import (
+    SORTS,
+    ActionForm,
+    BulkForm,
+    MemoryEditForm,
+    MemoryFilterForm,
+    SupersedeForm,
+    TagRemoveForm,
+    TagsForm,
+)
 from console.responses import INVALID, actor, done, failed, page
 from memories import selectors
 from memories.errors import MemoryServiceError, NotFound, StaleVersion
@@ -193,7 +202,11 @@ def memory_tags_add(request, memory_id):
 @require_POST
 @console_view(OPERATOR)
 def memory_tag_remove(request, memory_id):
-    tag = request.POST.get("tag", "")
+    form = TagRemoveForm(request.POST)
+    if not form.is_valid():
+        return failed(request, "Not done: that is not one of this memory's tags.", _url(request, "memory", memory_id),
+                      status=INVALID)
+    tag = form.cleaned_data["tag"]
     try:
         tagging.memory_tag_remove(org_id=request.org.id, memory_id=memory_id, tag=tag, actor=actor(request))
     except NotFound as error:
