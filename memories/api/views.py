@@ -306,12 +306,12 @@ class MemoryHistoryView(AgentAPIView):
 
 
 class MemoryTagsView(AgentAPIView):
-    @documented(summary="A memory's tags", response=s.TagsSerializer, response_example={"tags": ["drinks"]},
+    @documented(summary="A memory's tags", response=s.TagListSerializer, response_example={"tags": ["drinks"]},
                 operation_id="memories_tags_list")
     def get(self, request, memory_id):
         return Response({"tags": selectors.memory_tags(org_id=self.org_id, memory_id=memory_id)})
 
-    @documented(summary="Add tags", request=s.TagsSerializer, response=s.TagsSerializer,
+    @documented(summary="Add tags", request=s.TagsSerializer, response=s.TagListSerializer,
                 request_example={"tags": ["morning"]}, response_example={"tags": ["drinks", "morning"]},
                 operation_id="memories_tags_add")
     def post(self, request, memory_id):
@@ -322,7 +322,7 @@ class MemoryTagsView(AgentAPIView):
 
 
 class MemoryTagDetailView(AgentAPIView):
-    @documented(summary="Remove a tag", response=s.TagsSerializer, response_example={"tags": ["drinks"]},
+    @documented(summary="Remove a tag", response=s.TagListSerializer, response_example={"tags": ["drinks"]},
                 operation_id="memories_tags_remove")
     def delete(self, request, memory_id, tag):
         tags = tagging.memory_tag_remove(org_id=self.org_id, memory_id=memory_id, tag=tag, actor=self.actor())
