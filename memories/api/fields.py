@@ -113,15 +113,14 @@ class NamespaceField(CleanField, serializers.Field):
             self.fail("shape", minimum=self.minimum)
         if not all(isinstance(label, str) and label.strip() for label in labels):
             self.fail("label")
+        scope = self.cleaned(clean_text, NAMESPACE_SEPARATOR.join(labels))  # before a message quotes a label
         for label in labels:
-            self.cleaned(clean_text, label)  # before a message below quotes it
             for character in self.reserved:
                 if character in label:
                     self.fail("reserved", label=label, character=character)
-        scope = NAMESPACE_SEPARATOR.join(labels)
         if len(scope) > SCOPE_MAX_CHARS:
             self.fail("length")
-        return self.cleaned(clean_text, scope)
+        return scope
 
     def to_representation(self, value):
         return scope_to_namespace(value)

@@ -22,10 +22,11 @@ from console.forms import CleanCharField as CleanFormField
 from integrations.langgraph_store import serializers as langgraph
 from memories.admin import ReadOnlyAdmin
 from memories.api import serializers as rest
-from memories.api.fields import CleanCharField, CleanField, CleanJSONField
+from memories.api.fields import CleanCharField, CleanField, CleanJSONField, NamespaceField
 from memories.cleaning import Secrets
 
 ROOT = Path(__file__).resolve().parents[2]
+AWS_KEY = "AKIA" + "Q7HLM2RT9VB4NC8K"  # an AWS access key id's shape; made up
 DOORS = ("memories/api", "integrations")
 SERIALIZER_MODULES = (rest, langgraph)
 
@@ -149,3 +150,32 @@ def test_every_admin_form_cleans_every_text_it_reads():
     found = admin_forms()
     assert {"Organization", "Agent", "ApiKey"} <= set(found), found  # the registry was read
     assert {model: problems for model, form in found.items() if (problems := form_fields_uncleaned(form))} == {}
+
+
+# --------------------------------------------------------------------------- a namespace's two shapes
+
+
+@pytest.mark.parametrize("sent", [["users", "alice"], "users/alice", "/users/alice/"])
+def test_a_namespace_is_read_from_labels_or_them_joined_and_answered_as_labels(sent):
+    field = NamespaceField(secrets=Secrets.LOOKUP)
+    assert field.run_validation(sent) == "users/alice"
+    assert field.to_representation("users/alice") == ["users", "alice"]
+
+
+@pytest.mark.parametrize(("sent", "message"), [
+    ("users//alice", "non-empty"), (["users/alice"], "may not contain '/'"), ([], "at least 1"), ("", "at least 1"),
+    ({"users": "alice"}, "at least 1"), ("a" * 257, "longer than 256"), (["users", AWS_KEY], "secret"),
+])
+def test_a_namespace_of_neither_shape_or_holding_a_secret_is_refused(sent, message):
+    with pytest.raises(serializers.ValidationError) as refused:
+        NamespaceField(secrets=Secrets.REFUSE).run_validation(sent)
+    assert message in str(refused.value.detail) and AWS_KEY not in str(refused.value.detail)
+
+
+def test_langgraph_s_namespace_stays_a_list_of_labels_without_dots():
+    field = langgraph.LabelsField(secrets=Secrets.REFUSE)
+    assert field.run_validation(["users", "alice"]) == "users/alice"
+    for sent in ("users/alice", ["users.alice"], ["users", f"x.{AWS_KEY}"]):
+        with pytest.raises(serializers.ValidationError) as refused:
+            field.run_validation(sent)
+        assert AWS_KEY not in str(refused.value.detail)
