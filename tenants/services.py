@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from memories.cleaning import SECRET_RULES
 from memories.redaction import Redactor, redactor_for
 from tenants.models import Agent, ApiKey, Membership, Organization
 
@@ -34,16 +35,14 @@ def api_key_hash(key: str) -> str:
 def organization_create(*, name: str, slug: str | None = None) -> Organization:
     """Create an organisation (as the service account: it is no tenant's yet, nor has a policy:
     the rules every organisation has apply)."""
-    rules = Redactor()
     slug = slug or slugify(name)[:64]
-    rules.check_identifier(slug, field="slug")
-    return Organization.objects.create(name=rules.plain(name), slug=slug)
+    SECRET_RULES.check_identifier(slug, field="slug")
+    return Organization.objects.create(name=SECRET_RULES.plain(name), slug=slug)
 
 
 def organization_get_or_create(*, name: str, slug: str) -> tuple[Organization, bool]:
-    rules = Redactor()
-    rules.check_identifier(slug, field="slug")
-    return Organization.objects.get_or_create(slug=slug, defaults={"name": rules.plain(name)})
+    SECRET_RULES.check_identifier(slug, field="slug")
+    return Organization.objects.get_or_create(slug=slug, defaults={"name": SECRET_RULES.plain(name)})
 
 
 def agent_create(*, org: Organization, name: str, description: str = "") -> Agent:
