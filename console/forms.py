@@ -1,4 +1,6 @@
-"""The console's forms: what an operator may type, checked before any service runs."""
+"""The console's forms: what an operator may type, checked before any service runs. Every text
+field is a CleanCharField (memories.cleaning: storable, within its length, and what becomes of a
+secret in it, which it states); tests/unit/test_cleaning_fields.py keeps it so."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
+from memories.cleaning import SECRET_RULES, Secrets, Unclean, clean_text
 from memories.models import CONTENT_MAX_CHARS, Entity, Memory, RetrievalEvent
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 
@@ -21,6 +24,31 @@ SORTS = {
     "updated": ("Recently changed", ["-updated_at", "-id"]),
 }
 ALL_STATUSES = "any"
+NAMESPACE_MAX_CHARS = 256
+
+
+class CleanCharField(forms.CharField):
+    """Text an operator types, cleaned once the CharField's own checks passed; `secrets` says
+    what becomes of a secret in it (memories.cleaning.Secrets)."""
+
+    def __init__(self, *, secrets: Secrets, **kwargs):
+        self.secrets = secrets
+        super().__init__(**kwargs)
+
+    def clean(self, value):
+        value = super().clean(value)
+        try:
+            # Shown beside the field, as Django's "This field is required." is.
+            return clean_text(value, field="This field", secrets=self.secrets, max_length=self.max_length)
+        except Unclean as problem:
+            raise forms.ValidationError(problem.message) from None
+
+    def bound_data(self, data, initial):
+        """What a form shown again (after an error) holds: the text as it would be kept, never a
+        secret the operator typed, refused or not. A lookup (a search box) shows what was typed."""
+        if isinstance(data, str) and self.secrets is not Secrets.LOOKUP:
+            return SECRET_RULES.plain(data)
+        return data
 
 
 def parse_tags(raw: str) -> list[str]:
@@ -40,15 +68,15 @@ def _choices(values, blank="any"):
 class MemoryFilterForm(forms.Form):
     """The memory browser's state, all of it in the query string."""
 
-    q = forms.CharField(required=False, max_length=2000, label="Search")
+    q = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=2000, label="Search")
     agent = forms.ChoiceField(required=False)
     category = forms.ChoiceField(required=False, choices=_choices(Memory.Category.values))
     memory_type = forms.ChoiceField(required=False, choices=_choices(Memory.MemoryType.values))
     status = forms.ChoiceField(required=False, choices=[("", "active"), (ALL_STATUSES, "any status")]
                                + [(s, s.replace("_", " ")) for s in Memory.Status.values if s != "active"])
     validation_status = forms.ChoiceField(required=False, choices=_choices(Memory.ValidationStatus.values))
-    sensitivity = forms.CharField(required=False, max_length=64)
-    tags = forms.CharField(required=False, max_length=500, help_text="all of these")
+    sensitivity = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=64)
+    tags = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=500, help_text="all of these")
     period = forms.ChoiceField(required=False, choices=[
         ("", "any time"), *[(name, name.replace("_", " ")) for name in TIME_PRESETS], ("custom", "between dates")])
     created_after = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
@@ -97,7 +125,7 @@ class MemoryFilterForm(forms.Form):
 
 
 class TagsForm(forms.Form):
-    tags = forms.CharField(max_length=500, label="Add tags")
+    tags = CleanCharField(secrets=Secrets.REFUSE, max_length=500, label="Add tags")
 
     def clean_tags(self):
         tags = parse_tags(self.cleaned_data["tags"])
@@ -107,31 +135,46 @@ class TagsForm(forms.Form):
 
 
 class MemoryEditForm(forms.Form):
-    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), max_length=CONTENT_MAX_CHARS, strip=True)
+    content = CleanCharField(secrets=Secrets.RECORDED, widget=forms.Textarea(attrs={"rows": 6}),
+                             max_length=CONTENT_MAX_CHARS, strip=True)
     category = forms.ChoiceField(choices=Memory.Category.choices)
     memory_type = forms.ChoiceField(choices=Memory.MemoryType.choices)
     confidence = forms.DecimalField(min_value=0, max_value=1, decimal_places=3)
     importance = forms.DecimalField(min_value=0, max_value=1, decimal_places=3)
-    sensitivity = forms.CharField(max_length=64)
+    sensitivity = CleanCharField(secrets=Secrets.REFUSE, max_length=64)
     version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
-    reason = forms.CharField(required=False, max_length=500, label="Why (kept in the version)")
+    reason = CleanCharField(secrets=Secrets.REDACT, required=False, max_length=500, label="Why (kept in the version)")
 
 
 class SupersedeForm(forms.Form):
-    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=CONTENT_MAX_CHARS, label="Corrected memory")
-    reason = forms.CharField(required=False, max_length=500)
+    content = CleanCharField(secrets=Secrets.RECORDED, widget=forms.Textarea(attrs={"rows": 4}),
+                             max_length=CONTENT_MAX_CHARS, label="Corrected memory")
+    reason = CleanCharField(secrets=Secrets.REDACT, required=False, max_length=500)
     version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 
 
 class ReasonForm(forms.Form):
-    reason = forms.CharField(max_length=500, strip=True)
+    reason = CleanCharField(secrets=Secrets.REDACT, max_length=500, strip=True)
+
+
+class TagRemoveForm(forms.Form):
+    # No tag holds a secret (adding one refuses it), so one sent with a secret is refused unquoted.
+    tag = CleanCharField(secrets=Secrets.REFUSE, max_length=64)
+
+
+class ActionForm(forms.Form):
+    """A change of a memory's state (archive, confirm, delete, restore): why, if said, and the
+    version it was made on."""
+
+    reason = CleanCharField(secrets=Secrets.REDACT, required=False, max_length=500)
+    version = forms.IntegerField(required=False, min_value=1)
 
 
 class BulkForm(forms.Form):
     ACTIONS = [("tag", "Add tags"), ("archive", "Archive"), ("approve", "Approve")]
     action = forms.ChoiceField(choices=ACTIONS)
     ids = forms.TypedMultipleChoiceField(coerce=str)
-    tags = forms.CharField(required=False, max_length=500)
+    tags = CleanCharField(secrets=Secrets.REFUSE, required=False, max_length=500)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -162,14 +205,15 @@ class BulkForm(forms.Form):
 class ResolveForm(forms.Form):
     resolution = forms.ChoiceField(choices=[("keep", "keep one"), ("merge", "merge both"), ("both_valid", "both valid")])
     keep = forms.UUIDField(required=False)
-    content = forms.CharField(required=False, max_length=CONTENT_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 5}))
-    reason = forms.CharField(required=False, max_length=500)
+    content = CleanCharField(secrets=Secrets.RECORDED, required=False, max_length=CONTENT_MAX_CHARS,
+                             widget=forms.Textarea(attrs={"rows": 5}))
+    reason = CleanCharField(secrets=Secrets.REDACT, required=False, max_length=500)
 
 
 class EventFilterForm(forms.Form):
     agent = forms.ChoiceField(required=False)
     kind = forms.ChoiceField(required=False, choices=_choices(RetrievalEvent.Kind.values))
-    q = forms.CharField(required=False, max_length=200, label="Query contains")
+    q = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=200, label="Query contains")
 
     def __init__(self, *args, agents=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -179,21 +223,27 @@ class EventFilterForm(forms.Form):
 class EntityFilterForm(forms.Form):
     """The entity list's state, all of it in the query string."""
 
-    q = forms.CharField(required=False, max_length=256, label="Name or alias")
+    q = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=256, label="Name or alias")
     kind = forms.ChoiceField(required=False, choices=_choices(Entity.Kind.values))
-    namespace = forms.CharField(required=False, max_length=256,
-                                help_text="A prefix: users/alice covers users/alice/... too.")
+    namespace = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=NAMESPACE_MAX_CHARS,
+                               help_text="A prefix: users/alice covers users/alice/... too.")
+
+
+AGENT_DESCRIPTION_MAX_CHARS = 2000
 
 
 class AgentForm(forms.Form):
-    name = forms.CharField(max_length=128)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    # An agent's name is unique in its organisation: it identifies the agent, so it is refused
+    # rather than redacted (two names redacted alike would collide).
+    name = CleanCharField(secrets=Secrets.REFUSE, max_length=128)
+    description = CleanCharField(secrets=Secrets.REDACT, required=False, max_length=AGENT_DESCRIPTION_MAX_CHARS,
+                                 widget=forms.Textarea(attrs={"rows": 2}))
 
 
 class ApiKeyForm(forms.Form):
-    name = forms.CharField(required=False, max_length=128, label="Key name")
-    namespaces = forms.CharField(
-        required=False, max_length=2000, label="Only namespaces",
+    name = CleanCharField(secrets=Secrets.REDACT, required=False, max_length=128, label="Key name")
+    namespaces = CleanCharField(
+        secrets=Secrets.REFUSE, required=False, max_length=2000, label="Only namespaces",
         help_text="Comma-separated prefixes such as users/alice; empty: the whole organisation.")
     read_only = forms.BooleanField(required=False, label="Read-only")
 
@@ -210,8 +260,8 @@ class ExportForm(forms.Form):
     """What to download: the organisation, an agent's memories, a namespace's, or both."""
 
     agent = forms.ChoiceField(required=False)
-    namespace = forms.CharField(required=False, max_length=256,
-                                help_text="A prefix: users/alice covers users/alice/... too, never users/alice2.")
+    namespace = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=NAMESPACE_MAX_CHARS,
+                               help_text="A prefix: users/alice covers users/alice/... too, never users/alice2.")
     without_embeddings = forms.BooleanField(required=False, label="without vectors (a third the size; the "
                                                                   "importing deployment embeds them again)")
 
@@ -240,11 +290,13 @@ class EraseForm(forms.Form):
               ("session", "a session's memories"), ("all", "the organisation's whole memory"))
 
     scope = forms.ChoiceField(choices=SCOPES, widget=forms.RadioSelect, initial="namespace", label="Erase")
-    namespace = forms.CharField(required=False, max_length=256,
-                                help_text="A prefix: users/alice covers users/alice/... too, never users/alice2.")
+    # Kept in the erasure's record: a secret in it is refused (no namespace can hold one).
+    namespace = CleanCharField(secrets=Secrets.REFUSE, required=False, max_length=NAMESPACE_MAX_CHARS,
+                               help_text="A prefix: users/alice covers users/alice/... too, never users/alice2.")
     agent = forms.ChoiceField(required=False)
     session = forms.UUIDField(required=False, help_text="The session's id.")
-    confirm = forms.CharField(required=False, max_length=128, label="To erase, type the organisation's slug")
+    confirm = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=128,
+                             label="To erase, type the organisation's slug")
 
     def __init__(self, *args, agents=(), **kwargs):
         super().__init__(*args, **kwargs)

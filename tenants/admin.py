@@ -1,21 +1,49 @@
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.postgres.forms import SimpleArrayField
+from django.core.validators import validate_slug
 from django.utils import timezone
 
+from console.forms import AGENT_DESCRIPTION_MAX_CHARS, NAMESPACE_MAX_CHARS, CleanCharField
+from memories.cleaning import Secrets
+from memories.redaction import redactor_for
 from tenants import services
 from tenants.models import Agent, ApiKey, Membership, Organization
+
+# Every text field here cleans what it reads as the console's do (memories.cleaning).
+
+
+class OrganizationForm(forms.ModelForm):
+    name = CleanCharField(secrets=Secrets.REDACT, max_length=200)
+    slug = CleanCharField(secrets=Secrets.REFUSE, max_length=64, validators=[validate_slug])
+
+    class Meta:
+        model = Organization
+        fields = ["name", "slug", "is_active", "redact_personal_data"]
 
 
 @admin.register(Organization)
 class OrganizationAdmin(admin.ModelAdmin):
+    form = OrganizationForm
     list_display = ["name", "slug", "is_active", "redact_personal_data", "created_at"]
     list_filter = ["is_active", "redact_personal_data"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
 
 
+class AgentForm(forms.ModelForm):
+    name = CleanCharField(secrets=Secrets.REFUSE, max_length=128)
+    description = CleanCharField(secrets=Secrets.REDACT, required=False, max_length=AGENT_DESCRIPTION_MAX_CHARS,
+                                 widget=forms.Textarea)
+
+    class Meta:
+        model = Agent
+        fields = ["org", "name", "description", "is_active"]
+
+
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
+    form = AgentForm
     list_display = ["name", "org", "is_active", "created_at"]
     list_filter = ["is_active", "org"]
     search_fields = ["name", "description"]
@@ -23,13 +51,21 @@ class AgentAdmin(admin.ModelAdmin):
 
 
 class ApiKeyForm(forms.ModelForm):
+    name = CleanCharField(secrets=Secrets.REDACT, required=False, max_length=128)
+    namespaces = SimpleArrayField(CleanCharField(secrets=Secrets.REFUSE, max_length=NAMESPACE_MAX_CHARS),
+                                  required=False)
+
     class Meta:
         model = ApiKey
         fields = ["agent", "name", "namespaces", "read_only"]
 
     def clean_namespaces(self) -> list[str]:
+        agent = self.cleaned_data.get("agent")
+        namespaces = self.cleaned_data.get("namespaces") or []
         try:
-            return services.api_key_namespaces(self.cleaned_data.get("namespaces") or [])
+            if agent is None:  # refused on its own field; the namespaces are checked once it is chosen
+                return services.api_key_namespaces(namespaces)
+            return services.api_key_reach(redactor=redactor_for(agent.org_id), namespaces=namespaces)
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
 

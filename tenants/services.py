@@ -4,6 +4,11 @@ Like every service, these assume their caller's boundary set the context (docs/a
 "One tenant rule"): creating an organisation is cross-tenant work, done as the service account
 (`with service_account():` in a command, Django admin's own context); the others act within
 the organisation they name (`with tenant_context(org.id):`, or the console's access check).
+
+What they store is redacted as any write's is (memories.redaction): names and descriptions
+have their secrets (and, by the organisation's policy, personal data) replaced; what identifies
+(an organisation's slug, an agent's name, a key's namespaces) is refused instead, raising
+IdentifierHoldsSecret (a ValueError), since two identifiers redacted alike would become one.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from memories.cleaning import SECRET_RULES
+from memories.redaction import Redactor, redactor_for
 from tenants.models import Agent, ApiKey, Membership, Organization
 
 API_KEY_PREFIX = "mp_"
@@ -26,19 +33,26 @@ def api_key_hash(key: str) -> str:
 
 
 def organization_create(*, name: str, slug: str | None = None) -> Organization:
-    """Create an organisation (as the service account: it is no tenant's yet)."""
-    return Organization.objects.create(name=name, slug=slug or slugify(name)[:64])
+    """Create an organisation (as the service account: it is no tenant's yet, nor has a policy:
+    the rules every organisation has apply)."""
+    slug = slug or slugify(name)[:64]
+    SECRET_RULES.check_identifier(slug, field="slug")
+    return Organization.objects.create(name=SECRET_RULES.plain(name), slug=slug)
 
 
 def organization_get_or_create(*, name: str, slug: str) -> tuple[Organization, bool]:
-    return Organization.objects.get_or_create(slug=slug, defaults={"name": name})
+    SECRET_RULES.check_identifier(slug, field="slug")
+    return Organization.objects.get_or_create(slug=slug, defaults={"name": SECRET_RULES.plain(name)})
 
 
 def agent_create(*, org: Organization, name: str, description: str = "") -> Agent:
-    return Agent.objects.create(org=org, name=name, description=description)
+    redactor = redactor_for(org.id)
+    redactor.check_identifier(name, field="name")
+    return Agent.objects.create(org=org, name=name, description=redactor.plain(description))
 
 
 def agent_get_or_create(*, org: Organization, name: str) -> tuple[Agent, bool]:
+    redactor_for(org.id).check_identifier(name, field="name")
     return Agent.objects.get_or_create(org=org, name=name)
 
 
@@ -53,14 +67,23 @@ def api_key_namespaces(namespaces) -> list[str]:
     return sorted(set(cleaned))
 
 
+def api_key_reach(*, redactor: Redactor, namespaces) -> list[str]:
+    """api_key_namespaces, none holding what the organisation's policy (redactor_for) would redact."""
+    reach = api_key_namespaces(namespaces)
+    for namespace in reach:
+        redactor.check_identifier(namespace, field="namespaces")
+    return reach
+
+
 def api_key_new(*, agent: Agent, name: str = "", created_by=None, namespaces=(),
                 read_only: bool = False) -> tuple[ApiKey, str]:
     """An unsaved key row for an agent, and the key itself (which is never stored).
     namespaces: prefixes the key is limited to (none: the whole organisation); read_only: no writes."""
+    redactor = redactor_for(agent.org_id)
+    reach = api_key_reach(redactor=redactor, namespaces=namespaces)
     key = API_KEY_PREFIX + secrets.token_urlsafe(32)
-    api_key = ApiKey(org_id=agent.org_id, agent=agent, name=name, prefix=key[:DISPLAY_PREFIX_LENGTH],
-                     key_hash=api_key_hash(key), created_by=created_by,
-                     namespaces=api_key_namespaces(namespaces), read_only=read_only)
+    api_key = ApiKey(org_id=agent.org_id, agent=agent, name=redactor.plain(name), prefix=key[:DISPLAY_PREFIX_LENGTH],
+                     key_hash=api_key_hash(key), created_by=created_by, namespaces=reach, read_only=read_only)
     return api_key, key
 
 

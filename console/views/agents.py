@@ -34,6 +34,8 @@ def agent_list(request):
                                               description=form.cleaned_data["description"])
         except IntegrityError:
             form.add_error("name", "this organisation already has an agent with that name")
+        except ValueError as refused:  # a name the organisation's policy refuses (personal data)
+            form.add_error("name", str(refused))
         else:
             return done(request, f"Agent {agent.name!r} created. Issue it a key below.",
                         reverse("console:agent", args=[request.org.slug, agent.pk]))
@@ -66,12 +68,16 @@ def agent_detail(request, agent_id):
 def api_key_issue(request, agent_id):
     agent = _agent(request, agent_id)
     form = ApiKeyForm(request.POST)
+    if form.is_valid():
+        try:
+            api_key, key = services.api_key_issue(agent=agent, name=form.cleaned_data["name"],
+                                                  created_by=request.user, namespaces=form.cleaned_data["namespaces"],
+                                                  read_only=form.cleaned_data["read_only"])
+        except ValueError as refused:  # a namespace the organisation's policy refuses (personal data)
+            form.add_error("namespaces", str(refused))
     if not form.is_valid():
         return page(request, "console/agent_detail.html", {"agent": agent, "keys": _keys(request, agent),
                                                            "form": form}, partial="keys", status=INVALID)
-    api_key, key = services.api_key_issue(agent=agent, name=form.cleaned_data["name"], created_by=request.user,
-                                          namespaces=form.cleaned_data["namespaces"],
-                                          read_only=form.cleaned_data["read_only"])
     # The key is in this answer only: it is never stored, so a redirect could not show it.
     return page(request, "console/agent_detail.html", {
         "agent": agent, "keys": _keys(request, agent), "form": ApiKeyForm(), "new_key": key, "new_api_key": api_key},

@@ -12,7 +12,16 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console.access import OPERATOR, VIEWER, console_view, may
 from console.diff import version_diff
-from console.forms import SORTS, BulkForm, MemoryEditForm, MemoryFilterForm, SupersedeForm, TagsForm
+from console.forms import (
+    SORTS,
+    ActionForm,
+    BulkForm,
+    MemoryEditForm,
+    MemoryFilterForm,
+    SupersedeForm,
+    TagRemoveForm,
+    TagsForm,
+)
 from console.responses import INVALID, actor, done, failed, page
 from memories import selectors
 from memories.errors import MemoryServiceError, NotFound, StaleVersion
@@ -167,26 +176,37 @@ def _tags_fragment(request, memory_id, message: str):
                 template="console/memory_detail.html#tags-and-history", context=_detail_context(request, memory))
 
 
+def _tags_refused(request, memory_id, form: TagsForm):
+    memory = _memory(request, memory_id)
+    return page(request, "console/memory_detail.html", _detail_context(request, memory, tag_form=form),
+                partial="tags-and-history", status=INVALID)
+
+
 @require_POST
 @console_view(OPERATOR)
 def memory_tags_add(request, memory_id):
     form = TagsForm(request.POST)
     if not form.is_valid():
-        memory = _memory(request, memory_id)
-        return page(request, "console/memory_detail.html", _detail_context(request, memory, tag_form=form),
-                    partial="tags-and-history", status=INVALID)
+        return _tags_refused(request, memory_id, form)
     try:
         tags = tagging.memory_tags_add(org_id=request.org.id, memory_id=memory_id, tags=form.cleaned_data["tags"],
                                        actor=actor(request))
     except NotFound:
         raise Http404("no such memory") from None
+    except MemoryServiceError as error:  # a tag the organisation's policy refuses (personal data)
+        form.add_error("tags", error.message)
+        return _tags_refused(request, memory_id, form)
     return _tags_fragment(request, memory_id, f"Tags now: {', '.join(tags)}.")
 
 
 @require_POST
 @console_view(OPERATOR)
 def memory_tag_remove(request, memory_id):
-    tag = request.POST.get("tag", "")
+    form = TagRemoveForm(request.POST)
+    if not form.is_valid():
+        return failed(request, "Not done: that is not one of this memory's tags.", _url(request, "memory", memory_id),
+                      status=INVALID)
+    tag = form.cleaned_data["tag"]
     try:
         tagging.memory_tag_remove(org_id=request.org.id, memory_id=memory_id, tag=tag, actor=actor(request))
     except NotFound as error:
@@ -215,22 +235,19 @@ def memory_action(request, memory_id, action):
         service, message = ACTIONS[action]
     else:
         raise Http404("no such action")
+    form = ActionForm(request.POST)
+    if not form.is_valid():
+        field, errors = next(iter(form.errors.items()))
+        return failed(request, f"Not done: {field}: {errors[0]}", here, status=INVALID)
     try:
-        changed = service(org_id=request.org.id, memory_id=memory_id,
-                          actor=actor(request, request.POST.get("reason", "")), expected_version=_version(request))
+        changed = service(org_id=request.org.id, memory_id=memory_id, actor=actor(request, form.cleaned_data["reason"]),
+                          expected_version=form.cleaned_data["version"])
     except StaleVersion as error:
         return failed(request, f"Not done: someone changed this memory meanwhile (now version "
                                f"{error.current_version}). Here it is as it is now.", here)
     except MemoryServiceError as error:
         return failed(request, error.message, here)
     return done(request, message.format(status=changed.status.replace("_", " ")), here)
-
-
-def _version(request) -> int | None:
-    try:
-        return int(request.POST["version"])
-    except (KeyError, ValueError):
-        return None
 
 
 @console_view(OPERATOR)

@@ -2,73 +2,72 @@
 reference server's schemas StorePutRequest, StoreSearchRequest, StoreDeleteRequest,
 StoreListNamespacesRequest, Item, SearchItemsResponse, ListNamespaceResponse).
 
-A namespace is a list of labels; in a query string (GET /store/items) they travel joined
-with ".", so a label may not hold one. The platform keeps a namespace joined with "/" (a
-memory's scope), so a label may not hold that either.
+A namespace is a list of labels, in a body always (LangGraph's shape: the platform's other
+doors also take "a/b", this one does not); in a query string (GET /store/items) they travel
+joined with ".", so a label may not hold one. The platform keeps a namespace joined with "/" (a
+memory's scope), so a label may not hold that either. Every field cleans what it reads
+(memories.api.fields).
 """
 
 from __future__ import annotations
 
-import json
 import math
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.api.serializers import (
+from memories.api.fields import (
     NAMESPACE_SEPARATOR,
-    StrictSerializer,
+    SCOPE_MAX_CHARS,
+    CleanCharField,
+    CleanField,
+    CleanJSONField,
+    NamespaceField,
     scope_to_namespace,
 )
+from memories.api.serializers import StrictSerializer
+from memories.cleaning import Secrets, clean_text
 from memories.retrieval.store import DEPTH_MAX
 from memories.writes.kernel import TTL_MAX_SECONDS
 from memory_platform.config import config
 
 QUERY_SEPARATOR = "."  # LangGraph's, between the labels of a namespace in a query string
 RESERVED_ROOT = "langgraph"  # LangGraph's BaseStore refuses it as a namespace's first label
-SCOPE_MAX_CHARS = 256
 LIST_MAX = 1000
 
 
-def labels_to_scope(labels, *, minimum: int) -> str:
-    """Labels as the platform's scope, each checked as LangGraph's _validate_namespace_labels
-    does, and for the platform's separator."""
-    if not isinstance(labels, list) or len(labels) < minimum:
-        raise serializers.ValidationError(f"a namespace is a list of at least {minimum} labels")
-    for label in labels:
-        if not isinstance(label, str) or not label.strip():
-            raise serializers.ValidationError("namespace labels must be non-empty strings")
-        for separator in (QUERY_SEPARATOR, NAMESPACE_SEPARATOR):
-            if separator in label:
-                raise serializers.ValidationError(f"namespace label {label!r} may not contain {separator!r}")
-    scope = NAMESPACE_SEPARATOR.join(labels)
-    if len(scope) > SCOPE_MAX_CHARS:
-        raise serializers.ValidationError(f"namespace is longer than {SCOPE_MAX_CHARS} characters once joined")
-    return scope
-
-
 @extend_schema_field({"type": "array", "items": {"type": "string", "minLength": 1}, "example": ["users", "alice"]})
-class LabelsField(serializers.Field):
-    """A namespace as LangGraph sends it in a body: a list of labels. Read as the scope."""
+class LabelsField(NamespaceField):
+    """A namespace as LangGraph sends it in a body: a list of labels, none holding "." or "/"
+    (LangGraph's _validate_namespace_labels, and the platform's separator). Read as the scope."""
 
-    def __init__(self, *, minimum: int = 1, **kwargs):
-        self.minimum = minimum
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data):
-        return labels_to_scope(data, minimum=self.minimum)
-
-    def to_representation(self, value):
-        return scope_to_namespace(value)
+    reserved = (QUERY_SEPARATOR, NAMESPACE_SEPARATOR)
+    accepts_text = False
+    default_error_messages = {"shape": "a namespace is a list of at least {minimum} labels"}
 
 
 @extend_schema_field({"type": "array", "items": {"type": "string", "minLength": 1}, "example": ["users", "*"]})
-class PatternField(serializers.Field):
+class PatternField(LabelsField):
     """list_namespaces' prefix and suffix: labels, "*" matching any one. Read as a tuple."""
 
+    def __init__(self, **kwargs):
+        super().__init__(secrets=Secrets.LOOKUP, minimum=0, **kwargs)
+
     def to_internal_value(self, data):
-        labels_to_scope(data, minimum=0)
+        super().to_internal_value(data)
         return tuple(data)
+
+
+@extend_schema_field({"type": "string", "example": "users.alice"})
+class QueryLabelsField(LabelsField):
+    """A namespace in GET /store/items' query string: its labels joined with ".". Read as the scope."""
+
+    default_error_messages = {"shape": "a namespace is its labels joined with '.'"}
+
+    def labels(self, data) -> list:
+        if not isinstance(data, str):
+            self.fail("shape")
+        return data.split(QUERY_SEPARATOR)
 
 
 def _ttl_seconds(minutes) -> int | None:
@@ -99,9 +98,12 @@ class MinutesField(serializers.Field):
 
 @extend_schema_field({"oneOf": [{"type": "boolean", "enum": [False]}, {"type": "array", "items": {"type": "string"}}],
                       "nullable": True})
-class IndexField(serializers.Field):
+class IndexField(CleanField, serializers.Field):
     """null: the whole value is the item's text; false: not indexed; or the field paths to index
-    (checked by memories.store_values.check_index)."""
+    (checked by memories.store_values.check_index), which name the value's fields and are kept
+    nowhere."""
+
+    secrets = Secrets.LOOKUP
 
     def __init__(self, **kwargs):
         super().__init__(allow_null=True, required=False, default=None, **kwargs)
@@ -112,26 +114,32 @@ class IndexField(serializers.Field):
         return super().validate_empty_values(data)
 
     def to_internal_value(self, data):
-        if data is False or (isinstance(data, list) and all(isinstance(path, str) for path in data)):
+        if data is False:
             return data
+        if isinstance(data, list) and all(isinstance(path, str) for path in data):
+            return [self.cleaned(clean_text, path) for path in data]
         raise serializers.ValidationError("index is false, null, or a list of field paths")
 
 
-class ValueField(serializers.DictField):
-    """The item's value: a JSON object, at most STORE_VALUE_MAX_BYTES as JSON text."""
+class ValueField(CleanJSONField):
+    """The item's value: a JSON object, at most STORE_VALUE_MAX_BYTES as JSON text. The write
+    redacts it as a memory's metadata (it is kept as one) and records it in its provenance."""
+
+    def __init__(self, **kwargs):
+        super().__init__(secrets=Secrets.RECORDED, **kwargs)
+
+    def bytes_limit(self) -> int:
+        return config().store_value_max_bytes
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
             raise serializers.ValidationError("value must be a JSON object")
-        limit = config().store_value_max_bytes
-        if len(json.dumps(data, ensure_ascii=False).encode()) > limit:
-            raise serializers.ValidationError(f"value is larger than {limit} bytes as JSON")
-        return data
+        return super().to_internal_value(data)
 
 
 class PutItemSerializer(StrictSerializer):
-    namespace = LabelsField()
-    key = serializers.CharField(min_length=1, max_length=256, trim_whitespace=False)
+    namespace = LabelsField(secrets=Secrets.REFUSE)
+    key = CleanCharField(secrets=Secrets.REFUSE, min_length=1, max_length=256, trim_whitespace=False)
     value = ValueField()
     index = IndexField()
     ttl = MinutesField()
@@ -143,33 +151,31 @@ class PutItemSerializer(StrictSerializer):
 
 
 class DeleteItemSerializer(StrictSerializer):
-    namespace = LabelsField()
-    key = serializers.CharField(min_length=1, max_length=256, trim_whitespace=False)
+    namespace = LabelsField(secrets=Secrets.LOOKUP)
+    key = CleanCharField(secrets=Secrets.LOOKUP, min_length=1, max_length=256, trim_whitespace=False)
 
 
 class GetItemQuerySerializer(StrictSerializer):
     """?namespace=users.alice&key=diet[&refresh_ttl=false]"""
 
-    namespace = serializers.CharField(max_length=SCOPE_MAX_CHARS, allow_blank=True,
-                                      help_text="The namespace's labels joined with '.', e.g. users.alice")
-    key = serializers.CharField(min_length=1, max_length=256, trim_whitespace=False)
+    namespace = QueryLabelsField(secrets=Secrets.LOOKUP,
+                                 help_text="The namespace's labels joined with '.', e.g. users.alice")
+    key = CleanCharField(secrets=Secrets.LOOKUP, min_length=1, max_length=256, trim_whitespace=False)
     refresh_ttl = serializers.BooleanField(required=False, default=True,
                                            help_text="Default true: an item written with a ttl expires that long "
                                                      "from now again.")
 
-    def validate_namespace(self, value):
-        return labels_to_scope(value.split(QUERY_SEPARATOR), minimum=1)
-
 
 class SearchItemsSerializer(StrictSerializer):
-    namespace_prefix = LabelsField(minimum=0, required=False, default="", allow_null=True)
-    filter = serializers.DictField(required=False, allow_null=True, default=None,
-                                   help_text='Over the value\'s fields: {"kind": "note", "score": {"$gte": 3}} '
-                                             "($eq $ne $gt $gte $lt $lte).")
+    namespace_prefix = LabelsField(secrets=Secrets.RECORDED, minimum=0, required=False, default="", allow_null=True)
+    filter = CleanJSONField(secrets=Secrets.RECORDED, required=False, allow_null=True, default=None,
+                            help_text='Over the value\'s fields: {"kind": "note", "score": {"$gte": 3}} '
+                                      "($eq $ne $gt $gte $lt $lte).")
     limit = serializers.IntegerField(min_value=1, max_value=LIST_MAX, default=10)
     offset = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
-    query = serializers.CharField(max_length=4000, required=False, allow_null=True, allow_blank=True, default=None,
-                                  help_text="Search by meaning: the items nearest it, best first, with their score.")
+    query = CleanCharField(secrets=Secrets.RECORDED, max_length=4000, required=False, allow_null=True,
+                           allow_blank=True, default=None,
+                           help_text="Search by meaning: the items nearest it, best first, with their score.")
     refresh_ttl = serializers.BooleanField(required=False, allow_null=True, default=None)
     threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True, default=None,
                                        help_text="Not LangGraph's: with a query, only items at least this similar "

@@ -26,11 +26,12 @@ BRIEF_FIELDS = ("id", "content", "namespace", "category", "memory_type", "status
 FACTS_SHOWN = 20
 TIMELINE_SHOWN = 50
 
-Namespace = Annotated[list[str] | None, Field(
-    description='Whose memory this is, as a list of names, e.g. ["users", "alice"]: a user\'s memories stay '
-                "apart from every other user's. Omit for the agent's shared memory.")]
-NamespacePrefix = Annotated[str | None, Field(
-    description='Only memories under this namespace, joined with "/", e.g. "users/alice" (also '
+Namespace = Annotated[list[str] | str | None, Field(
+    description='Whose memory this is, as a list of names, e.g. ["users", "alice"], or them joined with "/", '
+                '"users/alice": a user\'s memories stay apart from every other user\'s. Omit for the agent\'s '
+                "shared memory.")]
+NamespacePrefix = Annotated[list[str] | str | None, Field(
+    description='Only memories under this namespace, e.g. ["users", "alice"] or "users/alice" (also '
                 'users/alice/..., never users/alice2).')]
 MemoryId = Annotated[uuid.UUID, Field(description="The memory's id, as search_memory or remember_fact returned it.")]
 Category = Literal["factual", "preference", "behavioral", "episodic", "procedural"]  # Memory.Category

@@ -10,6 +10,7 @@ from rest_framework import exceptions, parsers
 from rest_framework.request import Request
 
 from memories.api import storable
+from memories.cleaning import TOO_DEEP_MESSAGE
 from memory_platform.config import config
 
 
@@ -60,7 +61,7 @@ class LimitedJSONParser(parsers.BaseParser):
         try:
             data = json.loads(body.decode("utf-8"), parse_float=_finite, parse_constant=_no_constants)
         except RecursionError:
-            raise exceptions.ParseError(f"JSON parse error - {storable.TOO_DEEP_MESSAGE}") from None
+            raise exceptions.ParseError(f"JSON parse error - {TOO_DEEP_MESSAGE}") from None
         except ValueError as exc:  # malformed JSON, bad UTF-8, out-of-range numbers
             raise exceptions.ParseError(f"JSON parse error - {exc}") from None
         storable.check(data)

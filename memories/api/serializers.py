@@ -10,6 +10,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories import strength
+from memories.api.fields import (
+    CleanCharField,
+    CleanJSONField,
+    NamespaceField,
+    TagField,
+    scope_to_namespace,
+)
+from memories.cleaning import Secrets
 from memories.models import (
     CONTENT_MAX_CHARS,
     Entity,
@@ -23,8 +31,6 @@ from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 from memories.writes.kernel import DECAY_RATE_MAX, TTL_MAX_SECONDS
 from memory_platform.config import config
 from tenants.models import Session
-
-NAMESPACE_SEPARATOR = "/"
 
 
 class StrictSerializer(serializers.Serializer):
@@ -60,45 +66,9 @@ class UnitIntervalField(serializers.FloatField):
         return Decimal(str(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_EVEN)
 
 
-def namespace_to_scope(namespace: list[str], *, minimum: int = 1) -> str:
-    if not isinstance(namespace, list) or len(namespace) < minimum:
-        raise serializers.ValidationError(f"a namespace is a list of at least {minimum} strings")
-    for element in namespace:
-        if not isinstance(element, str) or not element.strip():
-            raise serializers.ValidationError("namespace elements must be non-empty strings")
-        if NAMESPACE_SEPARATOR in element:
-            raise serializers.ValidationError(f"namespace elements may not contain {NAMESPACE_SEPARATOR!r}")
-    scope = NAMESPACE_SEPARATOR.join(namespace)
-    if len(scope) > 256:
-        raise serializers.ValidationError("namespace is longer than 256 characters once joined with '/'")
-    return scope
-
-
-def scope_to_namespace(scope: str) -> list[str]:
-    return scope.split(NAMESPACE_SEPARATOR) if scope else []
-
-
-@extend_schema_field({"type": "array", "items": {"type": "string", "minLength": 1}, "example": ["memories", "user-42"]})
-class NamespaceField(serializers.Field):
-    """Seed 003's namespace tuple, e.g. ["memories", "user-123"]; stored joined with "/"."""
-
-    def __init__(self, *, minimum: int = 1, **kwargs):
-        self.minimum = minimum
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data):
-        return namespace_to_scope(data, minimum=self.minimum)
-
-    def to_representation(self, value):
-        return scope_to_namespace(value)
-
-
-class TagField(serializers.CharField):
-    def __init__(self, **kwargs):
-        super().__init__(min_length=1, max_length=64, **kwargs)
-
-
 TAG_LIST_LIMIT = 50
+# A pagination cursor is a short base64 text (DRF's CursorPagination); this is far past one.
+CURSOR_MAX_CHARS = 1000
 MAX_RELATIONSHIP_WEIGHT = 1000.0
 # The largest value of the PositiveIntegerField the version is stored in.
 MAX_VERSION = 2**31 - 1
@@ -109,11 +79,12 @@ class MemoryFieldsMixin(StrictSerializer):
     memory_type = serializers.ChoiceField(Memory.MemoryType.choices, required=False)
     confidence = UnitIntervalField(required=False)
     importance = UnitIntervalField(required=False)
-    sensitivity = serializers.CharField(min_length=1, max_length=64, required=False)
-    scope = serializers.CharField(max_length=256, required=False, allow_blank=True)
-    namespace = NamespaceField(required=False)
-    key = serializers.CharField(min_length=1, max_length=256, required=False, allow_null=True)
-    metadata = serializers.DictField(required=False)
+    sensitivity = CleanCharField(secrets=Secrets.REFUSE, min_length=1, max_length=64, required=False)
+    scope = NamespaceField(secrets=Secrets.REFUSE, minimum=0, required=False,
+                           help_text='Seed 002\'s name for the namespace; "" (or []) for none.')
+    namespace = NamespaceField(secrets=Secrets.REFUSE, required=False)
+    key = CleanCharField(secrets=Secrets.REFUSE, min_length=1, max_length=256, required=False, allow_null=True)
+    metadata = CleanJSONField(secrets=Secrets.RECORDED, required=False)
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
     ttl = serializers.IntegerField(min_value=1, max_value=TTL_MAX_SECONDS, required=False,
                                    help_text="Time to live in seconds: the memory expires that long after this "
@@ -127,10 +98,6 @@ class MemoryFieldsMixin(StrictSerializer):
             if "scope" in attrs:
                 raise serializers.ValidationError({"namespace": ["send scope or namespace, not both"]})
             attrs["scope"] = attrs.pop("namespace")
-        if "scope" in attrs and attrs["scope"]:
-            parts = attrs["scope"].split(NAMESPACE_SEPARATOR)
-            if any(not part.strip() for part in parts):
-                raise serializers.ValidationError({"scope": ["scope segments between '/' must not be empty"]})
         if "ttl" in attrs and attrs.get("expires_at") is not None:
             raise serializers.ValidationError({"ttl": ["send ttl or expires_at, not both"]})
         start, end = attrs.get("valid_from"), attrs.get("valid_until")
@@ -142,21 +109,21 @@ class MemoryFieldsMixin(StrictSerializer):
 class EntityGivenSerializer(StrictSerializer):
     """An entity the agent names with a write (besides those the extractor finds)."""
 
-    name = serializers.CharField(min_length=1, max_length=256)
+    name = CleanCharField(secrets=Secrets.REDACT, min_length=1, max_length=256)
     type = serializers.ChoiceField(Entity.Kind.choices, default=Entity.Kind.PERSON)
-    aliases = serializers.ListField(child=serializers.CharField(min_length=1, max_length=256), required=False,
-                                    max_length=20)
+    aliases = serializers.ListField(child=CleanCharField(secrets=Secrets.REDACT, min_length=1, max_length=256),
+                                    required=False, max_length=20)
 
 
 class MemoryCreateSerializer(MemoryFieldsMixin):
-    content = serializers.CharField(max_length=CONTENT_MAX_CHARS)
+    content = CleanCharField(secrets=Secrets.RECORDED, max_length=CONTENT_MAX_CHARS)
     source = serializers.ChoiceField(Memory.Source.choices, required=False)
     session_id = serializers.UUIDField(required=False, allow_null=True)
-    provenance = serializers.DictField(required=False)
+    provenance = CleanJSONField(secrets=Secrets.RECORDED, required=False)
     decay_rate = serializers.FloatField(min_value=0.0, max_value=DECAY_RATE_MAX, required=False,
                                         help_text="How fast the memory fades unless it is retrieved (0: never; "
                                                   "default 0.1, and 0 for episodes).")
-    tags = serializers.ListField(child=TagField(), required=False, max_length=TAG_LIST_LIMIT)
+    tags = serializers.ListField(child=TagField(secrets=Secrets.REFUSE), required=False, max_length=TAG_LIST_LIMIT)
     entities = EntityGivenSerializer(many=True, required=False, max_length=50,
                                      help_text="Entities the memory is about, with their aliases; the built-in "
                                                "extractor finds people, places, organisations, dates and "
@@ -168,27 +135,22 @@ class MemoryCreateSerializer(MemoryFieldsMixin):
         return attrs
 
 
-class MemoryBatchCreateSerializer(StrictSerializer):
-    memories = serializers.ListField(child=serializers.DictField(), min_length=1)
+class BatchField(serializers.ListField):
+    """The memories of a batch, at most MEMORY_PLATFORM_BATCH_LIMIT, counted before any is read."""
 
-    def validate_memories(self, items):
+    def to_internal_value(self, data):
         limit = config().batch_limit
-        if len(items) > limit:
+        if isinstance(data, list) and len(data) > limit:
             raise serializers.ValidationError(f"at most {limit} memories per batch")
-        validated, problems = [], {}
-        for index, item in enumerate(items):
-            serializer = MemoryCreateSerializer(data=item)
-            if serializer.is_valid():
-                validated.append(serializer.validated_data)
-            else:
-                problems[index] = serializer.errors
-        if problems:
-            raise serializers.ValidationError([problems.get(i, {}) for i in range(len(items))])
-        return validated
+        return super().to_internal_value(data)
+
+
+class MemoryBatchCreateSerializer(StrictSerializer):
+    memories = BatchField(child=MemoryCreateSerializer(), min_length=1)
 
 
 class MemoryUpdateSerializer(MemoryFieldsMixin):
-    content = serializers.CharField(max_length=CONTENT_MAX_CHARS, required=False)
+    content = CleanCharField(secrets=Secrets.RECORDED, max_length=CONTENT_MAX_CHARS, required=False)
     version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION, required=False,
                                        help_text="The version being changed, if If-Match is not sent.")
 
@@ -204,11 +166,11 @@ class VersionOnlySerializer(StrictSerializer):
 
 
 class SupersedeSerializer(StrictSerializer):
-    content = serializers.CharField(max_length=CONTENT_MAX_CHARS)
-    reason = serializers.CharField(max_length=1000, required=False, allow_blank=True)
+    content = CleanCharField(secrets=Secrets.RECORDED, max_length=CONTENT_MAX_CHARS)
+    reason = CleanCharField(secrets=Secrets.REDACT, max_length=1000, required=False, allow_blank=True)
     confidence = UnitIntervalField(required=False)
     category = serializers.ChoiceField(Memory.Category.choices, required=False)
-    metadata = serializers.DictField(required=False)
+    metadata = CleanJSONField(secrets=Secrets.RECORDED, required=False)
     version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION, required=False)
 
 
@@ -223,18 +185,24 @@ class FeedbackSerializer(StrictSerializer):
 
 
 class TagsSerializer(StrictSerializer):
-    tags = serializers.ListField(child=TagField(), min_length=1, max_length=TAG_LIST_LIMIT)
+    tags = serializers.ListField(child=TagField(secrets=Secrets.REFUSE), min_length=1, max_length=TAG_LIST_LIMIT)
+
+
+class TagListSerializer(serializers.Serializer):
+    """A memory's tags, as every tags endpoint answers: none left is an empty list."""
+
+    tags = serializers.ListField(child=serializers.CharField())
 
 
 class RelationshipCreateSerializer(StrictSerializer):
     target_id = serializers.UUIDField()
     relation_type = serializers.ChoiceField(MemoryRelationship.RelationType.choices)
     confidence = UnitIntervalField(required=False)
-    predicate = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    predicate = CleanCharField(secrets=Secrets.REDACT, max_length=128, required=False, allow_blank=True)
     # Seed 004 stores weight as REAL (float4, overflows above ~3.4e38); a relative strength
     # needs nothing near that.
     weight = serializers.FloatField(required=False, min_value=0.0, max_value=MAX_RELATIONSHIP_WEIGHT)
-    metadata = serializers.DictField(required=False)
+    metadata = CleanJSONField(secrets=Secrets.REDACT, required=False)
 
 
 class MemoryListQuerySerializer(StrictSerializer):
@@ -245,15 +213,15 @@ class MemoryListQuerySerializer(StrictSerializer):
     memory_type = serializers.ChoiceField(Memory.MemoryType.choices, required=False)
     agent = serializers.UUIDField(required=False)
     session = serializers.UUIDField(required=False)
-    namespace = serializers.CharField(max_length=256, required=False,
-                                      help_text="Prefix: `memories` matches memories/user-1 too.")
-    tag = serializers.ListField(child=TagField(), required=False)
+    namespace = NamespaceField(secrets=Secrets.LOOKUP, required=False,
+                               help_text="Prefix: `memories` matches memories/user-1 too.")
+    tag = serializers.ListField(child=TagField(secrets=Secrets.LOOKUP), required=False)
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
     include_deleted = serializers.BooleanField(required=False, default=False)
     include_expired = serializers.BooleanField(required=False, default=False,
                                                help_text="Also memories past their expiry, not yet swept away.")
-    cursor = serializers.CharField(required=False)
+    cursor = CleanCharField(secrets=Secrets.LOOKUP, max_length=CURSOR_MAX_CHARS, required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
     def validate(self, attrs):
@@ -270,20 +238,23 @@ MAX_OFFSET = 2**31 - 1
 class EntityListQuerySerializer(StrictSerializer):
     """Filters of GET /entities, from the query string."""
 
-    namespace = serializers.CharField(max_length=256, required=False,
-                                      help_text="Prefix: `memories` matches memories/user-1 too.")
+    namespace = NamespaceField(secrets=Secrets.LOOKUP, required=False,
+                               help_text="Prefix: `memories` matches memories/user-1 too.")
     type = serializers.ChoiceField(Entity.Kind.choices, required=False)
-    q = serializers.CharField(max_length=256, required=False,
+    q = CleanCharField(secrets=Secrets.LOOKUP, max_length=256, required=False,
                               help_text="A name or an alias, or the beginning of one of its words; any case.")
     limit = serializers.IntegerField(required=False, min_value=1, max_value=100, help_text="Default 50.")
     offset = serializers.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET)
 
 
 def query_data(query_params, list_fields=("tag",)) -> dict:
-    """A QueryDict as serializer input: repeated parameters become lists where expected."""
+    """A QueryDict as serializer input: repeated parameters become lists where expected, and a
+    namespace sent as repeated labels (?namespace=users&namespace=alice) their list."""
     data = {}
     for name in query_params:
-        data[name] = query_params.getlist(name) if name in list_fields else query_params.get(name)
+        values = query_params.getlist(name)
+        repeated_labels = name == "namespace" and len(values) > 1
+        data[name] = values if name in list_fields or repeated_labels else query_params.get(name)
     return data
 
 
@@ -344,13 +315,13 @@ class WeakQuerySerializer(StrictSerializer):
 
     below = serializers.FloatField(min_value=0.0, max_value=1.0, required=False,
                                    help_text="Strength under which a memory is listed (default 0.5).")
-    namespace = serializers.CharField(max_length=256, required=False,
-                                      help_text="Prefix: `users/alice` matches users/alice/... too.")
+    namespace = NamespaceField(secrets=Secrets.LOOKUP, required=False,
+                               help_text="Prefix: `users/alice` matches users/alice/... too.")
     limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
     offset = serializers.IntegerField(min_value=0, max_value=10**9, default=0)
 
 
-class FadingSerializer(StrictSerializer):
+class FadingSerializer(serializers.Serializer):
     """A memory that is fading (memories.lifecycle.decay.Fading)."""
 
     memory = MemorySerializer()
@@ -366,11 +337,11 @@ class FadingSerializer(StrictSerializer):
 
 
 class StatsQuerySerializer(StrictSerializer):
-    namespace = serializers.CharField(max_length=256, required=False,
-                                      help_text="Prefix: `users/alice` counts users/alice/... too.")
+    namespace = NamespaceField(secrets=Secrets.LOOKUP, required=False,
+                               help_text="Prefix: `users/alice` counts users/alice/... too.")
 
 
-class ExplanationSerializer(StrictSerializer):
+class ExplanationSerializer(serializers.Serializer):
     """memories.retrieval.explain.Explanation."""
 
     memory = MemorySerializer()
@@ -494,12 +465,13 @@ class RelationshipSerializer(serializers.ModelSerializer):
 class SearchFiltersSerializer(StrictSerializer):
     agent = serializers.ListField(child=serializers.UUIDField(), required=False)
     session = serializers.UUIDField(required=False)
-    namespace = serializers.CharField(max_length=256, required=False)
+    namespace = NamespaceField(secrets=Secrets.RECORDED, required=False,
+                               help_text="Prefix: `users/alice` matches users/alice/... too.")
     category = serializers.ListField(child=serializers.ChoiceField(Memory.Category.choices), required=False)
     memory_type = serializers.ListField(child=serializers.ChoiceField(Memory.MemoryType.choices), required=False)
     status = serializers.ListField(child=serializers.ChoiceField(Memory.Status.choices), required=False,
                                    help_text="Default: active only.")
-    sensitivity = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
+    sensitivity = serializers.ListField(child=CleanCharField(secrets=Secrets.RECORDED, max_length=64), required=False)
     require_verified = serializers.BooleanField(required=False)
     min_confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
     created_after = serializers.DateTimeField(required=False)
@@ -509,7 +481,7 @@ class SearchFiltersSerializer(StrictSerializer):
     valid_at = serializers.DateTimeField(required=False)
     event_after = serializers.DateTimeField(required=False, help_text="Happened at or after (event_time).")
     event_before = serializers.DateTimeField(required=False, help_text="Happened before (event_time).")
-    tags = serializers.ListField(child=TagField(), required=False)
+    tags = serializers.ListField(child=TagField(secrets=Secrets.RECORDED), required=False)
     include_expired = serializers.BooleanField(required=False)
     include_deleted = serializers.BooleanField(required=False)
 
@@ -553,7 +525,7 @@ class ExpandField(serializers.Field):
 
 
 class SearchRequestSerializer(StrictSerializer):
-    query = serializers.CharField(max_length=4000)
+    query = CleanCharField(secrets=Secrets.RECORDED, max_length=4000)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
     mode = serializers.ChoiceField(["hybrid", "vector", "fulltext"], default="hybrid")
     expand = ExpandField(default=0, help_text="Add the memories this many relationships from the best results: "
@@ -566,9 +538,10 @@ class SearchRequestSerializer(StrictSerializer):
 class RetrieveRequestSerializer(StrictSerializer):
     """Seed 002's retrieve request."""
 
-    query = serializers.CharField(max_length=4000)
-    scope = serializers.CharField(max_length=256)
-    allowed_sensitivity = serializers.ListField(child=serializers.CharField(min_length=1, max_length=64),
+    query = CleanCharField(secrets=Secrets.RECORDED, max_length=4000)
+    scope = NamespaceField(secrets=Secrets.RECORDED, help_text="The namespace prefix searched.")
+    allowed_sensitivity = serializers.ListField(child=CleanCharField(secrets=Secrets.RECORDED, min_length=1,
+                                                                     max_length=64),
                                                 min_length=1, default=lambda: ["internal"])
     require_verified = serializers.BooleanField(default=False)
     limit = serializers.IntegerField(min_value=1, max_value=32, default=8)
@@ -577,7 +550,8 @@ class RetrieveRequestSerializer(StrictSerializer):
 class ContextRequestSerializer(StrictSerializer):
     """Seed 004's context assembly: the memories for a prompt, within a token budget."""
 
-    query = serializers.CharField(max_length=4000, help_text="The request the context is for, as the user put it.")
+    query = CleanCharField(secrets=Secrets.RECORDED, max_length=4000,
+                           help_text="The request the context is for, as the user put it.")
     max_tokens = serializers.IntegerField(min_value=16, max_value=100_000, default=1000,
                                           help_text="The budget: the returned text has at most this many tokens.")
     encoding = serializers.ChoiceField(list(context.ENCODINGS), default="o200k_base",
@@ -599,7 +573,7 @@ class RetrievalEventQuerySerializer(StrictSerializer):
     agent = serializers.UUIDField(required=False)
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
-    cursor = serializers.CharField(required=False)
+    cursor = CleanCharField(secrets=Secrets.LOOKUP, max_length=CURSOR_MAX_CHARS, required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 
@@ -646,8 +620,9 @@ class RetrievalEventSerializer(serializers.ModelSerializer):
 class EraseRequestSerializer(StrictSerializer):
     """What the calling agent erases of its own data: a namespace (and all under it), or a session."""
 
-    namespace = NamespaceField(minimum=1, required=False, help_text='e.g. ["users", "alice"]: that namespace and '
-                                                                     "every one under it")
+    namespace = NamespaceField(secrets=Secrets.REFUSE, required=False,
+                               help_text='e.g. ["users", "alice"] or "users/alice": that namespace and every one '
+                                         "under it")
     session = serializers.UUIDField(required=False)
     dry_run = serializers.BooleanField(default=False, help_text="Count what would be erased, erase nothing.")
 
@@ -669,22 +644,22 @@ class ErasureSerializer(serializers.Serializer):
 
 
 class SessionCreateSerializer(StrictSerializer):
-    external_id = serializers.CharField(min_length=1, max_length=256, required=False,
+    external_id = CleanCharField(secrets=Secrets.REFUSE, min_length=1, max_length=256, required=False,
                                         help_text="The agent's own id for the conversation (a thread id): sent "
                                                   "again while the session is open, it finds that session.")
-    namespace = NamespaceField(minimum=1, required=False, help_text='Whose conversation it is, e.g. ["users", '
-                                                                     '"alice"]. A key limited to namespaces must '
-                                                                     "give one it reaches.")
-    metadata = serializers.DictField(required=False)
+    namespace = NamespaceField(secrets=Secrets.REFUSE, required=False,
+                               help_text='Whose conversation it is, e.g. ["users", "alice"] or "users/alice". A key '
+                                         "limited to namespaces must give one it reaches.")
+    metadata = CleanJSONField(secrets=Secrets.REDACT, required=False)
 
 
 class SessionListQuerySerializer(StrictSerializer):
     agent = serializers.UUIDField(required=False)
     status = serializers.ChoiceField(["open", "closed"], required=False)
-    namespace = serializers.CharField(max_length=256, required=False,
-                                      help_text="Prefix: `users` matches users/alice too.")
-    external_id = serializers.CharField(max_length=256, required=False)
-    cursor = serializers.CharField(required=False)
+    namespace = NamespaceField(secrets=Secrets.LOOKUP, required=False,
+                               help_text="Prefix: `users` matches users/alice too.")
+    external_id = CleanCharField(secrets=Secrets.LOOKUP, max_length=256, required=False)
+    cursor = CleanCharField(secrets=Secrets.LOOKUP, max_length=CURSOR_MAX_CHARS, required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 
@@ -694,7 +669,7 @@ class SessionCloseSerializer(StrictSerializer):
 
 
 class SessionMemoriesQuerySerializer(StrictSerializer):
-    cursor = serializers.CharField(required=False)
+    cursor = CleanCharField(secrets=Secrets.LOOKUP, max_length=CURSOR_MAX_CHARS, required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 

@@ -265,12 +265,12 @@ class MemoryHistoryView(AgentAPIView):
 
 
 class MemoryTagsView(AgentAPIView):
-    @documented(summary="A memory's tags", response=s.TagsSerializer, response_example={"tags": ["drinks"]},
+    @documented(summary="A memory's tags", response=s.TagListSerializer, response_example={"tags": ["drinks"]},
                 operation_id="memories_tags_list")
     def get(self, request, memory_id):
         return Response({"tags": records.memory_tags(self.caller, memory_id)})
 
-    @documented(summary="Add tags", request=s.TagsSerializer, response=s.TagsSerializer,
+    @documented(summary="Add tags", request=s.TagsSerializer, response=s.TagListSerializer,
                 request_example={"tags": ["morning"]}, response_example={"tags": ["drinks", "morning"]},
                 operation_id="memories_tags_add")
     def post(self, request, memory_id):
@@ -280,7 +280,7 @@ class MemoryTagsView(AgentAPIView):
 
 
 class MemoryTagDetailView(AgentAPIView):
-    @documented(summary="Remove a tag", response=s.TagsSerializer, response_example={"tags": ["drinks"]},
+    @documented(summary="Remove a tag", response=s.TagListSerializer, response_example={"tags": ["drinks"]},
                 operation_id="memories_tags_remove")
     def delete(self, request, memory_id, tag):
         tags = records.memory_tag_remove(self.caller, memory_id, tag=tag)

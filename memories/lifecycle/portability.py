@@ -45,6 +45,7 @@ from django.db.models import Q
 from django.utils.dateparse import parse_datetime
 
 from memories.access import namespace_sql, scope_prefix_filter
+from memories.cleaning import MAX_JSON_DEPTH, TOO_DEEP_MESSAGE, problems
 from memories.models import (
     CONTENT_MAX_CHARS,
     EntityKind,
@@ -68,7 +69,6 @@ ORIGIN_KEY = "imported_from"
 # size of the same numbers in decimal.
 EMBEDDING_ENCODING = "float32-le-base64"
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a memory with a long history is one long line
-MAX_JSON_DEPTH = 64  # as the API allows (memories.api.storable)
 # Each choice's values, read once: a TextChoices' `values` builds its list on every read.
 CHOICES = {choices: tuple(choices.values) for choices in (
     EntityKind, MemoryCategory, MemorySource, MemoryStatus, MemoryType, MemoryValidationStatus,
@@ -195,25 +195,6 @@ class BadRecord(ValueError):
 REQUIRED = object()
 # The escapes that decode to what PostgreSQL cannot store: NUL and unpaired surrogates.
 SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
-UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def _unstorable(value, path: str, depth: int = 0) -> str | None:
-    """Where a decoded value holds text PostgreSQL refuses, or nests too deep."""
-    if isinstance(value, str):
-        return path if UNSTORABLE.search(value) else None
-    if depth > MAX_JSON_DEPTH:
-        return path
-    if isinstance(value, list):
-        return next((found for index, item in enumerate(value)
-                     if (found := _unstorable(item, f"{path}[{index}]", depth + 1))), None)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if UNSTORABLE.search(key):
-                return f"{path}.{json.dumps(key)[1:-1]}"
-            if found := _unstorable(item, f"{path}.{key}" if path else key, depth + 1):
-                return found
-    return None
 
 
 def decode(raw: bytes) -> dict:
@@ -232,8 +213,14 @@ def decode(raw: bytes) -> dict:
         raise BadRecord("JSON nested too deep") from None
     if not isinstance(record, dict):
         raise BadRecord("not a JSON object")
-    if SUSPECT_ESCAPE.search(text) and (where := _unstorable(record, "")):
-        raise BadRecord(f"{where or 'a key'} holds a NUL character or an unpaired surrogate, which cannot be stored")
+    # Walked only when an escape could have decoded to NUL or a surrogate, or there are brackets
+    # enough to nest too deep: most lines are neither.
+    could_nest_too_deep = text.count("{") + text.count("[") > MAX_JSON_DEPTH
+    if (SUSPECT_ESCAPE.search(text) or could_nest_too_deep) and (found := problems(record)):
+        where, [problem] = next(iter(found.items()))
+        if problem == TOO_DEEP_MESSAGE:
+            raise BadRecord(f"{where}: {problem}")
+        raise BadRecord(f"{where} holds a NUL character or an unpaired surrogate, which cannot be stored")
     return record
 
 

@@ -9,6 +9,10 @@ the writes in flight and no write lands after it). Closing queues the session's 
 
 A session lies in a namespace (`scope`, possibly none): a key limited to namespaces opens
 sessions only under them, and sees only those.
+
+What a session keeps is redacted by the organisation's policy as a memory's is: its metadata
+has secrets (and personal data, if asked) replaced; its external_id and namespace identify it,
+so one holding either is refused.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memories.access import EVERYWHERE, KeyReach, scope_prefix_filter
-from memories.errors import Conflict, NotFound
+from memories.errors import Conflict, InvalidInput, NotFound
 from memories.lifecycle import consolidation
 from memories.models import Memory
+from memories.redaction import IdentifierHoldsSecret, redactor_for
 from tenants.models import Session
 
 logger = logging.getLogger(__name__)
@@ -47,6 +52,13 @@ def session_open(*, org_id, agent_id, external_id: str = "", scope: str = "", me
     returned instead when there is one (an agent keeps its own id for a conversation, and may
     send it again). Returns (session, created)."""
     reach.check_write(scope)
+    redactor = redactor_for(org_id)
+    try:
+        redactor.check_identifier(external_id, field="external_id")
+        redactor.check_identifier(scope, field="namespace")
+    except IdentifierHoldsSecret as refused:
+        raise InvalidInput(str(refused), field=refused.field) from None
+    metadata, _ = redactor.json(metadata or {})
     with transaction.atomic():
         if external_id:
             # Two requests opening the same conversation at once find one session, not two.
@@ -59,7 +71,7 @@ def session_open(*, org_id, agent_id, external_id: str = "", scope: str = "", me
             if found is not None:
                 return found, False
         session = Session.objects.create(org_id=org_id, agent_id=agent_id, external_id=external_id, scope=scope,
-                                         metadata=metadata or {})
+                                         metadata=metadata)
     session.memory_count = 0
     return session, True
 

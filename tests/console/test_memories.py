@@ -162,6 +162,20 @@ def test_tags_are_added_and_removed_inline(operator_a, tenant_a, htmx):
     assert missing.status_code == 409 and missing["HX-Reswap"] == "none" and "has no tag" in missing.content.decode()
 
 
+def test_a_tag_the_organisations_policy_refuses_is_shown_as_the_forms_error(operator_a, tenant_a, htmx):
+    """A card number passes the tag form's own checks; the write refuses it for an organisation
+    that redacts personal data, and the form says so (it used to escape as a 500)."""
+    with tenant_context(tenant_a.org.id):
+        type(tenant_a.org).objects.filter(pk=tenant_a.org.pk).update(redact_personal_data=True)
+    url = operator_a.base + f"memories/{tenant_a.memory.pk}/tags"
+    for headers in (htmx("tags-and-history"), {}):
+        refused = operator_a.post(url, {"tags": "4111111111111111"}, **headers)
+        body = refused.content.decode()
+        assert refused.status_code == 422 and "looks like it holds a secret or personal data" in body, body
+    with tenant_context(tenant_a.org.id):
+        assert list(MemoryTag.objects.filter(memory_id=tenant_a.memory.pk).values_list("tag", flat=True)) == ["drinks"]
+
+
 def test_edit_writes_a_version_and_refuses_a_stale_form(operator_a, tenant_a):
     memory = remember(tenant_a, "The office is in Porto")
     url = operator_a.base + f"memories/{memory.pk}/edit"

@@ -8,6 +8,7 @@ import json
 import pytest
 from rest_framework import exceptions
 
+from memories import cleaning
 from memories.api import storable
 from memories.api.parsers import LimitedJSONParser, PayloadTooLarge
 
@@ -47,7 +48,7 @@ def test_a_body_past_the_limit_is_refused_however_it_arrives(settings):
     ({"memories": [{"content": "fine"}, {"content": "nul\x00"}]}, "memories[1].content"),
 ])
 def test_text_postgres_cannot_store_is_named_where_it_is(value, field):
-    found = storable.problems(value)
+    found = cleaning.problems(value)
     assert list(found) == [field]
     with pytest.raises(exceptions.ValidationError):
         storable.check(value)
@@ -55,15 +56,15 @@ def test_text_postgres_cannot_store_is_named_where_it_is(value, field):
 
 def test_nesting_is_bounded_and_reported_at_its_top_level_field():
     deep = inner = {}
-    for _ in range(storable.MAX_JSON_DEPTH + 1):
+    for _ in range(cleaning.MAX_JSON_DEPTH + 1):
         inner["x"] = {}
         inner = inner["x"]
-    assert storable.problems({"metadata": deep}) == {"metadata": [storable.TOO_DEEP_MESSAGE]}
+    assert cleaning.problems({"metadata": deep}) == {"metadata": [cleaning.TOO_DEEP_MESSAGE]}
     shallow = inner = {}
-    for _ in range(storable.MAX_JSON_DEPTH - 2):
+    for _ in range(cleaning.MAX_JSON_DEPTH - 2):
         inner["x"] = {}
         inner = inner["x"]
-    assert storable.problems({"metadata": shallow}) == {}
+    assert cleaning.problems({"metadata": shallow}) == {}
 
 
 def test_json_nested_a_thousand_deep_is_a_parse_error_not_a_crash():

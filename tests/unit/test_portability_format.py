@@ -53,6 +53,9 @@ def test_a_minimal_memory_takes_the_defaults_a_write_would():
     (json.dumps({"type": "artifact", "id": MEMORY["id"], "sha256": "B" * 64}), "sha256 must be 64 lowercase"),
     (b'{"type": "agent", "id": "\xff"}', "not UTF-8 (byte 26)"),
     ("[" * 100_000 + "]" * 100_000, "JSON nested too deep"),
+    # Deep enough for the redactor's recursion to fail on import, shallow enough for json.loads.
+    (json.dumps({**MEMORY, "metadata": json.loads('{"x":' * 600 + "1" + "}" * 600)}),
+     "metadata: JSON nested deeper than 64 levels"),
 ])
 def test_each_problem_is_named_with_its_field(line, message):
     assert message in problem(line)

@@ -22,6 +22,8 @@ class Command(BaseCommand):
                 agent = services.agent_create(org=org, name=name, description=description)
             except IntegrityError:
                 raise CommandError(f"{org.slug} already has an agent named {name!r}") from None
+            except ValueError as refused:  # a name holding a secret (or, by policy, personal data)
+                raise CommandError(str(refused)) from None
             self.stdout.write(f"agent {agent.name} created in {org.slug}: id {agent.id}")
             if not no_key:
                 api_key, key = services.api_key_issue(agent=agent, name="first key")

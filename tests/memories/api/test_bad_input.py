@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memories.api import storable
+from memories import cleaning
 from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryVersion, RetrievalEvent
 from tenants.context import tenant_context
 
@@ -141,7 +141,7 @@ def test_text_postgres_cannot_store_is_a_400_naming_the_field_and_writes_nothing
     for status, cases in ((400, text_cases(tenant_a, bad)), (422, store_text_cases(bad))):
         for method, path, body, field in cases:
             problem = assert_refused(send(api_a, method, path, body), status, field, "invalid")
-            assert problem["fields"][field][0].endswith(storable.text_problem(bad)), (path, problem)
+            assert problem["fields"][field][0].endswith(cleaning.text_problem(bad)), (path, problem)
     assert counts(tenant_a.org) == before
 
 
@@ -182,27 +182,27 @@ def test_json_nested_a_thousand_deep_is_a_400_whether_in_metadata_or_the_body(te
                 '{"content": "x", "provenance": %s}' % ('{"a":' * 5000 + "1" + "}" * 5000),
                 "[" * 100_000 + "]" * 100_000):
         problem = assert_refused(send(api_a, "POST", "/api/v1/memories", raw), 400)
-        assert storable.TOO_DEEP_MESSAGE in problem["message"]
+        assert cleaning.TOO_DEEP_MESSAGE in problem["message"]
     assert counts(tenant_a.org) == before
 
 
 def test_json_just_past_the_depth_limit_is_refused_naming_the_field(tenant_a, api_a):
     before = counts(tenant_a.org)
     for field in ("metadata", "provenance"):
-        body = {"content": "deep", field: nested(storable.MAX_JSON_DEPTH)}
+        body = {"content": "deep", field: nested(cleaning.MAX_JSON_DEPTH)}
         problem = assert_refused(api_a.post("/api/v1/memories", body), 400, field, "invalid")
-        assert problem["fields"][field] == [storable.TOO_DEEP_MESSAGE]
-    batch = {"memories": [{"content": "deep", "metadata": nested(storable.MAX_JSON_DEPTH)}]}
+        assert problem["fields"][field] == [cleaning.TOO_DEEP_MESSAGE]
+    batch = {"memories": [{"content": "deep", "metadata": nested(cleaning.MAX_JSON_DEPTH)}]}
     assert_refused(api_a.post("/api/v1/memories", batch), 400, "memories", "invalid")
     assert counts(tenant_a.org) == before
 
 
 def test_metadata_within_the_depth_limit_is_stored_and_read_back(tenant_a, api_a):
-    deep = nested(storable.MAX_JSON_DEPTH - 2, leaf="password=hunter2hunter2")
+    deep = nested(cleaning.MAX_JSON_DEPTH - 2, leaf="password=hunter2hunter2")
     response = api_a.post("/api/v1/memories", {"content": "deep but allowed", "metadata": deep})
     assert response.status_code == 201, response.content
     read = api_a.get(f"/api/v1/memories/{response.json()['memory']['id']}").json()["metadata"]
-    for _ in range(storable.MAX_JSON_DEPTH - 2):
+    for _ in range(cleaning.MAX_JSON_DEPTH - 2):
         read = read["a"]
     assert read.startswith("password=[REDACTED")  # redaction walked all the way down
 

@@ -117,3 +117,54 @@ def test_an_operator_cannot_resolve_one_users_memory_into_anothers(tenant_a, api
         assert not MemoryVersion.objects.filter(memory_id__in=[alice, bob]).exclude(operation="create").exists()
         assert conflicts.conflict_resolve(org_id=tenant_a.org.id, kind=conflict.kind, conflict_id=conflict.id,
                                           resolution=conflicts.BOTH_VALID, user=None) is None
+
+
+# --------------------------------------------------------------------------- one shape rule
+
+
+def test_every_door_takes_a_namespace_as_labels_or_joined_with_a_slash_and_answers_with_labels(tenant_a, api_a):
+    def ok(response, status=200):
+        assert response.status_code == status, response.content
+        return response.json()
+
+    # Writes: the joined form is the same namespace as the labels.
+    alice = remember(api_a, "users/alice", content="Keeps bees")["memory"]
+    bob = remember(api_a, BOB, content="Keeps bees")["memory"]
+    assert alice["namespace"] == ALICE and alice["scope"] == "users/alice" and bob["id"] != alice["id"]
+    assert remember(api_a, ALICE, content="keeps BEES")["memory"]["id"] == alice["id"]  # deduplicated
+    moved = ok(api_a.patch(f"/api/v1/memories/{bob['id']}", {"namespace": "/users/bob/garden/"},
+                           HTTP_IF_MATCH='"1"'))
+    assert moved["namespace"] == ["users", "bob", "garden"]
+    session = ok(api_a.post("/api/v1/sessions", {"namespace": "users/alice"}), 201)
+    assert session["namespace"] == ALICE
+
+    # Filters: labels in a body, repeated in a query string, or the joined form.
+    def ids(results):
+        return [result["memory"]["id"] if "memory" in result else result["id"] for result in results]
+
+    for namespace in ("users/alice", ["users", "alice"]):
+        assert ids(ok(api_a.post("/api/v1/search", {"query": "bees", "filters": {"namespace": namespace}}))[
+            "results"]) == [alice["id"]]
+        assert ok(api_a.post("/api/v1/retrieve", {"query": "bees", "scope": namespace}))["candidates"][0]["id"] == \
+            alice["id"]
+        assert [m["id"] for m in ok(api_a.post("/api/v1/context", {"query": "bees", "filters": {
+            "namespace": namespace}}))["memories"]] == [alice["id"]]
+    for query in ({"namespace": "users/alice"}, {"namespace": ["users", "alice"]}):
+        assert ids(ok(api_a.get("/api/v1/memories", query))["results"]) == [alice["id"]]
+        assert ids(ok(api_a.get("/api/v1/sessions", query))["results"]) == [session["id"]]
+        assert ok(api_a.get("/api/v1/stats", query))["memories"]["live"] == 1
+    assert ok(api_a.post("/api/v1/erase", {"namespace": "users/bob", "dry_run": True}))["erased"]["memories"] == 1
+
+
+@pytest.mark.parametrize("namespace", ["users//alice", "/", "", [], ["users/alice"], ["users", " "], 7,
+                                       "x" * 257])
+def test_a_namespace_of_neither_shape_is_refused_by_name_at_writes_and_filters(tenant_a, api_a, namespace):
+    with tenant_context(tenant_a.org.id):
+        before = Memory.objects.count()
+    for response in (api_a.post("/api/v1/memories", {"content": "Keeps bees", "namespace": namespace}),
+                     api_a.post("/api/v1/search", {"query": "bees", "filters": {"namespace": namespace}}),
+                     api_a.post("/api/v1/sessions", {"namespace": namespace})):
+        assert response.status_code == 400, response.content
+        assert list(response.json()["error"]["fields"]) in (["namespace"], ["filters.namespace"]), response.json()
+    with tenant_context(tenant_a.org.id):
+        assert Memory.objects.count() == before

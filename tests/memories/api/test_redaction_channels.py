@@ -100,11 +100,11 @@ def test_a_secret_sent_through_every_free_text_channel_is_stored_nowhere(tenant_
         ok(api_a.post(path, body))
 
     # Identifiers holding it are refused, and nothing of them is kept.
-    refused(api_a.post("/api/v1/memories", {"content": "Tagged", "tags": [MARKER]}), "tags")
+    refused(api_a.post("/api/v1/memories", {"content": "Tagged", "tags": [MARKER]}), "tags[0]")
     refused(api_a.post("/api/v1/memories", {"content": "Namespaced", "namespace": ["users", MARKER]}), "namespace")
     refused(api_a.put("/api/v1/store/items", {"namespace": ["users", "alice"], "key": MARKER, "value": {}}), "key",
             status=422)
-    refused(api_a.post(f"/api/v1/memories/{other['id']}/tags", {"tags": [MARKER]}), "tags")
+    refused(api_a.post(f"/api/v1/memories/{other['id']}/tags", {"tags": [MARKER]}), "tags[0]")
 
     # The console's channels: a reviewer's reason, a conflict's resolution note.
     pending = factories.memory(org=tenant_a.org, agent=tenant_a.agent, content="Waiting for review",

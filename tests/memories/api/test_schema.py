@@ -75,3 +75,28 @@ def test_lists_are_documented_as_the_objects_they_are(schema):
         assert body(path)["properties"]["results"]["type"] == "array", path
     for path in ("/api/v1/memories", "/api/v1/retrieval-events"):
         assert {"next", "previous", "results"} <= set(body(path)["properties"]), path
+
+
+def component(schema, reference: dict) -> dict:
+    return schema["components"]["schemas"][reference["$ref"].rsplit("/", 1)[-1]]
+
+
+def test_a_tags_answer_may_be_empty_though_a_request_adds_at_least_one(schema):
+    tags = schema["paths"]["/api/v1/memories/{memory_id}/tags"]
+    request = component(schema, tags["post"]["requestBody"]["content"]["application/json"]["schema"])
+    assert request["properties"]["tags"]["minItems"] == 1
+    answers = [tags["get"], tags["post"], schema["paths"]["/api/v1/memories/{memory_id}/tags/{tag}"]["delete"]]
+    for operation in answers:
+        answer = component(schema, operation["responses"]["200"]["content"]["application/json"]["schema"])
+        assert "minItems" not in answer["properties"]["tags"]  # removing the last tag answers {"tags": []}
+
+
+def test_a_namespace_is_documented_as_labels_or_them_joined_with_a_slash_at_writes_and_filters(schema):
+    shapes = [{"type": "array", "items": {"type": "string", "minLength": 1}},
+              {"type": "string", "description": 'The labels joined with "/", e.g. "users/alice".'}]
+    for name in ("MemoryCreateRequest", "SessionCreateRequest", "SearchFiltersRequest", "EraseRequestRequest"):
+        assert schema["components"]["schemas"][name]["properties"]["namespace"]["oneOf"] == shapes, name
+    listed = {p["name"]: p for p in schema["paths"]["/api/v1/memories"]["get"]["parameters"]}
+    assert listed["namespace"]["schema"]["oneOf"] == shapes
+    # LangGraph's store keeps its own shape: labels only.
+    assert schema["components"]["schemas"]["PutItemRequest"]["properties"]["namespace"]["type"] == "array"

@@ -105,7 +105,8 @@ def test_sessions_are_listed_newest_first_with_filters(tenant_a, api_a, api_clie
 
 
 @pytest.mark.parametrize("body, field", [
-    ({"namespace": ["users", ""]}, "namespace"), ({"namespace": "users/alice"}, "namespace"),
+    ({"namespace": ["users", ""]}, "namespace"), ({"namespace": "users//alice"}, "namespace"),
+    ({"namespace": ["users/alice"]}, "namespace"), ({"namespace": {"users": "alice"}}, "namespace"),
     ({"external_id": ""}, "external_id"), ({"external_id": "x" * 257}, "external_id"),
     ({"metadata": ["not", "an", "object"]}, "metadata"), ({"status": "open"}, "status"),
     ({"ended_at": "2026-01-01T00:00:00Z"}, "ended_at"),
