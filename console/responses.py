@@ -9,16 +9,10 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.utils.cache import patch_vary_headers
 
-from memories.writes.kernel import Actor
-
 # Statuses a failed action answers with. The request's transaction rolls back (>= 400), and
 # htmx is configured (base.html) to swap 4xx answers, so the error is shown where it happened.
 REJECTED = 409
 INVALID = 422
-
-
-def actor(request, reason: str = "") -> Actor:
-    return Actor(changed_by_type="user", user=request.user, reason=reason)
 
 
 def page(request, template: str, context: dict, *, partial: str | None = None, status: int = 200):

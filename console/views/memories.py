@@ -22,12 +22,10 @@ from console.forms import (
     TagRemoveForm,
     TagsForm,
 )
-from console.responses import INVALID, actor, done, failed, page
-from memories import selectors
+from console.responses import INVALID, done, failed, page
 from memories.errors import MemoryServiceError, NotFound, StaleVersion
 from memories.models import Memory, MemoryRelationship, MemoryTag
-from memories.retrieval.pipeline import memory_search
-from memories.writes import change, review, tagging
+from memories.use_cases import records, retrieval, review
 from tenants.models import Agent
 
 PAGE_SIZE = 25
@@ -40,7 +38,7 @@ def _url(request, name: str, *args) -> str:
 
 def _memory(request, memory_id) -> Memory:
     try:
-        return selectors.memory_get(org_id=request.org.id, memory_id=memory_id)
+        return records.memory_get(request.caller, memory_id)
     except NotFound:
         raise Http404("no such memory") from None
 
@@ -55,7 +53,7 @@ def _browse(request, query: QueryDict) -> dict:
     if form.is_valid():
         filters, sort, text = form.search_filters(), form.cleaned_data["sort"], form.cleaned_data["q"].strip()
         if text:
-            outcome = memory_search(org_id=request.org.id, query=text, filters=filters, limit=SEARCH_LIMIT)
+            outcome = retrieval.memory_browse(request.caller, query=text, filters=filters, limit=SEARCH_LIMIT)
             rows = [result.memory for result in outcome.results]
             scores = {result.memory.pk: result.score for result in outcome.results}
             if outcome.degraded:
@@ -105,12 +103,11 @@ def memory_bulk(request):
     for memory_id in ids:
         try:
             if action == "tag":
-                tagging.memory_tags_add(org_id=request.org.id, memory_id=memory_id,
-                                        tags=form.cleaned_data["tags"], actor=actor(request))
+                records.memory_tags_add(request.caller, memory_id, tags=form.cleaned_data["tags"])
             elif action == "archive":
-                change.memory_archive(org_id=request.org.id, memory_id=memory_id, actor=actor(request))
+                records.memory_archive(request.caller, memory_id)
             else:
-                review.memory_approve(org_id=request.org.id, memory_id=memory_id, actor=actor(request))
+                review.memory_approve(request.caller, memory_id)
             changed += 1
         except MemoryServiceError as error:
             refused.append(error.message)
@@ -126,14 +123,14 @@ def memory_bulk(request):
 
 
 def _detail_context(request, memory: Memory, **extra) -> dict:
-    versions = list(selectors.memory_versions(org_id=request.org.id, memory_id=memory.pk)
-                    .select_related("changed_by_agent", "changed_by_user"))
+    versions = list(records.memory_versions(request.caller, memory.pk).select_related("changed_by_agent",
+                                                                                      "changed_by_user"))
     relationships = (MemoryRelationship.objects.filter(org_id=request.org.id)
                      .select_related("source", "target").order_by("created_at"))
     return {
         "memory": memory,
-        "tags": selectors.memory_tags(org_id=request.org.id, memory_id=memory.pk),
-        "entities": selectors.memory_entities(org_id=request.org.id, memory_id=memory.pk),
+        "tags": records.memory_tags(request.caller, memory.pk),
+        "entities": records.memory_entities(request.caller, memory.pk),
         "versions": versions,
         "outgoing": relationships.filter(source_id=memory.pk),
         "incoming": relationships.filter(target_id=memory.pk),
@@ -156,7 +153,7 @@ def memory_detail(request, memory_id):
 @console_view(VIEWER)
 def memory_diff(request, memory_id):
     memory = _memory(request, memory_id)
-    versions = {v.version_num: v for v in selectors.memory_versions(org_id=request.org.id, memory_id=memory.pk)}
+    versions = {v.version_num: v for v in records.memory_versions(request.caller, memory.pk)}
     try:
         older, newer = int(request.GET.get("from", 0)), int(request.GET.get("to", 0))
     except ValueError:
@@ -189,8 +186,7 @@ def memory_tags_add(request, memory_id):
     if not form.is_valid():
         return _tags_refused(request, memory_id, form)
     try:
-        tags = tagging.memory_tags_add(org_id=request.org.id, memory_id=memory_id, tags=form.cleaned_data["tags"],
-                                       actor=actor(request))
+        tags = records.memory_tags_add(request.caller, memory_id, tags=form.cleaned_data["tags"])
     except NotFound:
         raise Http404("no such memory") from None
     except MemoryServiceError as error:  # a tag the organisation's policy refuses (personal data)
@@ -208,7 +204,7 @@ def memory_tag_remove(request, memory_id):
                       status=INVALID)
     tag = form.cleaned_data["tag"]
     try:
-        tagging.memory_tag_remove(org_id=request.org.id, memory_id=memory_id, tag=tag, actor=actor(request))
+        records.memory_tag_remove(request.caller, memory_id, tag=tag)
     except NotFound as error:
         if error.field != "tag":
             raise Http404("no such memory") from None
@@ -217,9 +213,9 @@ def memory_tag_remove(request, memory_id):
 
 
 ACTIONS = {
-    "archive": (change.memory_archive, "Archived."),
-    "confirm": (change.memory_confirm, "Confirmed: protected from decay, confidence 1.0."),
-    "delete": (change.memory_delete, "Deleted (it can be restored)."),
+    "archive": (records.memory_archive, "Archived."),
+    "confirm": (records.memory_confirm, "Confirmed: protected from decay, confidence 1.0."),
+    "delete": (records.memory_delete, "Deleted (it can be restored)."),
 }
 
 
@@ -229,8 +225,8 @@ def memory_action(request, memory_id, action):
     memory = _memory(request, memory_id)
     here = _url(request, "memory", memory_id)
     if action == "restore":
-        service, message = ((change.memory_restore, "Restored.") if memory.deleted_at
-                            else (change.memory_unarchive, "Restored: now {status}."))
+        service, message = ((records.memory_restore, "Restored.") if memory.deleted_at
+                            else (records.memory_unarchive, "Restored: now {status}."))
     elif action in ACTIONS:
         service, message = ACTIONS[action]
     else:
@@ -240,7 +236,7 @@ def memory_action(request, memory_id, action):
         field, errors = next(iter(form.errors.items()))
         return failed(request, f"Not done: {field}: {errors[0]}", here, status=INVALID)
     try:
-        changed = service(org_id=request.org.id, memory_id=memory_id, actor=actor(request, form.cleaned_data["reason"]),
+        changed = service(request.caller, memory_id, reason=form.cleaned_data["reason"],
                           expected_version=form.cleaned_data["version"])
     except StaleVersion as error:
         return failed(request, f"Not done: someone changed this memory meanwhile (now version "
@@ -266,8 +262,8 @@ def memory_edit(request, memory_id):
         if not changes:
             return done(request, "Nothing to change.", _url(request, "memory", memory_id))
         try:
-            change.memory_update(org_id=request.org.id, memory_id=memory_id, changes=changes,
-                                 expected_version=version, actor=actor(request, reason))
+            records.memory_update(request.caller, memory_id, changes=changes, expected_version=version,
+                                  reason=reason)
         except StaleVersion as error:
             form = _rebased(MemoryEditForm, request, error)
         except MemoryServiceError as error:
@@ -296,9 +292,8 @@ def memory_supersede(request, memory_id):
     form = SupersedeForm(request.POST or None, initial={"content": memory.content, "version": memory.version})
     if request.method == "POST" and form.is_valid():
         try:
-            _, result = change.memory_supersede(
-                org_id=request.org.id, memory_id=memory_id, agent_id=memory.agent_id,
-                content=form.cleaned_data["content"], actor=actor(request, form.cleaned_data["reason"]),
+            _, result = records.memory_supersede(
+                request.caller, memory_id, content=form.cleaned_data["content"],
                 expected_version=form.cleaned_data["version"], reason=form.cleaned_data["reason"])
         except StaleVersion as error:
             form = _rebased(SupersedeForm, request, error)

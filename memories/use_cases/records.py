@@ -71,45 +71,62 @@ def memory_create_batch(caller: Caller, items: list[dict]) -> list[WriteResult]:
                                       actor=caller.actor())
 
 
-def memory_update(caller: Caller, memory_id, *, changes: dict, expected_version: int | None) -> Memory:
+def memory_update(caller: Caller, memory_id, *, changes: dict, expected_version: int | None,
+                  reason: str = "") -> Memory:
     _writable(caller, memory_id)
     if "scope" in changes:
         caller.check_write(changes["scope"])
     change.memory_update(org_id=caller.org_id, memory_id=memory_id, changes=changes,
-                         expected_version=expected_version, actor=caller.actor())
+                         expected_version=expected_version, actor=caller.actor(reason))
     return memory_get(caller, memory_id)
 
 
-def memory_delete(caller: Caller, memory_id, *, expected_version: int | None = None) -> Memory:
+def memory_delete(caller: Caller, memory_id, *, expected_version: int | None = None, reason: str = "") -> Memory:
     _writable(caller, memory_id)
-    change.memory_delete(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(),
+    change.memory_delete(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason),
                          expected_version=expected_version)
     return memory_get(caller, memory_id)
 
 
-def memory_restore(caller: Caller, memory_id, *, expected_version: int | None = None) -> Memory:
+def memory_restore(caller: Caller, memory_id, *, expected_version: int | None = None, reason: str = "") -> Memory:
     _writable(caller, memory_id)
-    change.memory_restore(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(),
+    change.memory_restore(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason),
                           expected_version=expected_version)
     return memory_get(caller, memory_id)
 
 
-def memory_confirm(caller: Caller, memory_id, *, expected_version: int | None = None) -> Memory:
+def memory_confirm(caller: Caller, memory_id, *, expected_version: int | None = None, reason: str = "") -> Memory:
     _writable(caller, memory_id)
-    change.memory_confirm(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(),
+    change.memory_confirm(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason),
                           expected_version=expected_version)
     return memory_get(caller, memory_id)
 
 
 def memory_supersede(caller: Caller, memory_id, *, content: str, reason: str = "",
                      expected_version: int | None = None, **fields) -> tuple[Memory, WriteResult]:
-    """Correct a memory: the new one replaces it. Returns the old one as it now is, and the
+    """Correct a memory: the new one replaces it, kept by the calling agent (an operator's
+    correction stays the original agent's memory). Returns the old one as it now is, and the
     new one's write result."""
-    _writable(caller, memory_id)
-    old, result = change.memory_supersede(org_id=caller.org_id, memory_id=memory_id, agent_id=caller.agent_id,
-                                          content=content, reason=reason, actor=caller.actor(),
+    caller.check_writable()
+    agent_id = caller.agent_id or memory_get(caller, memory_id).agent_id
+    _reached(caller, memory_id)
+    old, result = change.memory_supersede(org_id=caller.org_id, memory_id=memory_id, agent_id=agent_id,
+                                          content=content, reason=reason, actor=caller.actor(reason),
                                           expected_version=expected_version, **fields)
     return memory_get(caller, old.pk), result
+
+
+def memory_archive(caller: Caller, memory_id, *, expected_version: int | None = None, reason: str = "") -> Memory:
+    _writable(caller, memory_id)
+    return change.memory_archive(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason),
+                                 expected_version=expected_version)
+
+
+def memory_unarchive(caller: Caller, memory_id, *, expected_version: int | None = None,
+                     reason: str = "") -> Memory:
+    _writable(caller, memory_id)
+    return change.memory_unarchive(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason),
+                                   expected_version=expected_version)
 
 
 def memory_feedback(caller: Caller, memory_id, **feedback) -> Memory:
@@ -136,6 +153,12 @@ def memory_tags_add(caller: Caller, memory_id, *, tags: list[str]) -> list[str]:
 def memory_tag_remove(caller: Caller, memory_id, *, tag: str) -> list[str]:
     _writable(caller, memory_id)
     return tagging.memory_tag_remove(org_id=caller.org_id, memory_id=memory_id, tag=tag, actor=caller.actor())
+
+
+def memory_entities(caller: Caller, memory_id) -> QuerySet:
+    """The entities a memory mentions, by kind and name."""
+    _reached(caller, memory_id)
+    return selectors.memory_entities(org_id=caller.org_id, memory_id=memory_id)
 
 
 def memory_relationships(caller: Caller, memory_id) -> QuerySet[MemoryRelationship]:

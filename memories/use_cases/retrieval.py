@@ -44,6 +44,13 @@ def memory_search(caller: Caller, *, query: str, filters: SearchFilters, limit: 
     return Found(outcome, event)
 
 
+def memory_browse(caller: Caller, *, query: str, filters: SearchFilters, limit: int) -> SearchOutcome:
+    """An operator browsing by meaning and words: the same search, not recorded as a
+    retrieval event and counting no retrieval (it is not what an agent was shown)."""
+    return pipeline.memory_search(org_id=caller.org_id, query=query, filters=_within_reach(caller, filters),
+                                  limit=limit)
+
+
 @dataclass
 class Retrieved(Found):
     artifacts: dict  # memory id -> its artifact links
