@@ -55,7 +55,7 @@ def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mod
     # full-text statement goes out: the connection is the pipeline's until it ends.
     model = embeddings.active_model()
     if mode == "hybrid":
-        with fulltext.started(org_id, words or query, filters, k, small, enough=limit) as text:
+        with fulltext.started(org_id, words or query, filters, k, small) as text:
             embedding = cache.query_embedding(words or query, model)  # while the database runs the full-text statement
         text_hits = text.hits
     elif mode == "vector":
@@ -69,7 +69,7 @@ def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mod
     if text_hits is not None:
         found.hits["fulltext"] = text_hits
     elif found.degraded or mode == "fulltext":
-        found.hits["fulltext"] = fulltext.search(org_id, query, filters, k, small, enough=limit)
+        found.hits["fulltext"] = fulltext.search(org_id, query, filters, k, small)
     elif len(found.hits["vector"]) < limit and threshold is None:
         # Seed 001: too few vector matches (sparse memories) -> full text fills up.
         seen = {hit.memory_id for hit in found.hits["vector"]}

@@ -24,7 +24,7 @@ from memory_platform.config import config
 @dataclass
 class Hit:
     memory_id: object
-    score: float  # similarity in [0, 1] for vectors, BM25 (or ts_rank_cd) for text
+    score: float  # similarity in [0, 1] for vectors, BM25 for text
     rank: int
     row: RankingRow | None = None  # what the final ranking reads of it, if the statement returned it
     details: dict = field(default_factory=dict)  # what the search shows of it beside its rank

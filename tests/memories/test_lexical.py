@@ -63,19 +63,9 @@ def test_bm25_puts_the_rare_words_above_a_repeated_common_one(corpus, path):
     assert [rank for _, _, rank in hits] == [1, 2, 3, 4, 5, 5, 5]  # equal scores share a rank
 
 
-def test_ts_rank_cd_which_bm25_replaces_put_the_repeated_name_first(corpus, settings):
+def test_of_the_memories_holding_every_word_the_shorter_rank_first(corpus):
     org, names, _ = corpus
-    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, LEXICAL_RANKER="ts_rank_cd")
-    # Row by row, ts_rank_cd alone ranked them (through the index, tiers of rare words did).
-    hits = ranked(org, names, filters=SearchFilters(namespace="corpus"))
-    assert [name for name, _, _ in hits][:3] == ["c2", "c1", "c3"]
-
-
-def test_a_query_both_rankers_agree_on(corpus, settings):
-    org, names, _ = corpus
-    bm25 = [name for name, _, _ in ranked(org, names, "support group")]
-    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, LEXICAL_RANKER="ts_rank_cd")
-    assert bm25 == [name for name, _, _ in ranked(org, names, "support group")] == ["c3", "c1", "c8"]
+    assert [name for name, _, _ in ranked(org, names, "support group")] == ["c3", "c1", "c8"]
 
 
 def test_a_query_of_stop_words_finds_nothing(corpus):

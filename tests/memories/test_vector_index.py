@@ -10,7 +10,7 @@ from pgvector.django import CosineDistance
 
 from memories import vector_index
 from memories.models import EMBEDDING_DIMENSIONS, Memory
-from memories.retrieval import fulltext, vector
+from memories.retrieval import fulltext, size, vector
 from memories.retrieval.filters import SearchFilters
 from tenants.context import tenant_context
 from tests import factories
@@ -218,9 +218,8 @@ def test_the_hnsw_candidate_list_grows_for_a_tenant_holding_a_small_share_of_the
     settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, HNSW_EF_SEARCH=500)
     org = str(tenant_a.org.id)
 
-    def measured(share: float, rows: int) -> None:  # the tenant as tenant_text would have estimated it
-        monkeypatch.setattr(fulltext, "tenant_text", lambda org_id: fulltext.TenantText(
-            shares={}, rows=rows, share=share))
+    def measured(share: float, rows: int) -> None:  # the tenant as tenant_size would have counted it
+        monkeypatch.setattr(size, "tenant_size", lambda org_id: size.TenantSize(rows=rows, share=share))
 
     for share, k, expected in [(0.5, 50, 500), (0.1, 50, 600), (0.1, 10, 500), (0.02, 50, 1000), (1.0, 800, 960)]:
         measured(share, rows=int(share * 1000))
