@@ -4,7 +4,7 @@ ranked by BM25 from the tenant's own word statistics (memories.lexicon, docs/adr
 One statement a search (statement), through the GIN index of each tenant's tagged lexemes
 (memories.tenant_lexemes, migration 0013), or row by row for the few rows a filter leaves.
 It runs in pipeline mode (started), so the caller's work in Python (a search embeds its query)
-overlaps the database's.
+overlaps the database's. A search reads its words once (query_words) and passes them here.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -111,7 +111,8 @@ BM25 = """
 CANDIDATE_COLUMNS = f"m.id, {memory_columns('m')}, m.search_vector"
 
 
-def statement(org_id, text: str, filters: SearchFilters, k: int, small: bool = False) -> tuple[str, list] | None:
+def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
+              small: bool = False) -> tuple[str, list] | None:
     """The one statement full-text search runs, ranking by BM25 (docs/adr/0037), and its
     parameters (None if the query has no words that are not stop words). IDF, N and the average length are the tenant's own
     (memories.lexicon), read before the statement in one round trip.
@@ -124,7 +125,7 @@ def statement(org_id, text: str, filters: SearchFilters, k: int, small: bool = F
     held by more rows, the rows holding all the words come first, then those holding the
     rarest one, at most BM25_CANDIDATE_ROWS of each.
     """
-    lexemes = query_lexemes(query_words(text))
+    lexemes = query_lexemes(list(words))
     if not lexemes:  # nothing but stop words
         return None
     search = config().search
@@ -176,19 +177,19 @@ class Running:
 
 
 @contextmanager
-def started(org_id, text: str, filters: SearchFilters, k: int, small: bool = False) -> Iterator[Running]:
+def started(org_id, words: Sequence[str], filters: SearchFilters, k: int, small: bool = False) -> Iterator[Running]:
     """Full-text search (statement) started as the block begins, its rows collected as the
     block ends: the statement goes out in pipeline mode, which does not wait for its rows, so
     what the block does in Python meanwhile (a search embeds its query) takes no time of its
     own unless it takes longer than the database. The hits are the yielded object's `hits`,
     after the block; if the block raises, the statement's rows are dropped with the error.
 
-        with fulltext.started(org_id, query, filters, k) as text:
+        with fulltext.started(org_id, words, filters, k) as text:
             embedding = cache.query_embedding(query)
         hits = text.hits
     """
     running = Running()
-    sql_and_params = statement(org_id, text, filters, k, small)
+    sql_and_params = statement(org_id, words, filters, k, small)
     if sql_and_params is None:
         yield running
         running.hits = []
@@ -207,8 +208,8 @@ def started(org_id, text: str, filters: SearchFilters, k: int, small: bool = Fal
                                measure=shown_measure(filters))
 
 
-def search(org_id, text: str, filters: SearchFilters, k: int, small: bool = False) -> list[Hit]:
-    """The k memories that match the query's words best (statement)."""
-    with started(org_id, text, filters, k, small) as running:
+def search(org_id, words: Sequence[str], filters: SearchFilters, k: int, small: bool = False) -> list[Hit]:
+    """The k memories that match these words (query_words) best (statement)."""
+    with started(org_id, words, filters, k, small) as running:
         pass
     return running.hits

@@ -47,7 +47,8 @@ def corpus():
 
 def ranked(org, names, query=QUESTION, filters=None, k=10) -> list[tuple[str, float, int]]:
     with tenant_context(org.id):
-        hits = fulltext.search(org.id, query, filters or SearchFilters(), k, small=filters is not None)
+        hits = fulltext.search(org.id, fulltext.query_words(query), filters or SearchFilters(), k,
+                               small=filters is not None)
     return [(names[hit.memory_id], hit.score, hit.rank) for hit in hits]
 
 
@@ -215,11 +216,11 @@ def test_through_the_index_bm25_scores_the_rows_holding_the_rarest_words_within_
     with tenant_context(org.id):
         # support (3 rows) fits the budget, group (3 more) would not: the rows holding
         # "support" are scored, on every word.
-        hits = fulltext.search(org.id, "Caroline support group", SearchFilters(), 10)
+        hits = fulltext.search(org.id, ["caroline", "support", "group"], SearchFilters(), 10)
         assert sorted(names[hit.memory_id] for hit in hits) == ["c1", "c3", "c8"]
         # carolin alone is held by 25 rows: the budget's worth of them.
-        assert len(fulltext.search(org.id, "Caroline", SearchFilters(), 10)) == 5
+        assert len(fulltext.search(org.id, ["caroline"], SearchFilters(), 10)) == 5
         # With room for all, the name's rows come back too, below the rare words' rows.
         settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, BM25_CANDIDATE_ROWS=1000)
-        hits = fulltext.search(org.id, "Caroline support group", SearchFilters(), 10)
+        hits = fulltext.search(org.id, ["caroline", "support", "group"], SearchFilters(), 10)
         assert sorted(names.get(hit.memory_id) for hit in hits[:3]) == ["c1", "c3", "c8"] and len(hits) == 10

@@ -177,7 +177,7 @@ def test_searches_leave_no_prepared_statement_whose_generic_plan_could_drop_the_
     for seed in range(6):  # PostgreSQL switches a prepared statement to a generic plan after 5 runs
         with tenant_context(tenant_a.org.id):
             vector.search(tenant_a.org.id, factories.unit_vector(seed), SearchFilters(), 5)
-            fulltext.search(tenant_a.org.id, "tea", SearchFilters(), 5)
+            fulltext.search(tenant_a.org.id, ["tea"], SearchFilters(), 5)
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_prepared_statements")
         assert cursor.fetchone()[0] == 0
@@ -199,11 +199,11 @@ def test_full_text_reads_only_its_own_tenants_posting_lists_under_row_level_secu
     notes(tenant_a, "The zeppelin planning meeting moved to day {}", 3, start=6000)
     analyze()
     with tenant_context(tenant_a.org.id):
-        sql, params = fulltext.statement(tenant_a.org.id, "planning", SearchFilters(), 5)
+        sql, params = fulltext.statement(tenant_a.org.id, ["planning"], SearchFilters(), 5)
         with connection.cursor() as cursor:
             cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
             plan = cursor.fetchone()[0]
-        hits = fulltext.search(tenant_a.org.id, "planning", SearchFilters(), 5)
+        hits = fulltext.search(tenant_a.org.id, ["planning"], SearchFilters(), 5)
     plan = json.loads(plan) if isinstance(plan, str) else plan
     scans = [node for node in plan_nodes(plan[0]["Plan"]) if node.get("Index Name") == "memories_tenant_fts"]
     assert scans and all(node["Actual Rows"] == 3 for node in scans if node["Actual Loops"])

@@ -558,7 +558,7 @@ def test_full_text_ranks_memories_holding_every_word_first(tenant_a, api_a, smal
                     "Tea towels are in the drawer", "Tea, tea and more tea", "Invoices go out monthly"]:
         created[content] = api_a.post("/api/v1/memories", {"content": content, "category": "factual"}).json()["memory"]["id"]
     with tenant_context(tenant_a.org.id):
-        hits = fulltext.search(tenant_a.org.id, query, SearchFilters(), 10, small=small)
+        hits = fulltext.search(tenant_a.org.id, fulltext.query_words(query), SearchFilters(), 10, small=small)
     ids = [str(hit.memory_id) for hit in hits]
     # "Tea, tea and more tea" matches a single word best; only the green tea memory holds both.
     assert ids[0] == created["The user drinks green tea every morning"]
@@ -578,9 +578,9 @@ def test_work_that_fails_while_full_text_runs_leaves_the_connection_usable(tenan
 
     with tenant_context(tenant_a.org.id):
         with pytest.raises(RuntimeError, match="fell over"):
-            with fulltext.started(tenant_a.org.id, "zeppelin", SearchFilters(), 5):
+            with fulltext.started(tenant_a.org.id, ["zeppelin"], SearchFilters(), 5):
                 failing()
-        with fulltext.started(tenant_a.org.id, "zeppelin", SearchFilters(), 5) as text:
+        with fulltext.started(tenant_a.org.id, ["zeppelin"], SearchFilters(), 5) as text:
             done = "embedded"
         hits = text.hits
     assert done == "embedded" and len(hits) == 1
