@@ -462,6 +462,21 @@ def test_store_search_keeps_items_above_the_threshold_seed_003_asks_for(api_a):
     assert [r["score"] for r in everything] == sorted((r["score"] for r in everything), reverse=True)
 
 
+def test_store_search_finds_by_meaning_only_unless_the_query_cannot_be_embedded(api_a):
+    """The store's search is vector-only: an item kept out of search by meaning is not found
+    by its words, where a vector search of memories fills up with full text (seed 001). When
+    the query cannot be embedded, full text answers, with no score."""
+    for key, content, index in (("diet", "User is vegetarian and prefers Italian cuisine", ["text"]),
+                                ("coffee", "User drinks espresso after lunch", False)):
+        api_a.put("/api/v1/store/items", {"namespace": ["memories", "u7"], "key": key, "value": {"text": content},
+                                          "index": index})
+    body = {"namespace_prefix": ["memories", "u7"], "query": "espresso after lunch"}
+    assert [r["key"] for r in api_a.post("/api/v1/store/items/search", body).json()["items"]] == ["diet"]
+    with use_embedder(BrokenModel()):  # a query not embedded before (it would come from the cache)
+        items = api_a.post("/api/v1/store/items/search", {**body, "query": "espresso lunch"}).json()["items"]
+    assert [(r["key"], r["score"]) for r in items] == [("coffee", None)]
+
+
 def test_reciprocal_rank_fusion_is_weighted_and_deterministic():
     signals = {"vector": [ranking.Hit("a", 0.9, 1), ranking.Hit("b", 0.8, 2)],
                "fulltext": [ranking.Hit("b", 1.0, 1), ranking.Hit("c", 0.5, 2)]}
