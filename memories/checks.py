@@ -16,14 +16,13 @@ def configuration(app_configs, **kwargs) -> list[Error]:
 
 @register()
 def search_settings(app_configs, **kwargs) -> list[Error]:
-    from memories import embeddings, lexicon, vector_index
+    from memories import embeddings, vector_index
 
     if config.problem():
         return []  # `configuration` says why
     errors = []
     for check, check_id in ((vector_index.configured_kind, "memories.E001"),
-                            (embeddings.query_precision, "memories.E002"),
-                            (lexicon.ranker, "memories.E003")):
+                            (embeddings.query_precision, "memories.E002")):
         try:
             check()
         except ValueError as exc:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 from memories.models import live_sql
-from memory_platform.config import config
 from tenants.context import service_account
 
 logger = logging.getLogger(__name__)
@@ -137,13 +136,3 @@ def rebuild(org_id) -> int:
                        f"SELECT %s, lexeme, docs, tokens FROM ({RECOUNT}) counted", [org_id, org_id])
         return cursor.rowcount
 
-
-RANKERS = ("bm25", "ts_rank_cd")
-
-
-def ranker() -> str:
-    """How full text ranks (search.lexical_ranker): "bm25" or, as before, "ts_rank_cd"."""
-    name = config().search.lexical_ranker.lower()
-    if name not in RANKERS:
-        raise ValueError(f"MEMORY_PLATFORM_LEXICAL_RANKER must be one of {', '.join(RANKERS)}, not {name!r}")
-    return name

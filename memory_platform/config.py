@@ -63,24 +63,12 @@ class SearchConfig:
     # and speed. ivfflat_max_probes is the iterative scan's ceiling.
     ivfflat_probes: int
     ivfflat_max_probes: int
-    # Full text ranks by "bm25" (from each tenant's word statistics, memories.lexicon;
-    # docs/adr/0037) or, as it did before, by "ts_rank_cd" (no word rarity; kept to compare).
-    lexical_ranker: str
     # BM25's term-frequency saturation (k1) and document-length normalisation (b).
     bm25_k1: float
     bm25_b: float
     # BM25 on a large tenant scores the memories holding the query's rarest words, as many of
     # those words as hold at most this many memories together (at least the rarest one).
     bm25_candidate_rows: int
-    # Full text on a large tenant ranks at most this many of the memories holding all the
-    # query's words (a one-word query for a common word matches a large part of it).
-    all_words_ranked: int
-    # Full text: when too few memories hold all the query's words, rank at most this many
-    # of those holding two, then one, of its rarest words (an arbitrary sample of them on a
-    # large tenant: the index returns them in no useful order; docs/adr/0035).
-    or_matches_ranked: int
-    # ...and on a tenant too large to read whole, use only its rarest query words for it.
-    rare_words: int
     # Candidates each signal contributes before fusion.
     candidates: int
     # Reciprocal rank fusion: each signal adds weight / (rrf_k + rank).

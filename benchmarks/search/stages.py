@@ -52,7 +52,6 @@ STAGES = {
 }
 INSIDE = {  # parts of the stages above, or spread over several
     "  embedding": ("memories.cache", "query_embedding"),  # in text+embedding
-    "  rare words": ("memories.retrieval.fulltext", "rare_words"),  # in text+embedding
     "  tenant swaps": ("tenants.context", "_swap"),  # in authentication (the search and its event set no tenant)
 }
 BLOCKS = {"text+embedding"}  # context managers: timed from entering the block to leaving it

@@ -1,11 +1,17 @@
 """Retrieval: finding memories for a query, and what follows from it (docs/adr/0035).
 
-A search (pipeline.memory_search) reads top to bottom as signals -> fusion -> rank -> load:
+A search (pipeline.memory_search) reads top to bottom as read -> signals -> fusion -> rank -> load:
 
-  * signals, each ranking memories its own way into Hits (ranking.Hit): vector.py (meaning),
-    fulltext.py (words, BM25-like tiers), expansion.py (one relationship away from the best),
-    neighbours.py (written just before and after the best, in their namespace);
-  * fusion: reciprocal-rank fusion of every signal's Hits, weighted by name (ranking.py);
+  * read: the query, once (pipeline.QueryReading): its words, its intent (memories.intent),
+    the period it names (memories.when) and the one person it names (speakers.py);
+  * signals, the rows of pipeline.SIGNALS, each ranking memories its own way into Hits
+    (ranking.Hit): fulltext.py (words, BM25), vector.py (meaning), timeframe.py (the period's
+    memories), expansion.py (relationships from the best), neighbours.py (written just before
+    and after the best, in their namespace);
+  * fusion: reciprocal-rank fusion, weighted by signal (ranking.py), once per stage: the
+    signals not seeded by the fusion together, then each seeded one (expansion, neighbours)
+    after it ran on the fusion before it; the others' words weigh less than the named
+    person's (speakers.py);
   * rank: the fused relevance blended with importance, confidence, recency and usage;
   * load: whole records for the few results returned (records.py).
 

@@ -1,14 +1,20 @@
-"""A search, top to bottom: signals -> fusion -> rank -> load (docs/adr/0035).
+"""A search, top to bottom: read the query -> signals -> fusion -> rank -> load (docs/adr/0035).
 
-Each signal ranks memories its own way into Hits (ranking.Hit); reciprocal-rank fusion adds
-them up, weighted by signal (RRF_WEIGHTS); the final rank blends the fused relevance with
-importance, confidence, recency and usage; whole records are loaded for the winners only.
-A new signal is a module whose search returns Hits, put in `signals` under its name.
+The query is read once (QueryReading: its words, intent, period and the person it names) and
+every signal is given that reading. The signals are the rows of SIGNALS, run in order: each
+ranks memories its own way into Hits (ranking.Hit). Those not seeded by the fusion run first
+and are fused together (reciprocal rank, weighted by signal: RRF_WEIGHTS); each seeded one
+starts from the best memories of the fusion so far and is fused in after it. The final rank
+blends the fused relevance with importance, confidence, recency and usage; whole records are
+loaded for the winners only. A new signal is a module whose search returns Hits, and a row
+of SIGNALS.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.utils import timezone
 
@@ -27,62 +33,227 @@ from memories.retrieval import (
 )
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, SearchOutcome
+from memories.retrieval.speakers import Speaker
+from memories.when import Period
 from memory_platform.config import config
 
-
-@dataclass
-class Signals:
-    """What the query's own signals found: each one's Hits, best first, by name."""
-
-    hits: dict[str, list[Hit]] = field(default_factory=dict)
-    degraded: str | None = None  # "no_embedding" when the query could not be embedded
-    vector_method: str | None = None
-    filled_from_fulltext: int = 0
-
-
-def query_signals(*, org_id, query: str, filters: SearchFilters, limit: int, mode: str,
-                  threshold: float | None, words: str | None = None) -> Signals:
-    """The vector and full-text signals, as `mode` asks for them ("hybrid", "vector" or
-    "fulltext"), each with up to CANDIDATES memories (at least `limit`). words: what a hybrid
-    search matches by full text and by meaning, if not the whole query."""
-    k = max(limit, config().search.candidates)
-    rows = size.candidate_count(org_id, filters)
-    exact = rows <= config().search.exact_scan_rows
-    # Full text: match row by row the few rows a filter leaves (docs/adr/0035).
-    small = filters.narrows() and rows <= config().search.text_scan_rows
-    embedding, text_hits = None, None
-    # The model whose vectors the memories hold, read (at most every few seconds) before the
-    # full-text statement goes out: the connection is the pipeline's until it ends.
-    model = embeddings.active_model()
-    if mode == "hybrid":
-        with fulltext.started(org_id, words or query, filters, k, small, enough=limit) as text:
-            embedding = cache.query_embedding(words or query, model)  # while the database runs the full-text statement
-        text_hits = text.hits
-    elif mode == "vector":
-        embedding = cache.query_embedding(query, model)
-    found = Signals(degraded="no_embedding" if mode in ("hybrid", "vector") and embedding is None else None)
-    if embedding is not None:
-        hits, found.vector_method = vector.search(org_id, embedding, filters, k, exact)
-        if threshold is not None:  # seed 003's store search: only matches at least this similar
-            hits = [hit for hit in hits if hit.score >= threshold]
-        found.hits["vector"] = hits
-    if text_hits is not None:
-        found.hits["fulltext"] = text_hits
-    elif found.degraded or mode == "fulltext":
-        found.hits["fulltext"] = fulltext.search(org_id, query, filters, k, small, enough=limit)
-    elif len(found.hits["vector"]) < limit and threshold is None:
-        # Seed 001: too few vector matches (sparse memories) -> full text fills up.
-        seen = {hit.memory_id for hit in found.hits["vector"]}
-        extra = [hit for hit in fulltext.search(org_id, query, filters, k, small)
-                 if hit.memory_id not in seen][: limit - len(seen)]
-        if extra:
-            found.hits["fulltext"], found.filled_from_fulltext = extra, len(extra)
-    return found
-
+# The namespace store's search (memories.retrieval.store): vector matches only, never filled
+# up by full text, which answers only when the query cannot be embedded.
+VECTOR_ONLY = "vector_only"
+EMBEDDING_MODES = ("hybrid", "vector", VECTOR_ONLY)
 
 # A "why" question follows these edges from its best results (seed 004's causal chain).
 CAUSAL_CHAIN = ("causal", "derived_from", "supports")
 CAUSAL_HOPS = 2  # the cause of a result, and the cause of that cause
+
+
+@dataclass(frozen=True)
+class QueryReading:
+    """What a search reads of its query, once, for every signal."""
+
+    query: str
+    words: str  # what full text and meaning match: the query without the person it names
+    terms: tuple[str, ...]  # those words as full text reads them (fulltext.query_words)
+    intent: str  # memories.intent
+    period: Period | None = None  # the period it names (memories.when)
+    speaker: Speaker | None = None  # the one person it names who speaks in the namespaces searched
+
+    @classmethod
+    def of(cls, query: str, *, period: Period | None = None, speaker: Speaker | None = None) -> QueryReading:
+        words = speakers.unnamed(query, speaker) if speaker else query
+        return cls(query, words, tuple(fulltext.query_words(words)), intents.classify(query), period, speaker)
+
+
+def widens(mode: str, threshold: float | None) -> bool:
+    """Whether a search reaches beyond its query's own matches (the period it names, the
+    causal chain of a "why", the neighbours of its best results, the person it names): a
+    hybrid search without a similarity threshold."""
+    return mode == "hybrid" and threshold is None
+
+
+def read_query(org_id, query: str, filters: SearchFilters, *, wide: bool, now: datetime | None = None) -> QueryReading:
+    """The query read once: its words and intent; for a search that widens, also the period it
+    names (counted back from `now` if relative) and the one person it names who speaks in the
+    namespaces searched (speakers)."""
+    if not wide:
+        return QueryReading.of(query)
+    named = speakers.named(org_id, query, filters) if config().search.speaker_others_weight < 1 else None
+    return QueryReading.of(query, period=when.period(query, now or timezone.now()), speaker=named)
+
+
+NOT_EMBEDDED = object()
+
+
+@dataclass
+class Search:
+    """One search under way: what was asked, what was read of its query, how many rows it may
+    return (which picks each signal's path), and what its signals found so far."""
+
+    org_id: object
+    reading: QueryReading
+    filters: SearchFilters
+    limit: int
+    mode: str  # "hybrid", "vector", "fulltext" or VECTOR_ONLY
+    expand: int
+    threshold: float | None  # vector matches at least this similar only
+    k: int  # candidates each signal ranks
+    exact: bool  # few enough rows to rank all by their true distance (vector)
+    small: bool  # a filter leaves few enough rows to match them one by one (full text)
+    model: str | None  # the model whose vectors the memories hold, if the mode embeds the query
+    hits: dict[str, list[Hit]] = field(default_factory=dict)
+    fused: dict = field(default_factory=dict)
+    vector_method: str | None = None
+    filled_from_fulltext: int = 0
+    embedding: object = field(default=NOT_EMBEDDED, repr=False)  # the query's, once embed() has run
+
+    @property
+    def wide(self) -> bool:
+        return widens(self.mode, self.threshold)
+
+    def embed(self) -> list[float] | None:
+        """The query's embedding (of its words), computed once; None if the mode ranks no
+        meaning or the query cannot be embedded."""
+        if self.embedding is NOT_EMBEDDED:
+            self.embedding = cache.query_embedding(self.reading.words, self.model) if self.model else None
+        return self.embedding
+
+    @property
+    def degraded(self) -> str | None:
+        return "no_embedding" if self.mode in EMBEDDING_MODES and self.embed() is None else None
+
+
+def search_begun(*, org_id, query: str, filters: SearchFilters, limit: int, mode: str, expand: int = 0,
+                 threshold: float | None = None, now: datetime | None = None) -> Search:
+    """A search as asked, its query read and its candidate rows sized, before any signal runs."""
+    knobs = config().search
+    reading = read_query(org_id, query, filters, wide=widens(mode, threshold), now=now)
+    rows = size.candidate_count(org_id, filters)
+    return Search(org_id=org_id, reading=reading, filters=filters, limit=limit, mode=mode, expand=int(expand),
+                  threshold=threshold, k=max(limit, knobs.candidates), exact=rows <= knobs.exact_scan_rows,
+                  # Full text: match row by row the few rows a filter leaves (docs/adr/0035).
+                  small=filters.narrows() and rows <= knobs.text_scan_rows,
+                  # Read (at most every few seconds) before a full-text statement goes out: the
+                  # connection is the pipeline's until it ends.
+                  model=embeddings.active_model() if mode in EMBEDDING_MODES else None)
+
+
+# --------------------------------------------------------------------------- the signals
+
+
+def ranks_words(search: Search) -> bool:
+    return search.mode in ("hybrid", "fulltext")
+
+
+def words(search: Search) -> list[Hit]:
+    """Full text of the query's words. A hybrid search embeds its query meanwhile, for the
+    vector signal next: the statement runs in the database while the model runs here, so the
+    two take as long as the longer of them (docs/adr/0035, "The critical path of a search")."""
+    with fulltext.started(search.org_id, search.reading.terms, search.filters, search.k, search.small) as text:
+        if search.mode == "hybrid":
+            search.embed()
+    return text.hits
+
+
+def ranks_meaning(search: Search) -> bool:
+    return search.mode in EMBEDDING_MODES and search.embed() is not None
+
+
+def meaning(search: Search) -> list[Hit]:
+    """The memories nearest the query's embedding, those at least `threshold` similar if
+    the search sets one."""
+    hits, search.vector_method = vector.search(search.org_id, search.embed(), search.filters, search.k, search.exact)
+    if search.threshold is not None:
+        hits = [hit for hit in hits if hit.score >= search.threshold]
+    return hits
+
+
+def words_stand_in(search: Search) -> bool:
+    """A vector search answers from full text when its query cannot be embedded; and (seed
+    001) fills up with it when fewer than `limit` memories have a vector match, unless it
+    asked for vector matches only (VECTOR_ONLY) or for a similarity threshold."""
+    if search.mode not in ("vector", VECTOR_ONLY):
+        return False
+    if search.embed() is None:
+        return True
+    return search.mode == "vector" and search.threshold is None and len(search.hits["vector"]) < search.limit
+
+
+def words_for_meaning(search: Search) -> list[Hit]:
+    hits = fulltext.search(search.org_id, search.reading.terms, search.filters, search.k, search.small)
+    if search.embed() is None:
+        return hits
+    seen = {hit.memory_id for hit in search.hits["vector"]}
+    extra = [hit for hit in hits if hit.memory_id not in seen][: search.limit - len(seen)]
+    search.filled_from_fulltext = len(extra)
+    return extra
+
+
+def names_a_period(search: Search) -> bool:
+    return search.wide and search.reading.period is not None and config().search.rrf_weights["time"] > 0
+
+
+def period(search: Search) -> list[Hit]:
+    return timeframe.search(search.org_id, search.reading.terms, search.filters, search.reading.period, search.k)
+
+
+def follows_relationships(search: Search) -> bool:
+    """When asked to (expand), or for a "why" question, along the causal chain."""
+    return bool(search.expand) or (search.wide and search.reading.intent == "why"
+                                   and config().search.rrf_weights["graph"] > 0)
+
+
+def relationships(search: Search) -> list[Hit]:
+    seeds = ranking.best(search.fused, search.limit)
+    if search.expand:
+        return expansion.search(search.org_id, seeds, search.filters, hops=search.expand)
+    return expansion.search(search.org_id, seeds, search.filters, types=CAUSAL_CHAIN, hops=CAUSAL_HOPS)
+
+
+def brings_neighbours(search: Search) -> bool:
+    return search.wide and config().search.neighbour_seeds > 0 and config().search.rrf_weights["neighbours"] > 0
+
+
+def written_nearby(search: Search) -> list[Hit]:
+    return neighbours.search(search.org_id, ranking.best(search.fused, config().search.neighbour_seeds),
+                             search.filters)
+
+
+@dataclass(frozen=True)
+class Signal:
+    name: str  # its hits' name in the fusion's weights and in each result's signals
+    seeded: bool  # starts from the best memories of the fusion of the signals before it
+    applies: Callable[[Search], bool]  # given the reading and the request
+    search: Callable[[Search], list[Hit]]
+
+
+SIGNALS = (
+    # Full text first: a hybrid search's query is embedded while its statement runs.
+    Signal("fulltext", seeded=False, applies=ranks_words, search=words),
+    Signal("vector", seeded=False, applies=ranks_meaning, search=meaning),
+    # A vector search's full text: in place of the vector signal, or filling up after it.
+    Signal("fulltext", seeded=False, applies=words_stand_in, search=words_for_meaning),
+    Signal("time", seeded=False, applies=names_a_period, search=period),
+    Signal("graph", seeded=True, applies=follows_relationships, search=relationships),
+    Signal("neighbours", seeded=True, applies=brings_neighbours, search=written_nearby),
+)
+
+
+def run_signals(search: Search, signals: tuple[Signal, ...] = SIGNALS) -> None:
+    """Every signal that applies, in order, into search.hits, with one fusion per stage into
+    search.fused: the signals not seeded are fused together, and each seeded one after it has
+    run on the fusion before it (which it needs something in to start from)."""
+    weights, rrf_k = config().search.rrf_weights, config().search.rrf_k
+    stage: dict[str, list[Hit]] = {}
+    for signal in signals:
+        if signal.seeded:
+            if stage:
+                search.fused, stage = ranking.reciprocal_rank_fusion(stage, weights, rrf_k, search.fused), {}
+            if not search.fused:
+                continue
+        if signal.applies(search):
+            stage[signal.name] = search.hits[signal.name] = signal.search(search)
+    if stage:
+        search.fused = ranking.reciprocal_rank_fusion(stage, weights, rrf_k, search.fused)
 
 
 def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10, mode: str = "hybrid",
@@ -97,48 +268,23 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     (neighbours); and when the query names one person who speaks in the namespaces searched,
     full text and meaning match the rest of the query and the others' words weigh less
     (speakers). The outcome says what it understood of the query (SearchOutcome.understood)."""
-    weights, rrf_k = config().search.rrf_weights, config().search.rrf_k
-    hybrid = mode == "hybrid" and threshold is None  # the signals beyond the query's own
-    # The one person the query names, if they speak in the namespaces searched: their name is
-    # in all of their words and in the others' words to them, so both signals match the rest
-    # of the query; at the end the others' words weigh less.
-    others_weight = config().search.speaker_others_weight
-    speaker = speakers.named(org_id, query, filters) if hybrid and others_weight < 1 else None
-    # Signals, then fusion.
-    words = speakers.unnamed(query, speaker) if speaker else query
-    found = query_signals(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, threshold=threshold,
-                          words=words)
-    signals = found.hits
-    fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
-    intent = intents.classify(query)
-    if expand and fused:  # a signal seeded by the others' fusion, then fused with them
-        signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters, hops=int(expand))
-        fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
-    elif hybrid and intent == "why" and weights["graph"] and fused:  # the causal chain of the best results
-        signals["graph"] = expansion.search(org_id, ranking.best(fused, limit), filters, types=CAUSAL_CHAIN,
-                                            hops=CAUSAL_HOPS)
-        fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
-    period = when.period(query, timezone.now()) if hybrid else None
-    if period is not None and weights["time"]:  # a signal of its own, fused with the query's
-        signals["time"] = timeframe.search(org_id, words, filters, period, max(limit, config().search.candidates))
-        fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
-    seeds = config().search.neighbour_seeds
-    if hybrid and seeds and weights["neighbours"] and fused:  # seeded by the fusion so far
-        signals["neighbours"] = neighbours.search(org_id, ranking.best(fused, seeds), filters)
-        fused = ranking.reciprocal_rank_fusion(signals, weights, rrf_k)
-    explained = ranking.explanations(signals)
-    if speaker is not None and fused:
-        fused, spoken = speakers.prefer(org_id, speaker, fused, others_weight)
+    now = timezone.now()
+    search = search_begun(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, expand=expand,
+                          threshold=threshold, now=now)
+    run_signals(search)
+    reading, fused = search.reading, search.fused
+    explained = ranking.explanations(search.hits)
+    if reading.speaker is not None and fused:  # after every signal: the others' words still seed neighbours
+        fused, spoken = speakers.prefer(org_id, reading.speaker, fused, config().search.speaker_others_weight)
         for memory_id in spoken:
-            explained.setdefault(memory_id, {})["speaker"] = {"name": speaker.name}
+            explained.setdefault(memory_id, {})["speaker"] = {"name": reading.speaker.name}
     # Rank every candidate on a few columns, most of which came with the signals' rows.
-    rows = ranking.candidates_rows(org_id, signals, fused)
-    results = ranking.rank(rows, fused, explained, timezone.now())[:limit]
+    rows = ranking.candidates_rows(org_id, search.hits, fused)
+    results = ranking.rank(rows, fused, explained, now)[:limit]
     # Load whole records for the winners only.
     records.fill(org_id, results, usage=rows)
-    understood = {"intent": intent, "period": period.as_json() if period else None,
-                  "speaker": speaker.as_json() if speaker else None,
-                  "signals": [name for name, hits in signals.items() if hits]}
-    return SearchOutcome(results=results, degraded=found.degraded, vector_method=found.vector_method,
-                         understood=understood,
-                         filled_from_fulltext=found.filled_from_fulltext)
+    understood = {"intent": reading.intent, "period": reading.period.as_json() if reading.period else None,
+                  "speaker": reading.speaker.as_json() if reading.speaker else None,
+                  "signals": [name for name, hits in search.hits.items() if hits]}
+    return SearchOutcome(results=results, degraded=search.degraded, vector_method=search.vector_method,
+                         understood=understood, filled_from_fulltext=search.filled_from_fulltext)

@@ -24,7 +24,7 @@ from memory_platform.config import config
 @dataclass
 class Hit:
     memory_id: object
-    score: float  # similarity in [0, 1] for vectors, BM25 (or ts_rank_cd) for text
+    score: float  # similarity in [0, 1] for vectors, BM25 for text
     rank: int
     row: RankingRow | None = None  # what the final ranking reads of it, if the statement returned it
     details: dict = field(default_factory=dict)  # what the search shows of it beside its rank
@@ -93,9 +93,11 @@ def usage_join(alias: str) -> str:
 # --------------------------------------------------------------------------- fusion
 
 
-def reciprocal_rank_fusion(signals: dict[str, list[Hit]], weights: dict[str, float], k: int) -> dict:
-    """score(m) = sum over signals of weight / (k + rank): deterministic, ties broken by id."""
-    fused: dict = {}
+def reciprocal_rank_fusion(signals: dict[str, list[Hit]], weights: dict[str, float], k: int,
+                           fused: dict | None = None) -> dict:
+    """score(m) = sum over signals of weight / (k + rank): deterministic, ties broken by id.
+    fused: the fusion of earlier signals, which these are added to (in a new dict)."""
+    fused = dict(fused or {})
     for name, hits in signals.items():
         for hit in hits:
             fused[hit.memory_id] = fused.get(hit.memory_id, 0.0) + weights.get(name, 1.0) / (k + hit.rank)

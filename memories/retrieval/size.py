@@ -4,11 +4,49 @@ rows" thresholds: EXACT_SCAN_ROWS (vectors ranked by their true distance) and TE
 
 from __future__ import annotations
 
-from django.db import connection
+from dataclasses import dataclass
+from datetime import timedelta
 
-from memories.retrieval import fulltext
+from django.db import connection
+from django.utils import timezone
+
+from memories.models import LIVE_SQL
 from memories.retrieval.filters import SearchFilters
 from memory_platform.config import config
+
+_tenant_size_cache: dict = {}
+TENANT_SIZE_CACHE_SECONDS = 3600
+
+
+def reset_caches() -> None:
+    """Forget the tenants' sizes this process has counted (tenant_size)."""
+    _tenant_size_cache.clear()
+
+
+@dataclass(frozen=True)
+class TenantSize:
+    rows: int  # its live (active, not deleted) memories
+    share: float  # rows as a share of the table's
+
+
+def tenant_size(org_id) -> TenantSize:
+    """The tenant's live rows and their share of the table, counted once and kept for an hour
+    in the process: unfiltered searches size their paths by it (candidate_count), and the
+    shared HNSW index its candidate list (vector.hnsw_ef_search)."""
+    now = timezone.now()
+    cached = _tenant_size_cache.get(str(org_id))
+    if cached and now - cached[0] < timedelta(seconds=TENANT_SIZE_CACHE_SECONDS):
+        return cached[1]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM memories WHERE org_id = %s AND {LIVE_SQL}", [org_id])
+        rows = cursor.fetchone()[0]
+        cursor.execute("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'memories'::regclass")
+        table_rows = cursor.fetchone()[0]
+    size = TenantSize(rows=rows, share=min(rows / table_rows, 1.0))
+    if len(_tenant_size_cache) >= 10_000:  # many tenants: start over rather than grow without bound
+        _tenant_size_cache.clear()
+    _tenant_size_cache[str(org_id)] = (now, size)
+    return size
 
 
 def capped_count(cursor, where: str, params: list, cap: int) -> int:
@@ -21,13 +59,13 @@ def capped_count(cursor, where: str, params: list, cap: int) -> int:
 def candidate_count(org_id, filters: SearchFilters) -> int:
     """About how many rows the search may return.
 
-    An unfiltered search takes the tenant's live rows from the hourly estimate (tenant_text):
+    An unfiltered search takes the tenant's live rows from the hourly count (tenant_size):
     counting up to 12,000 rows on every search cost ~20 ms for a tenant of that size. A
     filtered one counts, up to just past the larger threshold. Either way the choice only
     decides speed: the exact path returns the true nearest rows whatever their number, and
     the iterative index scan keeps going until it has k of the tenant's rows."""
     if not filters.narrows():
-        return fulltext.tenant_text(org_id).rows
+        return tenant_size(org_id).rows
     cap = max(config().search.exact_scan_rows, config().search.text_scan_rows)
     where, params = filters.where(org_id)
     with connection.cursor() as cursor:

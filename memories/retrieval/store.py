@@ -8,9 +8,8 @@ the order of similarity and a page is a slice of it.
 
 from __future__ import annotations
 
-from memories.retrieval import records
+from memories.retrieval import pipeline, records
 from memories.retrieval.filters import SearchFilters
-from memories.retrieval.pipeline import query_signals
 from memories.retrieval.ranking import Result, SearchOutcome
 
 # A store search's pages reach at most this far (offset + limit): HNSW's candidate list
@@ -23,8 +22,9 @@ def store_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10,
     skipped; each result's score is its cosine similarity in [0, 1]. Items kept out of search
     by meaning (never embedded) are not found. If the query cannot be embedded, full text ranks
     instead (outcome.degraded says so, and its scores are not similarities)."""
-    found = query_signals(org_id=org_id, query=query, filters=filters, limit=offset + limit, mode="vector",
-                          threshold=0.0)  # a threshold: vector matches only, never filled by full text
+    found = pipeline.search_begun(org_id=org_id, query=query, filters=filters, limit=offset + limit,
+                                  mode=pipeline.VECTOR_ONLY)
+    pipeline.run_signals(found)
     degraded = found.degraded is not None
     hits = found.hits.get("fulltext" if degraded else "vector", [])[offset:offset + limit]
     loaded = records.load(org_id, [hit.memory_id for hit in hits])

@@ -6,6 +6,7 @@ which words it was read from."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from memories.retrieval import fulltext, size
@@ -23,10 +24,11 @@ def within(filters: SearchFilters, period: Period) -> SearchFilters:
                    event_months=list(period.months) or filters.event_months)
 
 
-def search(org_id, query: str, filters: SearchFilters, period: Period, k: int) -> list[Hit]:
+def search(org_id, words: Sequence[str], filters: SearchFilters, period: Period, k: int) -> list[Hit]:
+    """The k memories of the period that hold these words (fulltext.query_words) best."""
     narrowed = within(filters, period)
     small = size.candidate_count(org_id, narrowed) <= config().search.text_scan_rows
-    hits = fulltext.search(org_id, query, narrowed, k, small)
+    hits = fulltext.search(org_id, words, narrowed, k, small)
     for hit in hits:
         hit.details["period"] = period.phrase
     return hits

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from memories import vector_index
 from memories.embeddings import vector_literal
-from memories.retrieval import fulltext, size
+from memories.retrieval import size
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, memory_columns, ranked_hits, ranking_columns, usage_join
 from memory_platform.config import config
@@ -85,7 +85,7 @@ def hnsw_ef_search(org_id, k: int) -> int:
     pass, which costs more than a longer first one (at 1M memories, k 50 for a 10% tenant:
     ef_search 500 took 12.4 / 22.2 ms p50 / p95, 600 took 9.7 / 15.2)."""
     ef = max(config().search.hnsw_ef_search, k)
-    share = fulltext.tenant_text(org_id).share
+    share = size.tenant_size(org_id).share
     if share > 0:
         ef = max(ef, math.ceil(1.2 * k / share))
     return min(ef, HNSW_EF_SEARCH_MAX)

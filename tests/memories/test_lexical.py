@@ -47,7 +47,8 @@ def corpus():
 
 def ranked(org, names, query=QUESTION, filters=None, k=10) -> list[tuple[str, float, int]]:
     with tenant_context(org.id):
-        hits = fulltext.search(org.id, query, filters or SearchFilters(), k, small=filters is not None)
+        hits = fulltext.search(org.id, fulltext.query_words(query), filters or SearchFilters(), k,
+                               small=filters is not None)
     return [(names[hit.memory_id], hit.score, hit.rank) for hit in hits]
 
 
@@ -63,19 +64,9 @@ def test_bm25_puts_the_rare_words_above_a_repeated_common_one(corpus, path):
     assert [rank for _, _, rank in hits] == [1, 2, 3, 4, 5, 5, 5]  # equal scores share a rank
 
 
-def test_ts_rank_cd_which_bm25_replaces_put_the_repeated_name_first(corpus, settings):
+def test_of_the_memories_holding_every_word_the_shorter_rank_first(corpus):
     org, names, _ = corpus
-    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, LEXICAL_RANKER="ts_rank_cd")
-    # Row by row, ts_rank_cd alone ranked them (through the index, tiers of rare words did).
-    hits = ranked(org, names, filters=SearchFilters(namespace="corpus"))
-    assert [name for name, _, _ in hits][:3] == ["c2", "c1", "c3"]
-
-
-def test_a_query_both_rankers_agree_on(corpus, settings):
-    org, names, _ = corpus
-    bm25 = [name for name, _, _ in ranked(org, names, "support group")]
-    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, LEXICAL_RANKER="ts_rank_cd")
-    assert bm25 == [name for name, _, _ in ranked(org, names, "support group")] == ["c3", "c1", "c8"]
+    assert [name for name, _, _ in ranked(org, names, "support group")] == ["c3", "c1", "c8"]
 
 
 def test_a_query_of_stop_words_finds_nothing(corpus):
@@ -225,11 +216,11 @@ def test_through_the_index_bm25_scores_the_rows_holding_the_rarest_words_within_
     with tenant_context(org.id):
         # support (3 rows) fits the budget, group (3 more) would not: the rows holding
         # "support" are scored, on every word.
-        hits = fulltext.search(org.id, "Caroline support group", SearchFilters(), 10)
+        hits = fulltext.search(org.id, ["caroline", "support", "group"], SearchFilters(), 10)
         assert sorted(names[hit.memory_id] for hit in hits) == ["c1", "c3", "c8"]
         # carolin alone is held by 25 rows: the budget's worth of them.
-        assert len(fulltext.search(org.id, "Caroline", SearchFilters(), 10)) == 5
+        assert len(fulltext.search(org.id, ["caroline"], SearchFilters(), 10)) == 5
         # With room for all, the name's rows come back too, below the rare words' rows.
         settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, BM25_CANDIDATE_ROWS=1000)
-        hits = fulltext.search(org.id, "Caroline support group", SearchFilters(), 10)
+        hits = fulltext.search(org.id, ["caroline", "support", "group"], SearchFilters(), 10)
         assert sorted(names.get(hit.memory_id) for hit in hits[:3]) == ["c1", "c3", "c8"] and len(hits) == 10

@@ -10,7 +10,7 @@ from pgvector.django import CosineDistance
 
 from memories import vector_index
 from memories.models import EMBEDDING_DIMENSIONS, Memory
-from memories.retrieval import fulltext, vector
+from memories.retrieval import fulltext, size, vector
 from memories.retrieval.filters import SearchFilters
 from tenants.context import tenant_context
 from tests import factories
@@ -177,7 +177,7 @@ def test_searches_leave_no_prepared_statement_whose_generic_plan_could_drop_the_
     for seed in range(6):  # PostgreSQL switches a prepared statement to a generic plan after 5 runs
         with tenant_context(tenant_a.org.id):
             vector.search(tenant_a.org.id, factories.unit_vector(seed), SearchFilters(), 5)
-            fulltext.search(tenant_a.org.id, "tea", SearchFilters(), 5)
+            fulltext.search(tenant_a.org.id, ["tea"], SearchFilters(), 5)
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_prepared_statements")
         assert cursor.fetchone()[0] == 0
@@ -199,11 +199,11 @@ def test_full_text_reads_only_its_own_tenants_posting_lists_under_row_level_secu
     notes(tenant_a, "The zeppelin planning meeting moved to day {}", 3, start=6000)
     analyze()
     with tenant_context(tenant_a.org.id):
-        sql, params = fulltext.statement(tenant_a.org.id, "planning", SearchFilters(), 5)
+        sql, params = fulltext.statement(tenant_a.org.id, ["planning"], SearchFilters(), 5)
         with connection.cursor() as cursor:
             cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
             plan = cursor.fetchone()[0]
-        hits = fulltext.search(tenant_a.org.id, "planning", SearchFilters(), 5)
+        hits = fulltext.search(tenant_a.org.id, ["planning"], SearchFilters(), 5)
     plan = json.loads(plan) if isinstance(plan, str) else plan
     scans = [node for node in plan_nodes(plan[0]["Plan"]) if node.get("Index Name") == "memories_tenant_fts"]
     assert scans and all(node["Actual Rows"] == 3 for node in scans if node["Actual Loops"])
@@ -218,9 +218,8 @@ def test_the_hnsw_candidate_list_grows_for_a_tenant_holding_a_small_share_of_the
     settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, HNSW_EF_SEARCH=500)
     org = str(tenant_a.org.id)
 
-    def measured(share: float, rows: int) -> None:  # the tenant as tenant_text would have estimated it
-        monkeypatch.setattr(fulltext, "tenant_text", lambda org_id: fulltext.TenantText(
-            shares={}, rows=rows, share=share))
+    def measured(share: float, rows: int) -> None:  # the tenant as tenant_size would have counted it
+        monkeypatch.setattr(size, "tenant_size", lambda org_id: size.TenantSize(rows=rows, share=share))
 
     for share, k, expected in [(0.5, 50, 500), (0.1, 50, 600), (0.1, 10, 500), (0.02, 50, 1000), (1.0, 800, 960)]:
         measured(share, rows=int(share * 1000))

@@ -462,6 +462,21 @@ def test_store_search_keeps_items_above_the_threshold_seed_003_asks_for(api_a):
     assert [r["score"] for r in everything] == sorted((r["score"] for r in everything), reverse=True)
 
 
+def test_store_search_finds_by_meaning_only_unless_the_query_cannot_be_embedded(api_a):
+    """The store's search is vector-only: an item kept out of search by meaning is not found
+    by its words, where a vector search of memories fills up with full text (seed 001). When
+    the query cannot be embedded, full text answers, with no score."""
+    for key, content, index in (("diet", "User is vegetarian and prefers Italian cuisine", ["text"]),
+                                ("coffee", "User drinks espresso after lunch", False)):
+        api_a.put("/api/v1/store/items", {"namespace": ["memories", "u7"], "key": key, "value": {"text": content},
+                                          "index": index})
+    body = {"namespace_prefix": ["memories", "u7"], "query": "espresso after lunch"}
+    assert [r["key"] for r in api_a.post("/api/v1/store/items/search", body).json()["items"]] == ["diet"]
+    with use_embedder(BrokenModel()):  # a query not embedded before (it would come from the cache)
+        items = api_a.post("/api/v1/store/items/search", {**body, "query": "espresso lunch"}).json()["items"]
+    assert [(r["key"], r["score"]) for r in items] == [("coffee", None)]
+
+
 def test_reciprocal_rank_fusion_is_weighted_and_deterministic():
     signals = {"vector": [ranking.Hit("a", 0.9, 1), ranking.Hit("b", 0.8, 2)],
                "fulltext": [ranking.Hit("b", 1.0, 1), ranking.Hit("c", 0.5, 2)]}
@@ -486,25 +501,6 @@ def test_a_full_text_tie_is_settled_by_meaning_not_by_age(api_a):
     assert results[0]["signals"]["fulltext"]["rank"] == results[1]["signals"]["fulltext"]["rank"] == 1
 
 
-@pytest.fixture
-def ranked_by_ts_rank_cd(settings):
-    """Full text ranked as before BM25 (search.lexical_ranker), which is kept to compare."""
-    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, LEXICAL_RANKER="ts_rank_cd")
-
-
-def test_rare_words_are_the_query_words_fewest_memories_hold(tenant_a, api_a, ranked_by_ts_rank_cd):
-    """A large tenant's later full-text tiers use only the query's RARE_WORDS (3) rarest words
-    (ts_rank_cd's tiers; BM25 reads each word's exact frequency: tests/memories/test_lexical.py)."""
-    api_a.post("/api/v1/memories", {"memories": [{"content": f"Weekly report number {i} for the team"}
-                                                 for i in range(12)]})
-    api_a.post("/api/v1/memories", {"content": "The zeppelin report is late"})
-    fulltext.reset_caches()
-    with tenant_context(tenant_a.org.id):
-        # "the" is a stop word; "report" is in 13 of 15 memories, the most common.
-        assert fulltext.rare_words(tenant_a.org.id, ["the", "weekly", "report", "zeppelin", "team"]) == [
-            "weekly", "zeppelin", "team"]
-
-
 def test_the_lexemes_of_a_word_are_asked_of_the_database_once_per_process(django_assert_num_queries):
     fulltext.reset_caches()
     with django_assert_num_queries(1):
@@ -518,21 +514,20 @@ def test_the_lexemes_of_a_word_are_asked_of_the_database_once_per_process(django
 
 @committing
 def test_a_tenant_is_measured_on_its_own_memories(tenant_a, tenant_b, api_a):
-    """Its live rows, their share of the table (which sizes the shared HNSW index's candidate
-    list) and the share of its memories holding each common word (which picks rare words)."""
+    """Its live rows and their share of the table (which sizes the shared HNSW index's
+    candidate list)."""
     from django.db import connections
 
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Bulk fact {i}"} for i in range(40)]})
     with connections["owner"].cursor() as cursor:  # the table's row estimate, as autovacuum keeps it
         cursor.execute("ANALYZE memories")
-    fulltext.reset_caches()
+    size.reset_caches()
     with tenant_context(tenant_a.org.id):
-        a = fulltext.tenant_text(tenant_a.org.id)
+        a = size.tenant_size(tenant_a.org.id)
     with tenant_context(tenant_b.org.id):
-        b = fulltext.tenant_text(tenant_b.org.id)
+        b = size.tenant_size(tenant_b.org.id)
     assert a.rows == b.rows + 40
     assert a.share == pytest.approx(a.rows / (a.rows + b.rows)) and b.share == pytest.approx(b.rows / (a.rows + b.rows))
-    assert a.shares["bulk"] == pytest.approx(40 / a.rows) and "bulk" not in b.shares
 
 
 def test_an_unfiltered_search_takes_the_tenant_size_from_the_hourly_estimate(tenant_a, api_a, settings):
@@ -541,14 +536,14 @@ def test_an_unfiltered_search_takes_the_tenant_size_from_the_hourly_estimate(ten
 
     settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, EXACT_SCAN_ROWS=2, TEXT_SCAN_ROWS=2)
     api_a.post("/api/v1/memories", {"memories": [{"content": f"Bulk fact {i}"} for i in range(10)]})
-    fulltext.reset_caches()
+    size.reset_caches()
     capped = lambda queries: [q for q in queries if "capped" in q["sql"]]  # noqa: E731
     with tenant_context(tenant_a.org.id), CaptureQueriesContext(connection) as queries:
         assert size.candidate_count(tenant_a.org.id, SearchFilters()) == 12  # live, active
         assert size.is_small(tenant_a.org.id, SearchFilters()) is False
         assert size.is_small(tenant_a.org.id, SearchFilters(tags=["absent"])) is True
     assert len(capped(queries.captured_queries)) == 1  # only the filtered search counted
-    fulltext.reset_caches()
+    size.reset_caches()
 
 
 def test_full_text_matches_row_by_row_only_the_few_rows_a_filter_leaves(tenant_a, api_a, facts):
@@ -571,15 +566,14 @@ def test_full_text_matches_row_by_row_only_the_few_rows_a_filter_leaves(tenant_a
 @pytest.mark.parametrize("query", ["green tea", "green or tea?"])
 @pytest.mark.parametrize("small", [True, False], ids=["row by row", "through the index"])
 def test_full_text_ranks_memories_holding_every_word_first(tenant_a, api_a, small, query):
-    """Both paths: a small tenant's single pass and a large tenant's tiers. A word of the
-    query is never read as an operator: "or" is just a (stop) word."""
+    """Both paths: the few rows a filter leaves, matched one by one, and the tenant's posting
+    lists. A word of the query is never read as an operator: "or" is just a (stop) word."""
     created = {}
     for content in ["Green apples are in the fridge", "The user drinks green tea every morning",
                     "Tea towels are in the drawer", "Tea, tea and more tea", "Invoices go out monthly"]:
         created[content] = api_a.post("/api/v1/memories", {"content": content, "category": "factual"}).json()["memory"]["id"]
-    fulltext.reset_caches()
     with tenant_context(tenant_a.org.id):
-        hits = fulltext.search(tenant_a.org.id, query, SearchFilters(), 10, small=small)
+        hits = fulltext.search(tenant_a.org.id, fulltext.query_words(query), SearchFilters(), 10, small=small)
     ids = [str(hit.memory_id) for hit in hits]
     # "Tea, tea and more tea" matches a single word best; only the green tea memory holds both.
     assert ids[0] == created["The user drinks green tea every morning"]
@@ -587,29 +581,6 @@ def test_full_text_ranks_memories_holding_every_word_first(tenant_a, api_a, smal
             created["Tea, tea and more tea"]} <= set(ids[1:])
     assert created["Invoices go out monthly"] not in ids
     assert hits[0].rank == 1 and all(hit.rank > 1 for hit in hits[1:])
-
-
-def test_full_text_on_a_large_tenant_ranks_two_rare_words_above_one_and_reads_single_words_only_if_short(
-        tenant_a, api_a, ranked_by_ts_rank_cd):
-    """ts_rank_cd's indexed path's tiers: no memory holds every word, so memories holding two of
-    the rarest words come next, then (only while fewer than `enough` were found) those holding one."""
-    created = {}
-    for content in ["The zeppelin hangar is by the harbour, past the old customs house on the quay",
-                    "Zeppelin, zeppelin, zeppelin", "The harbour is calm tonight", "Invoices go out monthly"]:
-        created[content] = api_a.post("/api/v1/memories", {"content": content, "category": "factual"}).json()["memory"]["id"]
-    fulltext.reset_caches()
-    with tenant_context(tenant_a.org.id):
-        hits = fulltext.search(tenant_a.org.id, "zeppelin harbour storm", SearchFilters(), 10)
-        short = fulltext.search(tenant_a.org.id, "zeppelin harbour storm", SearchFilters(), 10, enough=1)
-        none_short = fulltext.search(tenant_a.org.id, "zeppelin harbour storm", SearchFilters(), 10,
-                                            enough=0)
-    ids = [str(hit.memory_id) for hit in hits]
-    two_words = created["The zeppelin hangar is by the harbour, past the old customs house on the quay"]
-    # The tier decides before the score: "Zeppelin, zeppelin, zeppelin" scores higher on one word.
-    assert ids[0] == two_words and hits[0].score < max(hit.score for hit in hits[1:])
-    assert set(ids[1:]) == {created["Zeppelin, zeppelin, zeppelin"], created["The harbour is calm tonight"]}
-    assert [str(hit.memory_id) for hit in short] == [two_words]
-    assert [str(hit.memory_id) for hit in none_short] == [two_words]
 
 
 def test_work_that_fails_while_full_text_runs_leaves_the_connection_usable(tenant_a, api_a):
@@ -622,9 +593,9 @@ def test_work_that_fails_while_full_text_runs_leaves_the_connection_usable(tenan
 
     with tenant_context(tenant_a.org.id):
         with pytest.raises(RuntimeError, match="fell over"):
-            with fulltext.started(tenant_a.org.id, "zeppelin", SearchFilters(), 5):
+            with fulltext.started(tenant_a.org.id, ["zeppelin"], SearchFilters(), 5):
                 failing()
-        with fulltext.started(tenant_a.org.id, "zeppelin", SearchFilters(), 5) as text:
+        with fulltext.started(tenant_a.org.id, ["zeppelin"], SearchFilters(), 5) as text:
             done = "embedded"
         hits = text.hits
     assert done == "embedded" and len(hits) == 1
