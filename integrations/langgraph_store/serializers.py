@@ -27,7 +27,7 @@ from memories.api.fields import (
 )
 from memories.api.serializers import StrictSerializer
 from memories.cleaning import Secrets, clean_text
-from memories.retrieval.store import DEPTH_MAX
+from memories.store.search import DEPTH_MAX
 from memories.writes.kernel import TTL_MAX_SECONDS
 from memory_platform.config import config
 
@@ -100,7 +100,7 @@ class MinutesField(serializers.Field):
                       "nullable": True})
 class IndexField(CleanField, serializers.Field):
     """null: the whole value is the item's text; false: not indexed; or the field paths to index
-    (checked by memories.store_values.check_index), which name the value's fields and are kept
+    (checked by memories.store.values.check_index), which name the value's fields and are kept
     nowhere."""
 
     secrets = Secrets.LOOKUP

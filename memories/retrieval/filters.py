@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from memories import store_values
+from memories.store import values as store_values
 from memories.access import namespace_sql
 from memories.models import live_sql
 
@@ -56,7 +56,7 @@ class SearchFilters:
     event_months: list = field(default_factory=list)
     tags: list = field(default_factory=list)  # all of them
     # The namespace store's items only (a key in their namespace), and of them those whose value
-    # (their metadata) passes this LangGraph filter (memories.store_values).
+    # (their metadata) passes this LangGraph filter (memories.store.values).
     store_items: bool = False
     value_filter: dict | None = None
     include_expired: bool = False

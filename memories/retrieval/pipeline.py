@@ -37,7 +37,7 @@ from memories.retrieval.speakers import Speaker
 from memories.when import Period
 from memory_platform.config import config
 
-# The namespace store's search (memories.retrieval.store): vector matches only, never filled
+# The namespace store's search (memories.store.search): vector matches only, never filled
 # up by full text, which answers only when the query cannot be embedded.
 VECTOR_ONLY = "vector_only"
 EMBEDDING_MODES = ("hybrid", "vector", VECTOR_ONLY)

@@ -5,15 +5,15 @@ else; an item out of the caller's reach is missing, as an absent one."""
 
 from __future__ import annotations
 
-from memories import selectors
+from memories.store import reads
 from memories.access import Caller
 from memories.errors import NotFound
 from memories.models import Memory, RetrievalEvent
 from memories.retrieval import events
 from memories.retrieval.filters import SearchFilters
-from memories.retrieval import store as store_retrieval
-from memories.store_values import filter_conditions
-from memories.writes import store
+from memories.store import search as store_search_by_meaning
+from memories.store.values import filter_conditions
+from memories.store import writes as store
 from memories.writes.create import WriteResult
 
 
@@ -28,7 +28,7 @@ def store_get(caller: Caller, *, namespace: str, key: str, refresh_ttl: bool = T
     """The item; NotFound when there is none, or the caller does not reach its namespace."""
     if not caller.covers(namespace):
         raise NotFound(f"no item {key!r} in namespace {namespace!r}", field="key")
-    item = selectors.store_get(org_id=caller.org_id, scope=namespace, key=key)
+    item = reads.store_get(org_id=caller.org_id, scope=namespace, key=key)
     if refresh_ttl:
         store.store_refresh_ttl(org_id=caller.org_id, items=[item])
     return item
@@ -49,13 +49,13 @@ def store_search(caller: Caller, *, namespace_prefix: str = "", value_filter: di
     search recorded as a retrieval event."""
     filter_conditions(value_filter or {})  # a bad filter is named before anything runs
     if not query:
-        items = selectors.store_items(org_id=caller.org_id, prefix=namespace_prefix, value_filter=value_filter,
+        items = reads.store_items(org_id=caller.org_id, prefix=namespace_prefix, value_filter=value_filter,
                                       limit=limit, offset=offset, reach=caller.reach)
         found = [(item, None) for item in items]
     else:
         filters = SearchFilters(namespace=namespace_prefix or None, within=caller.reach.namespaces,
                                 store_items=True, value_filter=value_filter or None)
-        outcome = store_retrieval.store_search(org_id=caller.org_id, query=query, filters=filters, limit=limit, offset=offset)
+        outcome = store_search_by_meaning.store_search(org_id=caller.org_id, query=query, filters=filters, limit=limit, offset=offset)
         if threshold is not None and not outcome.degraded:
             outcome.results = [result for result in outcome.results if result.score >= threshold]
         events.retrieval_event_record(
@@ -71,12 +71,12 @@ def store_search(caller: Caller, *, namespace_prefix: str = "", value_filter: di
 
 def store_keys(caller: Caller, *, namespace: str, limit: int) -> list[str]:
     """The keys holding an item in the namespace itself (none under it), in order."""
-    items = selectors.store_items(org_id=caller.org_id, prefix=namespace, exactly=True, limit=limit,
+    items = reads.store_items(org_id=caller.org_id, prefix=namespace, exactly=True, limit=limit,
                                   reach=caller.reach)
     return sorted(item.key for item in items)
 
 
 def store_namespaces(caller: Caller, *, prefix=(), suffix=(), max_depth: int | None = None, limit: int = 100,
                      offset: int = 0) -> list[list[str]]:
-    return selectors.store_namespaces(org_id=caller.org_id, prefix=prefix, suffix=suffix, max_depth=max_depth,
+    return reads.store_namespaces(org_id=caller.org_id, prefix=prefix, suffix=suffix, max_depth=max_depth,
                                       limit=limit, offset=offset, reach=caller.reach)

@@ -1,10 +1,10 @@
-"""A store item's value, read without a database (memories.store_values): the text of its indexed
+"""A store item's value, read without a database (memories.store.values): the text of its indexed
 fields, checked against LangGraph's own path reader, and the filters over it as SQL."""
 
 import pytest
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from memories import store_values
+from memories.store import values as store_values
 from memories.errors import InvalidInput
 
 DOCUMENT = {

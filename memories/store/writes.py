@@ -1,17 +1,17 @@
 """The namespace store (seed 003, in LangGraph's shapes; docs/adr/0040): items addressed by
 (namespace, key), written by upsert. Each item is a memory like any other (versions, row-level
 security, search, the console): its value is the memory's metadata, and its content the text
-of the value's indexed fields (memories.store_values)."""
+of the value's indexed fields (memories.store.values)."""
 
 from __future__ import annotations
 
 from django.db import transaction
 from django.db.models.expressions import RawSQL
 
-from memories import store_values
 from memories.errors import Conflict
 from memories.models import CONTENT_MAX_CHARS, Memory
 from memories.selectors import NOT_EXPIRED
+from memories.store import values as store_values
 from memories.writes.change import memory_delete, memory_update
 from memories.writes.create import WriteResult, memory_create
 from memories.writes.kernel import Actor

@@ -1,0 +1,96 @@
+"""The namespace store's reads (seed 003, in LangGraph's shapes; docs/adr/0040): an item by
+namespace and key, the items under a namespace prefix whose value passes a filter, and the
+namespaces that hold items. Within one organisation, and the caller's reach where given."""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
+
+from memories.access import EVERYWHERE, KeyReach, namespace_sql, scope_prefix_filter
+from memories.errors import NotFound
+from memories.models import Memory
+from memories.selectors import NOT_EXPIRED, with_tags
+from memories.store import values
+
+
+def store_get(*, org_id, scope: str, key: str) -> Memory:
+    """The store item at namespace and key."""
+    memory = with_tags(Memory.objects.filter(NOT_EXPIRED, org_id=org_id, scope=scope, key=key,
+                                              deleted_at__isnull=True)).first()
+    if memory is None:
+        raise NotFound(f"no item {key!r} in namespace {scope!r}", field="key")
+    return memory
+
+
+def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, limit: int = 10, offset: int = 0,
+                reach: KeyReach = EVERYWHERE, exactly: bool = False) -> list[Memory]:
+    """LangGraph's search without a query: the items under a namespace prefix ("" for all)
+    whose value passes the filter (memories.store.values), the last updated first, `offset`
+    of them skipped. exactly: the items of the namespace `prefix` alone."""
+    queryset = Memory.objects.filter(NOT_EXPIRED, reach.memories(), org_id=org_id, key__isnull=False,
+                                     deleted_at__isnull=True)
+    if exactly:  # the namespace itself, none under it
+        queryset = queryset.filter(scope=prefix)
+    elif prefix:
+        queryset = queryset.filter(scope_prefix_filter(prefix))
+    if value_filter:
+        sql, params = values.filter_sql(values.filter_conditions(value_filter), '"memories"."metadata"')
+        queryset = queryset.filter(RawSQL(sql, params, output_field=BooleanField()))
+    return list(queryset.order_by("-updated_at", "id")[offset:offset + limit])
+
+
+# LangGraph's list_namespaces over the namespaces that hold items: a namespace is its labels
+# (the scope split at "/"), matched label by label ("*" matches any one), cut to max_depth,
+# each listed once, in the order of their labels (as Python sorts tuples: by code point).
+NAMESPACES_SQL = """
+    SELECT DISTINCT labels[1:%s] AS listed
+    FROM (SELECT string_to_array(m.scope, '/') COLLATE "C" AS labels
+          FROM memories m
+          WHERE m.org_id = %s AND m.key IS NOT NULL AND m.deleted_at IS NULL AND m.scope <> ''
+            AND (m.expires_at IS NULL OR m.expires_at > now()) {conditions}) AS items
+    ORDER BY listed
+    LIMIT %s OFFSET %s
+"""
+
+
+def _labels_match(path: tuple[str, ...], from_end: bool) -> tuple[list[str], list]:
+    """Conditions that the namespace's labels begin (or end, from_end) with `path`."""
+    conditions, params = ["cardinality(string_to_array(m.scope, '/')) >= %s"], [len(path)]
+    for position, label in enumerate(path):
+        if label == "*":
+            continue
+        if from_end:
+            conditions.append("(string_to_array(m.scope, '/'))[cardinality(string_to_array(m.scope, '/')) - %s] = %s")
+            params += [len(path) - 1 - position, label]
+        else:
+            conditions.append("(string_to_array(m.scope, '/'))[%s] = %s")
+            params += [position + 1, label]
+    return conditions, params
+
+
+def store_namespaces(*, org_id, prefix: tuple[str, ...] = (), suffix: tuple[str, ...] = (),
+                     max_depth: int | None = None, limit: int = 100, offset: int = 0,
+                     reach: KeyReach = EVERYWHERE) -> list[list[str]]:
+    """The namespaces that hold store items, as lists of labels: those beginning with `prefix`
+    and ending with `suffix` ("*" matches any label), cut to their first max_depth labels and
+    then listed once each, in order; `offset` of them skipped."""
+    conditions, params = [], []
+    for path, from_end in ((prefix, False), (suffix, True)):
+        if path:
+            more, values = _labels_match(tuple(path), from_end)
+            conditions += more
+            params += values
+    if reach.limited:
+        under = [namespace_sql(namespace, "m.scope") for namespace in reach.namespaces]
+        conditions.append("(" + " OR ".join(sql for sql, _ in under) + ")")
+        params += [value for _, values in under for value in values]
+    sql = NAMESPACES_SQL.format(conditions="".join(f" AND {condition}" for condition in conditions))
+    with connection.cursor() as cursor:
+        # labels[1:NULL] is NULL: no max_depth is the whole namespace (PostgreSQL's arrays hold
+        # at most 6 dimensions, not labels: 2**31 - 1 covers any).
+        cursor.execute(sql, [max_depth if max_depth is not None else 2**31 - 1, org_id, *params, limit, offset])
+        return [list(row[0]) for row in cursor.fetchall()]
+
+
