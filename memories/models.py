@@ -689,14 +689,14 @@ class Entity(TenantModel):
     """Someone or something memories speak of (seed 004's entities): a person, a place, an
     organisation, a date, a quantity... one per name and kind within a namespace, as memories
     are kept per namespace (the same "Caroline" remembered for two end users is two entities).
-    Found in memories by the extractor (memories.entities) or named by the agent on write."""
+    Found in memories by the extractor (memories.understanding.entities) or named by the agent on write."""
 
     Kind = EntityKind
 
     scope = models.CharField(max_length=256, blank=True, default="")  # the namespace, as memories.scope
     kind = models.CharField(max_length=16, choices=Kind.choices)
     name = models.CharField(max_length=256)  # canonical: the longest form seen ("Melanie", not "Mel")
-    key = models.CharField(max_length=256, help_text="The name folded for matching (memories.entities.name_key).")
+    key = models.CharField(max_length=256, help_text="The name folded for matching (memories.understanding.entities.name_key).")
     summary = models.TextField(blank=True, default="")
     attributes = models.JSONField(default=dict, blank=True)
     mention_count = models.PositiveIntegerField(default=0)

@@ -7,7 +7,6 @@ from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.functions import Now
 
 from memories.access import EVERYWHERE, KeyReach, scope_prefix_filter
-from memories.entities import name_key
 from memories.errors import NotFound
 from memories.models import (
     LIVE,
@@ -19,6 +18,7 @@ from memories.models import (
     MemoryTag,
     MemoryVersion,
 )
+from memories.understanding.entities import name_key
 
 
 def with_tags(queryset: QuerySet) -> QuerySet:

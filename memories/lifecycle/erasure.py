@@ -37,12 +37,13 @@ from typing import Callable
 import redis
 from django.db import DatabaseError, connection, transaction
 
-from memories import cache, lexicon
+from memories import cache
 from memories.access import namespace_sql
 from memories.errors import InvalidInput, NotFound
 from memories.lifecycle import tracking
 from memories.models import Erasure
 from memories.retrieval.events import RETRIEVAL_COUNTS_KEY, RETRIEVAL_LAST_KEY
+from memories.understanding import lexicon
 from tenants.context import tenant_context
 
 logger = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ other free text, are redacted by this organisation's policy as any write's are, 
 content hash is computed again. Its vector is kept when the file's model is the one this
 deployment embeds with; otherwise it is stored pending and the worker embeds it
 (memories.jobs.embed_pending). Rows are written by plain INSERTs, so the triggers keep the
-word statistics (memories.lexicon) and PostgreSQL the vector and full-text indexes, as for
+word statistics (memories.understanding.lexicon) and PostgreSQL the vector and full-text indexes, as for
 any write; an imported memory joins the agent's hot set when it is next used.
 """
 
@@ -50,9 +50,7 @@ from typing import BinaryIO, Callable
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from memories import lexicon
 from memories.embeddings import active_model, vector_literal
-from memories.entities import name_key
 from memories.errors import InvalidInput
 from memories.lifecycle import tracking
 from memories.lifecycle.portability import (
@@ -66,7 +64,14 @@ from memories.lifecycle.portability import (
 )
 from memories.models import EMBEDDING_DIMENSIONS, live_sql
 from memories.redaction import Redactor, redactor_for
-from memories.writes.kernel import check_content, check_identifiers, content_hash, redact
+from memories.understanding import lexicon
+from memories.understanding.entities import name_key
+from memories.writes.kernel import (
+    check_content,
+    check_identifiers,
+    content_hash,
+    redact,
+)
 from tenants.context import tenant_context
 from tenants.models import Agent, Membership
 

@@ -5,7 +5,7 @@ in all (N, and the token total avgdl is read from).
 
 Writes never update a statistic: a trigger on memories appends what each statement changed to
 memory_lexeme_deltas (one INSERT ... SELECT a statement, no row locks, no waits), and a job
-(memories.lexicon.fold, every 30 s) moves the deltas into memory_lexeme_stats. A reader adds
+(memories.understanding.lexicon.fold, every 30 s) moves the deltas into memory_lexeme_stats. A reader adds
 both, so its statistics are exactly those of the rows its snapshot sees.
 
 Counted: live memories (active, not deleted), the rows a default search ranks. Kept without a
@@ -116,7 +116,7 @@ DROP FUNCTION memory_lexemes_deleted();
 DROP FUNCTION memory_lexemes_inserted();
 """
 
-# The same count as memories.lexicon.RECOUNT, for every organisation (memories is locked
+# The same count as memories.understanding.lexicon.RECOUNT, for every organisation (memories is locked
 # against writes by the trigger's creation until this transaction commits).
 BACKFILL = as_service_account("""
 INSERT INTO memory_lexeme_stats (org_id, lexeme, docs, tokens)

@@ -33,7 +33,7 @@ class Migration(migrations.Migration):
                 ('scope', models.CharField(blank=True, default='', max_length=256)),
                 ('kind', models.CharField(choices=[('person', 'Person'), ('place', 'Place'), ('organization', 'Organization'), ('date', 'Date'), ('quantity', 'Quantity'), ('project', 'Project'), ('concept', 'Concept'), ('tool', 'Tool')], max_length=16)),
                 ('name', models.CharField(max_length=256)),
-                ('key', models.CharField(help_text='The name folded for matching (memories.entities.name_key).', max_length=256)),
+                ('key', models.CharField(help_text='The name folded for matching (memories.understanding.entities.name_key).', max_length=256)),
                 ('summary', models.TextField(blank=True, default='')),
                 ('attributes', models.JSONField(blank=True, default=dict)),
                 ('mention_count', models.PositiveIntegerField(default=0)),

@@ -5,7 +5,7 @@ from django.db import migrations, models
 from memory_platform.schema import as_service_account
 
 # The links written before roles: a memory that opens with a person's name and a colon
-# ("Caroline: ...", memories.entities.SPEAKER) is in that person's words.
+# ("Caroline: ...", memories.understanding.entities.SPEAKER) is in that person's words.
 BACKFILL = as_service_account(r"""
 UPDATE memory_entities me SET role = 'speaker'
 FROM memories m, entities e

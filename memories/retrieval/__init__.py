@@ -2,8 +2,8 @@
 
 A search (pipeline.memory_search) reads top to bottom as read -> signals -> fusion -> rank -> load:
 
-  * read: the query, once (pipeline.QueryReading): its words, its intent (memories.intent),
-    the period it names (memories.when) and the one person it names (speakers.py);
+  * read: the query, once (pipeline.QueryReading): its words, its intent (memories.understanding.intent),
+    the period it names (memories.understanding.when) and the one person it names (speakers.py);
   * signals, the rows of pipeline.SIGNALS, each ranking memories its own way into Hits
     (ranking.Hit): fulltext.py (words, BM25), vector.py (meaning), timeframe.py (the period's
     memories), expansion.py (relationships from the best), neighbours.py (written just before

@@ -1,5 +1,5 @@
 """Full-text search: the memories that hold the query's words, best first (docs/adr/0035),
-ranked by BM25 from the tenant's own word statistics (memories.lexicon, docs/adr/0037).
+ranked by BM25 from the tenant's own word statistics (memories.understanding.lexicon, docs/adr/0037).
 
 One statement a search (statement), through the GIN index of each tenant's tagged lexemes
 (memories.tenant_lexemes, migration 0013), or row by row for the few rows a filter leaves.
@@ -19,9 +19,15 @@ from dataclasses import dataclass
 import psycopg
 from django.db import connection
 
-from memories import lexicon
 from memories.retrieval.filters import SearchFilters
-from memories.retrieval.ranking import Hit, memory_columns, ranked_hits, ranking_columns, usage_join
+from memories.retrieval.ranking import (
+    Hit,
+    memory_columns,
+    ranked_hits,
+    ranking_columns,
+    usage_join,
+)
+from memories.understanding import lexicon
 from memory_platform.config import config
 
 _lexeme_cache: dict[str, list[str]] = {}
@@ -115,7 +121,7 @@ def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
               small: bool = False) -> tuple[str, list] | None:
     """The one statement full-text search runs, ranking by BM25 (docs/adr/0037), and its
     parameters (None if the query has no words that are not stop words). IDF, N and the average length are the tenant's own
-    (memories.lexicon), read before the statement in one round trip.
+    (memories.understanding.lexicon), read before the statement in one round trip.
 
     On the few rows a filter leaves (small), every row holding any query word is scored: the
     top k is exact. Through the GIN index of the tenant's tagged lexemes, the rows scored are

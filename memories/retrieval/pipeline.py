@@ -18,8 +18,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from memories import cache, embeddings, when
-from memories import intent as intents
+from memories import cache, embeddings
 from memories.retrieval import (
     expansion,
     fulltext,
@@ -34,7 +33,9 @@ from memories.retrieval import (
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, SearchOutcome
 from memories.retrieval.speakers import Speaker
-from memories.when import Period
+from memories.understanding import intent as intents
+from memories.understanding import when
+from memories.understanding.when import Period
 from memory_platform.config import config
 
 # The namespace store's search (memories.store.search): vector matches only, never filled
@@ -54,8 +55,8 @@ class QueryReading:
     query: str
     words: str  # what full text and meaning match: the query without the person it names
     terms: tuple[str, ...]  # those words as full text reads them (fulltext.query_words)
-    intent: str  # memories.intent
-    period: Period | None = None  # the period it names (memories.when)
+    intent: str  # memories.understanding.intent
+    period: Period | None = None  # the period it names (memories.understanding.when)
     speaker: Speaker | None = None  # the one person it names who speaks in the namespaces searched
 
     @classmethod
@@ -262,7 +263,7 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     threshold (cosine similarity) keeps only vector matches at or above it (seed 003's store
     search); expand (a number of hops, 1 or 2; True is 1) adds the memories that many
     relationships from the best results (expansion). A hybrid search also ranks, as signals of
-    their own: for a "why" question (memories.intent) the causal chain of its best results, up to
+    their own: for a "why" question (memories.understanding.intent) the causal chain of its best results, up to
     two relationships along it (expansion along CAUSAL_CHAIN), the memories of the period its
     query names (timeframe), and the memories written just before and after its best results
     (neighbours); and when the query names one person who speaks in the namespaces searched,

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from memories.entities import extract
 from memories.retrieval.filters import SearchFilters
+from memories.understanding.entities import extract
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The time signal: when a query names a period ("in July 2023", "last week"; memories.when),
+"""The time signal: when a query names a period ("in July 2023", "last week"; memories.understanding.when),
 the memories whose event time falls in it that match the query's words best (BM25, as the
 full-text signal ranks them). Fused like the other signals, so a memory from that period
 rises without the others being dropped: a period read wrongly costs little. Each hit says
@@ -12,7 +12,7 @@ from dataclasses import replace
 from memories.retrieval import fulltext, size
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit
-from memories.when import Period
+from memories.understanding.when import Period
 from memory_platform.config import config
 
 

@@ -5,15 +5,15 @@ else; an item out of the caller's reach is missing, as an absent one."""
 
 from __future__ import annotations
 
-from memories.store import reads
 from memories.access import Caller
 from memories.errors import NotFound
 from memories.models import Memory, RetrievalEvent
 from memories.retrieval import events
 from memories.retrieval.filters import SearchFilters
+from memories.store import reads
 from memories.store import search as store_search_by_meaning
-from memories.store.values import filter_conditions
 from memories.store import writes as store
+from memories.store.values import filter_conditions
 from memories.writes.create import WriteResult
 
 

@@ -1,5 +1,5 @@
 """Entities on write: each new live memory is linked to the entities it mentions (found by
-memories.entities.extract, or named by the agent), each resolved within the memory's
+memories.understanding.entities.extract, or named by the agent), each resolved within the memory's
 namespace by name, alias or short name, and created when new (seed 004's node-entity links).
 
 A batch resolves all its mentions with a handful of statements whatever its size.
@@ -12,8 +12,8 @@ from collections import Counter, defaultdict
 from django.db.models import F
 from django.utils import timezone
 
-from memories.entities import Mention, extract, name_key, nickname_of
 from memories.models import Entity, EntityAlias, Memory, MemoryEntity
+from memories.understanding.entities import Mention, extract, name_key, nickname_of
 
 
 def given_mentions(given: list[dict] | None) -> list[Mention]:

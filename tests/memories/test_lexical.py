@@ -6,10 +6,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from memories import lexicon
 from memories.models import Memory
 from memories.retrieval import fulltext
 from memories.retrieval.filters import SearchFilters
+from memories.understanding import lexicon
 from memories.writes import change, create, review
 from memories.writes.kernel import Actor
 from tenants.context import service_account, tenant_context

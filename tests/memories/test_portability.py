@@ -14,7 +14,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from memories import lexicon
 from memories.lifecycle import export, importing
 from memories.lifecycle.portability import ExportScope
 from memories.models import (
@@ -31,7 +30,9 @@ from memories.models import (
     MemoryVersion,
     Provenance,
 )
-from memories.writes import change, create, store, tagging
+from memories.store import writes as store
+from memories.understanding import lexicon
+from memories.writes import change, create, tagging
 from memories.writes.kernel import Actor
 from tenants.context import tenant_context
 from tenants.models import Agent, Membership, Session

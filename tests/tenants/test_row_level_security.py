@@ -13,8 +13,8 @@ from django.db import (
     transaction,
 )
 
-from memories import lexicon
 from memories.models import Artifact, MemoryArtifact, MemoryRelationship
+from memories.understanding import lexicon
 from tenants.context import service_account, tenant_context
 from tenants.models import Organization, TenantModel
 

@@ -1,9 +1,9 @@
-"""Who and what a memory speaks of, found by rules (memories.entities.extract): no model, no
+"""Who and what a memory speaks of, found by rules (memories.understanding.entities.extract): no model, no
 network, the same answer every time."""
 
 import pytest
 
-from memories.entities import extract, name_key, nickname_of
+from memories.understanding.entities import extract, name_key, nickname_of
 
 
 def found(text):

@@ -1,8 +1,8 @@
-"""A query's intent (memories.intent), read by rules."""
+"""A query's intent (memories.understanding.intent), read by rules."""
 
 import pytest
 
-from memories.intent import classify
+from memories.understanding.intent import classify
 
 
 @pytest.mark.parametrize("query, intent", [

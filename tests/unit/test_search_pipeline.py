@@ -9,7 +9,7 @@ from memories.retrieval import pipeline, ranking
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.pipeline import VECTOR_ONLY, QueryReading, Search, Signal
 from memories.retrieval.speakers import Speaker
-from memories.when import Period
+from memories.understanding.when import Period
 from memory_platform.config import config
 
 JULY = Period(datetime(2023, 7, 1, tzinfo=timezone.utc), datetime(2023, 8, 1, tzinfo=timezone.utc), "July 2023")

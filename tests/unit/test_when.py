@@ -1,10 +1,10 @@
-"""The period a query names (memories.when), read without a model or a server."""
+"""The period a query names (memories.understanding.when), read without a model or a server."""
 
 from datetime import datetime, timezone
 
 import pytest
 
-from memories.when import Period, period
+from memories.understanding.when import Period, period
 
 NOW = datetime(2026, 11, 23, 15, 30, tzinfo=timezone.utc)  # a Monday
 

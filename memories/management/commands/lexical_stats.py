@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from memories import lexicon
+from memories.understanding import lexicon
 from tenants.context import service_account, tenant_context
 from tenants.management import lookups
 from tenants.models import Organization

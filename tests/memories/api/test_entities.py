@@ -24,7 +24,7 @@ def error(response, status):
 
 
 def entity(tenant, name, *, kind="person", scope=ALICE, mentions=1, aliases=()) -> Entity:
-    from memories.entities import name_key
+    from memories.understanding.entities import name_key
 
     with tenant_context(tenant.org.id):
         row = Entity.objects.create(org=tenant.org, scope=scope, kind=kind, name=name, key=name_key(name),

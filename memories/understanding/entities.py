@@ -7,7 +7,7 @@ entities; the rows are memories.models.Entity, EntityAlias and MemoryEntity).
 - organisations and places: capitalised names ending in a word that says so ("Lakeside
   High School", "Ocean Avenue"), or places after "in", "at", "from", "to", "near" ("moved
   from Sweden");
-- dates ("8 May, 2023", "May 2023", "2023-05-08"; memories.when reads the same
+- dates ("8 May, 2023", "May 2023", "2023-05-08"; memories.understanding.when reads the same
   forms from queries) and quantities ("3 kids", "$500", "10 km").
 A capitalised word that opens a sentence is only a candidate (it may be any word): it counts
 when it names an entity the namespace already knows (`Mention.known_only`).
@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memories.when import DATE_PATTERNS, MONTHS, month_number
+from memories.understanding.when import DATE_PATTERNS, MONTHS, month_number
 
 ORGANIZATION_WORDS = {
     "inc", "ltd", "llc", "corp", "corporation", "company", "co", "university", "college", "school", "academy",
