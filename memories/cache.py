@@ -1,4 +1,4 @@
-"""What Redis caches for retrieval: each agent's hot memories (seed 001) and query embeddings.
+"""What Redis caches for retrieval: each agent's hot memories (spec §1) and query embeddings.
 
 Redis is a cache here, never the record: when it is unreachable every function answers from
 PostgreSQL or the model instead, a little slower.
@@ -34,7 +34,7 @@ def client() -> redis.Redis:
 # --------------------------------------------------------------------------- hot memories
 
 
-# Seed 001's hot score, defined once: 0.40 confidence + 0.35 recency + 0.25 retrieval, where
+# Spec §1's hot score, defined once: 0.40 confidence + 0.35 recency + 0.25 retrieval, where
 # recency is 1 / (1 + age / 24 h) (a half after a day; the age is at least 0.01 h) and retrieval
 # saturates at ten retrievals. hot_score computes it in Python (as a write updates the set),
 # hot_score_sql in SQL (as memories.retrieval.hot rebuilds the set).

@@ -19,7 +19,7 @@ cron.register(vector_index.sync_tenant_indexes, "maintenance", interval=3600)
 cron.register(lexicon.fold, "maintenance", interval=30)
 # Removes for good the memories past their expiry (they left every read when they expired).
 cron.register(expiry.expire, "maintenance", interval=60)
-# Archives what has faded (seed 004's nightly decay), at 03:00 UTC.
+# Archives what has faded (spec §4's nightly decay), at 03:00 UTC.
 cron.register(decay.decay, "maintenance", cron="0 3 * * *", job_timeout=3600)
 # Consolidates a recently closed session whose queued consolidation never ran.
 cron.register(consolidation.consolidate_pending, "maintenance", interval=600, job_timeout=3600)

@@ -1,5 +1,5 @@
 """The memory record and everything around it: versions, relationships, tags, artifacts,
-retrieval events and provenance. docs/adr/0032 maps each seed's fields onto these models.
+retrieval events and provenance. docs/adr/0032 maps the specification's fields (docs/specification.md) onto these models.
 
 Row-level security, the composite (org_id, id) keys, the vector index and the triggers live
 in the migrations as SQL, written with memory_platform/schema.py.
@@ -147,12 +147,12 @@ class Memory(TenantModel):
     usefulness_score = models.DecimalField(max_digits=4, decimal_places=3, default=0.5)
     importance = models.DecimalField(max_digits=4, decimal_places=3, default=0.0)
 
-    # Governance (seed 002)
+    # Governance (spec §2)
     sensitivity = models.CharField(max_length=64, default="internal")
     validation_status = models.CharField(
         max_length=16, choices=ValidationStatus.choices, default=ValidationStatus.UNVERIFIED
     )
-    # Seed 002's scope string and seed 003's namespace tuple, joined with "/".
+    # Spec §2's scope string and spec §3's namespace tuple, joined with "/".
     scope = models.CharField(max_length=256, blank=True, default="")
     key = models.CharField(max_length=256, null=True, blank=True)
     provenance = models.JSONField(default=dict, blank=True)
@@ -167,14 +167,14 @@ class Memory(TenantModel):
     last_retrieved_at = None
     last_injected_at = models.DateTimeField(null=True, blank=True)
 
-    # Decay (seed 004; memories.strength): confirmed memories are protected and do not decay.
+    # Decay (spec §4; memories.strength): confirmed memories are protected and do not decay.
     decay_rate = models.FloatField(default=0.1)
     is_protected = models.BooleanField(default=False)
     # When the decay clock last restarted other than by a retrieval: changed, confirmed,
     # approved, restored or unarchived (None: when it was written).
     reinforced_at = models.DateTimeField(null=True, blank=True)
 
-    # Bi-temporal validity (seed 004): when the fact holds, and when the event happened.
+    # Bi-temporal validity (spec §4): when the fact holds, and when the event happened.
     valid_from = models.DateTimeField(null=True, blank=True)
     valid_until = models.DateTimeField(null=True, blank=True)
     event_time = models.DateTimeField(null=True, blank=True)
@@ -242,9 +242,9 @@ class Memory(TenantModel):
             ),
         ]
         constraints = [
-            # Exact dedup (seed 000) for free-form memories, within one agent's namespace: a
+            # Exact dedup (spec §0) for free-form memories, within one agent's namespace: a
             # namespace is an end user's boundary, and the same sentence kept for two users is
-            # two memories (docs/architecture.md, "Namespaces"). Keyed store items (seed 003)
+            # two memories (docs/architecture.md, "Namespaces"). Keyed store items (spec §3)
             # are identified, and upserted, by their key instead (docs/adr/0032).
             models.UniqueConstraint(
                 fields=["org", "agent", "scope", "content_hash"], condition=LIVE & Q(key__isnull=True),
@@ -343,7 +343,7 @@ class MemoryVersion(TenantModel):
     version_num = models.PositiveIntegerField()
     operation = models.CharField(max_length=16, choices=Operation.choices)
 
-    # Snapshot of the memory at this version (seed 000's columns, then the rest as JSON).
+    # Snapshot of the memory at this version (spec §0's columns, then the rest as JSON).
     content = models.TextField()
     category = models.CharField(max_length=16)
     confidence = models.DecimalField(max_digits=4, decimal_places=3)
@@ -522,7 +522,7 @@ class MemoryEmbedding(TenantModel):
 
 
 class Artifact(TenantModel):
-    """A pointer to external evidence (seed 002): never the bytes themselves."""
+    """A pointer to external evidence (spec §2): never the bytes themselves."""
 
     scope = models.CharField(max_length=256, blank=True, default="")
     sha256 = models.CharField(max_length=64)
@@ -567,7 +567,7 @@ class RetrievalEventKind(models.TextChoices):
 
 
 class RetrievalEvent(TenantModel):
-    """What a caller was shown, in order, for audit and replay (seed 002). Append-only."""
+    """What a caller was shown, in order, for audit and replay (spec §2). Append-only."""
 
     Kind = RetrievalEventKind
 
@@ -602,7 +602,7 @@ class RetrievalEvent(TenantModel):
 
 
 class Provenance(TenantModel):
-    """Lineage of exactly one memory, artifact or retrieval event (seed 002)."""
+    """Lineage of exactly one memory, artifact or retrieval event (spec §2)."""
 
     memory = tenant_fk(Memory, null=True, related_name="provenance_records")
     artifact = tenant_fk(Artifact, null=True, related_name="provenance_records")
@@ -686,7 +686,7 @@ class EntityKind(models.TextChoices):
 
 
 class Entity(TenantModel):
-    """Someone or something memories speak of (seed 004's entities): a person, a place, an
+    """Someone or something memories speak of (spec §4's entities): a person, a place, an
     organisation, a date, a quantity... one per name and kind within a namespace, as memories
     are kept per namespace (the same "Caroline" remembered for two end users is two entities).
     Found in memories by the extractor (memories.understanding.entities) or named by the agent on write."""
@@ -730,7 +730,7 @@ class EntityAlias(TenantModel):
 
 
 class MemoryEntity(TenantModel):
-    """A memory mentions an entity (seed 004's node_entities), as written in the memory."""
+    """A memory mentions an entity (spec §4's node_entities), as written in the memory."""
 
     Source = models.TextChoices("Source", [("agent", "agent"), ("extractor", "extractor")])
     # speaker: the memory is in the entity's own words ("Caroline: I went..."); mentioned: it names it.

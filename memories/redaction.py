@@ -1,4 +1,4 @@
-"""Redaction of secret-like values before anything is stored or logged (seed 002).
+"""Redaction of secret-like values before anything is stored or logged (spec §2).
 
 The token shapes come from detect-secrets' rule set (its regex-based plugins: AWS, GitHub,
 GitLab, Slack, Stripe, JWT, SendGrid, Twilio, npm, PyPI...). detect-secrets reports what it

@@ -1,4 +1,4 @@
-"""How strongly a memory is held: seed 004's Ebbinghaus decay with access reinforcement, as
+"""How strongly a memory is held: spec §4's Ebbinghaus decay with access reinforcement, as
 one formula spelled in Python (`strength`) and in SQL (`strength_sql`).
 
     strength = exp(-rate * days ** 0.8)

@@ -144,7 +144,7 @@ class PlatformConfig:
     search: SearchConfig
     # How often retrievals counted in Redis are written to PostgreSQL (memory_usage).
     retrievals_flush_seconds: int
-    # Seed 001's hot cache: the top memories of each agent in a Redis sorted set, how many
+    # Spec §1's hot cache: the top memories of each agent in a Redis sorted set, how many
     # and for how long.
     hot_cache_size: int
     hot_cache_ttl_seconds: int

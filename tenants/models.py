@@ -109,7 +109,7 @@ class Agent(TenantModel):
 
 
 class Session(TenantModel):
-    """A conversation or task run of an agent (seed 000's prerequisite, seed 002's sessions)."""
+    """A conversation or task run of an agent (spec §0's prerequisite, spec §2's sessions)."""
 
     agent = tenant_fk(Agent, null=True, related_name="sessions")
     scope = models.CharField(max_length=256, blank=True, default="")

@@ -12,7 +12,7 @@ held-out query sentences:
   top 10 (and in its top 20), among the 40,000 corpus sentences and among the 1,000,000
   vectors the benchmark loads;
 - how far the similarity of the float32 top 10 moves when the int8 vector scores them (what
-  seed 003's store search compares with its 0.7 threshold), p50/p95/max.
+  spec §3's store search compares with its 0.7 threshold), p50/p95/max.
 
 Writes results-query-precision.json beside this file. Everything runs in this process: no
 database, no server.

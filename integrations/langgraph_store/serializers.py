@@ -179,7 +179,7 @@ class SearchItemsSerializer(StrictSerializer):
     refresh_ttl = serializers.BooleanField(required=False, allow_null=True, default=None)
     threshold = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True, default=None,
                                        help_text="Not LangGraph's: with a query, only items at least this similar "
-                                                 "(seed 003's 0.7).")
+                                                 "(spec §3's 0.7).")
 
     def validate_namespace_prefix(self, value):
         return value or ""

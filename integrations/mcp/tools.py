@@ -1,4 +1,4 @@
-"""The tools an agent's language model calls (seed 004's, and the namespace store's), each a
+"""The tools an agent's language model calls (spec §4's, and the namespace store's), each a
 thin adapter: the REST API's serializers validate the arguments (one set of rules), and the
 same use cases (memories.use_cases) do the work within the key's reach, as for the REST API.
 Results are JSON text; a refusal is a tool error whose message says what to fix."""
@@ -67,7 +67,7 @@ def brief(memory) -> dict:
     return {name: data[name] for name in BRIEF_FIELDS}
 
 
-# --------------------------------------------------------------------------- seed 004's tools
+# --------------------------------------------------------------------------- spec §4's tools
 
 
 async def search_memory(
@@ -246,7 +246,7 @@ async def weak_facts(
     return as_text(await in_tenant(ctx, query, work))
 
 
-# --------------------------------------------------------------------------- the namespace store (seed 003)
+# --------------------------------------------------------------------------- the namespace store (spec §3)
 # In LangGraph's shapes, as its store API over HTTP (integrations.langgraph_store): an item is a
 # JSON value under a namespace and key, validated by that door's serializers.
 

@@ -78,7 +78,7 @@ def scope_to_namespace(scope: str) -> list[str]:
               {"type": "string", "description": 'The labels joined with "/", e.g. "users/alice".'}],
     "example": ["users", "alice"]})
 class NamespaceField(CleanField, serializers.Field):
-    """Seed 003's namespace: a list of labels, e.g. ["users", "alice"], or the labels joined with
+    """Spec §3's namespace: a list of labels, e.g. ["users", "alice"], or the labels joined with
     "/", "users/alice". Read as the scope ("users/alice"), answered as the list."""
 
     # Characters a label may not hold, besides the separator (LangGraph's door adds ".").

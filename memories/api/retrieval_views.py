@@ -1,4 +1,4 @@
-"""Retrieval endpoints: search, retrieve (seed 002), store search (seed 003), the hot set, and
+"""Retrieval endpoints: search, retrieve (spec §2), store search (spec §3), the hot set, and
 retrieval events with replay."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class RetrieveView(AgentAPIView):
     reads_only = True
 
     @documented(
-        summary="Retrieve context candidates (seed 002): identifiers and evidence, never a prompt",
+        summary="Retrieve context candidates (spec §2): identifiers and evidence, never a prompt",
         request=s.RetrieveRequestSerializer,
         response=inline_serializer("RetrieveResponse", {"candidates": s.RetrievedMemorySerializer(many=True),
                                                          "retrieval_event_id": drf.UUIDField()}),
@@ -156,7 +156,7 @@ class ContextView(AgentAPIView):
 
 
 class HotView(AgentAPIView):
-    @documented(summary="The calling agent's hot memories (seed 001's hot cache)",
+    @documented(summary="The calling agent's hot memories (spec §1's hot cache)",
                 response=list_of(s.MemorySerializer, "HotList"), parameters=[s.HotQuerySerializer],
                 response_example={"results": [EXAMPLE_MEMORY]}, operation_id="hot")
     def get(self, request):

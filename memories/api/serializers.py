@@ -1,5 +1,5 @@
 """Input serializers validate what a client may send (nothing server-owned, no unknown field);
-output serializers shape what it gets back. Field names follow the seeds."""
+output serializers shape what it gets back. Field names follow the specification (docs/specification.md)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ class MemoryFieldsMixin(StrictSerializer):
     importance = UnitIntervalField(required=False)
     sensitivity = CleanCharField(secrets=Secrets.REFUSE, min_length=1, max_length=64, required=False)
     scope = NamespaceField(secrets=Secrets.REFUSE, minimum=0, required=False,
-                           help_text='Seed 002\'s name for the namespace; "" (or []) for none.')
+                           help_text='The namespace, by its older name; "" (or []) for none.')
     namespace = NamespaceField(secrets=Secrets.REFUSE, required=False)
     key = CleanCharField(secrets=Secrets.REFUSE, min_length=1, max_length=256, required=False, allow_null=True)
     metadata = CleanJSONField(secrets=Secrets.RECORDED, required=False)
@@ -199,7 +199,7 @@ class RelationshipCreateSerializer(StrictSerializer):
     relation_type = serializers.ChoiceField(MemoryRelationship.RelationType.choices)
     confidence = UnitIntervalField(required=False)
     predicate = CleanCharField(secrets=Secrets.REDACT, max_length=128, required=False, allow_blank=True)
-    # Seed 004 stores weight as REAL (float4, overflows above ~3.4e38); a relative strength
+    # Spec §4 stores weight as REAL (float4, overflows above ~3.4e38); a relative strength
     # needs nothing near that.
     weight = serializers.FloatField(required=False, min_value=0.0, max_value=MAX_RELATIONSHIP_WEIGHT)
     metadata = CleanJSONField(secrets=Secrets.REDACT, required=False)
@@ -509,7 +509,7 @@ class SearchFiltersSerializer(StrictSerializer):
 @extend_schema_field({"oneOf": [{"type": "boolean"}, {"type": "integer", "minimum": 0, "maximum": expansion.MAX_HOPS}]})
 class ExpandField(serializers.Field):
     """How many relationships from the best results a search reaches: false or 0 (none), true
-    or 1, or 2 (seed 004's multi-hop)."""
+    or 1, or 2 (spec §4's multi-hop)."""
 
     default_error_messages = {"invalid": "Must be true, false, or a number of hops from 0 to {maximum}."}
 
@@ -536,7 +536,7 @@ class SearchRequestSerializer(StrictSerializer):
 
 
 class RetrieveRequestSerializer(StrictSerializer):
-    """Seed 002's retrieve request."""
+    """Spec §2's retrieve request."""
 
     query = CleanCharField(secrets=Secrets.RECORDED, max_length=4000)
     scope = NamespaceField(secrets=Secrets.RECORDED, help_text="The namespace prefix searched.")
@@ -548,7 +548,7 @@ class RetrieveRequestSerializer(StrictSerializer):
 
 
 class ContextRequestSerializer(StrictSerializer):
-    """Seed 004's context assembly: the memories for a prompt, within a token budget."""
+    """Spec §4's context assembly: the memories for a prompt, within a token budget."""
 
     query = CleanCharField(secrets=Secrets.RECORDED, max_length=4000,
                            help_text="The request the context is for, as the user put it.")
@@ -584,7 +584,7 @@ class SearchResultSerializer(serializers.Serializer):
 
 
 class RetrievedMemorySerializer(serializers.Serializer):
-    """Seed 002's retrieved memory: only what a caller needs to decide on context."""
+    """Spec §2's retrieved memory: only what a caller needs to decide on context."""
 
     id = serializers.UUIDField(source="memory.pk")
     summary = serializers.CharField(source="memory.content")

@@ -220,7 +220,7 @@ class MemoryConfirmView(AgentAPIView):
 
 
 class MemorySupersedeView(AgentAPIView):
-    """Correct a memory: the new one replaces it (also at /correct, seed 004's correct_fact)."""
+    """Correct a memory: the new one replaces it (also at /correct, spec §4's correct_fact)."""
 
     @documented(summary="Supersede (correct) a memory", request=s.SupersedeSerializer,
                 response=inline_serializer("SupersedeResult", {"superseded": s.MemorySerializer(),
@@ -314,7 +314,7 @@ class RelationshipDetailView(AgentAPIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-# --------------------------------------------------------------------------- entities (seed 004)
+# --------------------------------------------------------------------------- entities (spec §4)
 
 
 class EntityPagination(LimitOffsetPagination):

@@ -1,4 +1,4 @@
-"""A closed session's consolidation (seed 004's "consolidate pending sessions"), without a
+"""A closed session's consolidation (spec §4's "consolidate pending sessions"), without a
 language model: it proposes, people decide in the console.
 
 For each agent and namespace the session's live memories lie in (a namespace is one end

@@ -1,9 +1,9 @@
-"""Decay (seed 004): what is fading, and the nightly job that archives what has faded.
+"""Decay (spec §4): what is fading, and the nightly job that archives what has faded.
 
 A memory's strength (memories.strength) falls with the time since it was last retrieved or
 changed, slower the more it was retrieved and the more important it is; confirmed (protected)
 memories and, by default, episodes keep strength 1. The nightly job archives every live memory
-whose strength fell below DECAY_THRESHOLD (seed 004: 0.05), never deletes one, and writes a
+whose strength fell below DECAY_THRESHOLD (spec §4: 0.05), never deletes one, and writes a
 version saying why; unarchiving it (console, or a restore) starts its clock again. The job is
 idempotent: strength is computed, not stored, so a second run finds nothing more to do.
 """

@@ -1,6 +1,6 @@
-"""Erasure: a hard delete that leaves nothing behind (seed 000's "forget everything about this
+"""Erasure: a hard delete that leaves nothing behind (spec §0's "forget everything about this
 user"), by namespace prefix, by agent, by session, or the whole organisation's memory; and
-the memories past their expiry (seed 002's TTL: memories.lifecycle.expiry sweeps them here).
+the memories past their expiry (spec §2's TTL: memories.lifecycle.expiry sweeps them here).
 
 What goes, in one transaction, as the organisation (row-level security keeps it inside):
   * the memories of the scope, whatever their status (deleted, superseded, pending...), their

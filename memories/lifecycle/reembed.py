@@ -1,4 +1,4 @@
-"""Re-embedding without downtime (seed 002: embeddings kept apart from memories, portable
+"""Re-embedding without downtime (spec §2: embeddings kept apart from memories, portable
 across model changes; docs/adr/0039).
 
 A memory's vector by the active model is its own (memories.embedding): every search, the

@@ -1,4 +1,4 @@
-"""Sessions (seed 002; seed 004's session lifecycle): one conversation or task run of an agent,
+"""Sessions (spec §2; spec §4's session lifecycle): one conversation or task run of an agent,
 grouping the memories written in it.
 
 An agent opens a session (or finds its open one again by its own id for it, `external_id`),

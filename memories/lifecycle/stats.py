@@ -1,4 +1,4 @@
-"""The store at a glance (seed 004's memory_stats): memories by status, category, type and
+"""The store at a glance (spec §4's memory_stats): memories by status, category, type and
 strength, growth, relationships and entities, and what the scheduled lifecycle jobs last
 did. Within a key's reach and an optional namespace prefix, as every read."""
 

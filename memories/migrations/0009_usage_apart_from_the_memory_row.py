@@ -7,7 +7,7 @@ which read the covering index of live vectors, went back to the heap for it. At 
 a 10,000-row tenant's exact search took 10.6 ms p50 after VACUUM and 17 ms after ~25,000
 written-back retrievals (docs/adr/0035). In a narrow table of its own, a count is one small
 row (one index), and memory rows change only when memories do. The API shows both values as
-before (seed 000 has them as columns of memories; they are read through Memory's manager).
+before (spec §0 has them as columns of memories; they are read through Memory's manager).
 
 Counts already recorded are copied over, as the service account (row-level security is
 forced on the owner too).

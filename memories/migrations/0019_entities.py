@@ -1,4 +1,4 @@
-"""Entities (seed 004): who and what memories speak of, their aliases, and which memories
+"""Entities (spec §4): who and what memories speak of, their aliases, and which memories
 mention them; tenant tables like the others (composite keys and references, row-level
 security)."""
 

@@ -1,4 +1,4 @@
-"""Context assembly (seed 004): the memories to put in a prompt for a request, ordered,
+"""Context assembly (spec §4): the memories to put in a prompt for a request, ordered,
 formatted, and fitting a token budget.
 
 The request's hybrid search ranks the candidates; each becomes one line, `- [date] content`

@@ -3,7 +3,7 @@ signal.
 
 Seeded by the other signals' fusion (its best `limit` memories), it ranks the memories one
 relationship away by the rank of the seed they were reached from, then those a second
-relationship away (seed 004's multi-hop: one fact leads to the next) by the rank of the seed
+relationship away (spec §4's multi-hop: one fact leads to the next) by the rank of the seed
 their first step came from; fusion then weighs it as RRF_WEIGHTS["graph"]. Relationships of
 type contradicts and supersedes are not followed.
 """
@@ -18,11 +18,11 @@ from memories.retrieval.ranking import Hit
 MAX_HOPS = 2
 
 
-def neighbours(org_id, memory_ids: list, filters: SearchFilters, types: tuple[str, ...] = ()) -> dict:
+def related(org_id, memory_ids: list, filters: SearchFilters, types: tuple[str, ...] = ()) -> dict:
     """One hop along relationships (of these types, if any are given) from the given memories
-    (best first), to those the filters let through: {neighbour id: (from id, relation type)},
-    each reached from the best of the given memories it is related to. The given memories are
-    not their own neighbours."""
+    (best first), to those the filters let through: {related id: (from id, relation type)},
+    each reached from the best of the given memories it is related to. The given memories
+    themselves are never returned."""
     if not memory_ids:
         return {}
     where, params = filters.where(org_id)
@@ -34,12 +34,12 @@ def neighbours(org_id, memory_ids: list, filters: SearchFilters, types: tuple[st
             f"""
             SELECT DISTINCT ON (m.id) m.id, r.from_id, r.relation_type
             FROM (
-                SELECT target_id AS neighbour, source_id AS from_id, relation_type FROM memory_relationships
+                SELECT target_id AS related, source_id AS from_id, relation_type FROM memory_relationships
                 WHERE org_id = %s AND source_id = ANY(%s::uuid[])
                 UNION ALL
                 SELECT source_id, target_id, relation_type FROM memory_relationships
                 WHERE org_id = %s AND target_id = ANY(%s::uuid[])
-            ) r JOIN memories m ON m.org_id = %s AND m.id = r.neighbour
+            ) r JOIN memories m ON m.org_id = %s AND m.id = r.related
             WHERE {where} AND r.relation_type NOT IN ('contradicts', 'supersedes')
             ORDER BY m.id, array_position(%s::uuid[], r.from_id), r.relation_type
             """,
@@ -58,7 +58,7 @@ def search(org_id, seeds: list, filters: SearchFilters, types: tuple[str, ...] =
     seed_of = {seed: seed for seed in seeds}  # each memory reached -> the seed its path began at
     reached, frontier = [], list(seeds)
     for hop in range(1, hops + 1):
-        found = neighbours(org_id, frontier, filters, types)
+        found = related(org_id, frontier, filters, types)
         step = sorted(((memory_id, via) for memory_id, via in found.items() if memory_id not in seed_of),
                       key=lambda item: (seeds.index(seed_of[item[1][0]]), str(item[0])))
         for memory_id, (from_id, relation_type) in step:

@@ -1,4 +1,4 @@
-"""Why a memory is what it is and ranks where it does (seed 004's explain_fact): its strength
+"""Why a memory is what it is and ranks where it does (spec §4's explain_fact): its strength
 and what drives it, the parts of the final ranking it brings to any search besides its
 relevance, its history, its provenance, the relationships and entities around it, and the
 searches that returned it."""

@@ -1,4 +1,4 @@
-"""Each agent's hot memories (seed 001): its best memories by the hot score (memories.cache),
+"""Each agent's hot memories (spec §1): its best memories by the hot score (memories.cache),
 kept as a Redis sorted set and rebuilt from PostgreSQL when the set has expired or Redis is
 unreachable."""
 

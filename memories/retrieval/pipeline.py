@@ -43,7 +43,7 @@ from memory_platform.config import config
 VECTOR_ONLY = "vector_only"
 EMBEDDING_MODES = ("hybrid", "vector", VECTOR_ONLY)
 
-# A "why" question follows these edges from its best results (seed 004's causal chain).
+# A "why" question follows these edges from its best results (spec §4's causal chain).
 CAUSAL_CHAIN = ("causal", "derived_from", "supports")
 CAUSAL_HOPS = 2  # the cause of a result, and the cause of that cause
 
@@ -260,7 +260,7 @@ def run_signals(search: Search, signals: tuple[Signal, ...] = SIGNALS) -> None:
 def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10, mode: str = "hybrid",
                   expand: int = 0, threshold: float | None = None) -> SearchOutcome:
     """Rank memories for a query, as the tenant the caller has set (memories.retrieval).
-    threshold (cosine similarity) keeps only vector matches at or above it (seed 003's store
+    threshold (cosine similarity) keeps only vector matches at or above it (spec §3's store
     search); expand (a number of hops, 1 or 2; True is 1) adds the memories that many
     relationships from the best results (expansion). A hybrid search also ranks, as signals of
     their own: for a "why" question (memories.understanding.intent) the causal chain of its best results, up to

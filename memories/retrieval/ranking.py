@@ -130,7 +130,7 @@ def usage(retrieval_count: int) -> float:
     return min(math.log1p(retrieval_count) / math.log1p(100), 1.0)
 
 
-# The RankingRows of memories no signal's statement returned (an expansion's neighbours), in
+# The RankingRows of memories no signal's statement returned (what an expansion found related), in
 # one statement: through the ORM (an IN list of ~100 parameters, a correlated lookup per row,
 # the model's default ordering) this read took 3.8 ms p50 for 90 candidates at 1M memories,
 # as SQL 2.2. The ids come as an array joined row by row: against `id = ANY(array)` the
@@ -152,7 +152,7 @@ def ranking_rows(org_id, memory_ids) -> dict:
 
 def candidates_rows(org_id, signals: dict[str, list[Hit]], fused: dict) -> dict:
     """Every fused memory's RankingRow: those the signals' statements returned with their
-    hits, the rest (an expansion's neighbours) read now, in one statement."""
+    hits, the rest (what an expansion found related) read now, in one statement."""
     rows = {hit.memory_id: hit.row for hits in signals.values() for hit in hits if hit.row}
     if missing := [memory_id for memory_id in fused if memory_id not in rows]:
         rows |= ranking_rows(org_id, missing)

@@ -1,4 +1,4 @@
-"""The namespace store (seed 003, in LangGraph's shapes; docs/adr/0040), on the model of
+"""The namespace store (spec §3, in LangGraph's shapes; docs/adr/0040), on the model of
 LangGraph's own `store/postgres/base.py`: items addressed by (namespace, key), each a memory
 like any other (versions, row-level security, search, the console), its value the memory's
 metadata and its content the text of the value's indexed fields.

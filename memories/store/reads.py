@@ -1,4 +1,4 @@
-"""The namespace store's reads (seed 003, in LangGraph's shapes; docs/adr/0040): an item by
+"""The namespace store's reads (spec §3, in LangGraph's shapes; docs/adr/0040): an item by
 namespace and key, the items under a namespace prefix whose value passes a filter, and the
 namespaces that hold items. Within one organisation, and the caller's reach where given."""
 

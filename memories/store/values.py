@@ -1,6 +1,6 @@
 """What a store item's value means to the rest of the platform (docs/adr/0040).
 
-A store item (LangGraph's Item, seed 003's entry) is a memory addressed by namespace and key
+A store item (LangGraph's Item, spec §3's entry) is a memory addressed by namespace and key
 whose value, a JSON object, is kept as the memory's metadata. Two things are read from it:
 
 * the text it is found by: the text of its indexed fields (LangGraph's field paths, "$" for

@@ -1,4 +1,4 @@
-"""The namespace store (seed 003, in LangGraph's shapes; docs/adr/0040): items addressed by
+"""The namespace store (spec §3, in LangGraph's shapes; docs/adr/0040): items addressed by
 (namespace, key), written by upsert. Each item is a memory like any other (versions, row-level
 security, search, the console): its value is the memory's metadata, and its content the text
 of the value's indexed fields (memories.store.values)."""
@@ -64,7 +64,7 @@ def store_delete(*, org_id, scope: str, key: str, actor: Actor) -> bool:
 
 
 def store_refresh_ttl(*, org_id, items) -> int:
-    """A read that refreshes (seed 003 / LangGraph's refresh_ttl): each of these items that was
+    """A read that refreshes (spec §3 / LangGraph's refresh_ttl): each of these items that was
     written with a time to live, and has not expired, expires that long from now again. Not a
     change of the item: no version, the same ETag; an item without one costs no write. Returns
     how many moved."""

@@ -1,4 +1,4 @@
-"""Who and what a memory speaks of, found without a model or the network (seed 004's
+"""Who and what a memory speaks of, found without a model or the network (spec §4's
 entities; the rows are memories.models.Entity, EntityAlias and MemoryEntity).
 
 `extract(text)` finds mentions, deterministically:

@@ -1,4 +1,4 @@
-"""What a query asks for (seed 004's intent classification): why, when, who, where, how, what,
+"""What a query asks for (spec §4's intent classification): why, when, who, where, how, what,
 or general, read from its question words by rules (English; no model). The search routes on
 it (memories.retrieval.pipeline): a "why" question follows the causal, derivation and support
 edges of its best results; the response says which intent it read and which strategies ran.

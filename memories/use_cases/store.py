@@ -1,4 +1,4 @@
-"""Use cases of the namespace store (seed 003, in LangGraph's shapes; docs/adr/0040): put,
+"""Use cases of the namespace store (spec §3, in LangGraph's shapes; docs/adr/0040): put,
 get, delete, search (by filter, or by meaning with a query), keys and namespaces. A read
 refreshes the time to live of the items it returns unless asked not to, here and nowhere
 else; an item out of the caller's reach is missing, as an absent one."""

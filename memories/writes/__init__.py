@@ -8,7 +8,7 @@ actions:
 - change: edits and state changes (delete, restore, confirm, archive, supersede, feedback);
 - review: a reviewer's approve and reject;
 - tagging: tags and relationships;
-- store: seed 003's namespace store (upsert by namespace and key).
+- store: spec §3's namespace store (upsert by namespace and key).
 
 Every write is one transaction, and every change of a memory leaves a MemoryVersion row (a
 usefulness signal and a relationship are not versions of a memory); side effects (embedding

@@ -146,7 +146,7 @@ def memory_restore(*, org_id, memory_id, actor: Actor, expected_version: int | N
 
 
 def memory_confirm(*, org_id, memory_id, actor: Actor, expected_version: int | None = None) -> Memory:
-    """Protect a memory from decay and set its confidence to 1.0 (seed 004 confirm_fact)."""
+    """Protect a memory from decay and set its confidence to 1.0 (spec §4 confirm_fact)."""
 
     def apply(memory):
         if memory.deleted_at is not None:

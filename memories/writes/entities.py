@@ -1,6 +1,6 @@
 """Entities on write: each new live memory is linked to the entities it mentions (found by
 memories.understanding.entities.extract, or named by the agent), each resolved within the memory's
-namespace by name, alias or short name, and created when new (seed 004's node-entity links).
+namespace by name, alias or short name, and created when new (spec §4's node-entity links).
 
 A batch resolves all its mentions with a handful of statements whatever its size.
 """

@@ -1,5 +1,5 @@
 """Episodes in order: each new episodic memory is linked to the episode written just before it
-in its session and namespace, or in its namespace when it has no session (seed 004: a
+in its session and namespace, or in its namespace when it has no session (spec §4: a
 `temporal` edge, predicate "next" from the earlier to the later; read backwards it is "prev").
 A session may hold several end users' namespaces (an agent in a group conversation): each
 has its own timeline there, so no edge ever joins two users' memories.

@@ -143,7 +143,7 @@ class Conversation(TypedDict):
 
 def remembering_graph():
     """A graph that recalls what it knows of the user, then keeps what it was told: the
-    retrieve-before-answer, store-after-answer flow of seed 003."""
+    retrieve-before-answer, store-after-answer flow of spec §3."""
 
     def recall(state: Conversation, runtime: Runtime) -> dict:
         found = runtime.store.search(("users", state["user"], "facts"), query=state["message"], limit=3)

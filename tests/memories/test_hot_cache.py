@@ -1,4 +1,4 @@
-"""Seed 001's hot cache: a Redis sorted set of each agent's top memories."""
+"""Spec §1's hot cache: a Redis sorted set of each agent's top memories."""
 
 import pytest
 from django.conf import settings

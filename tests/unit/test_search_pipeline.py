@@ -59,7 +59,7 @@ def test_a_vector_search_falls_back_on_full_text_and_fills_up_with_it_unless_ask
     short, full = search("vector"), search("vector")
     short.hits["vector"] = [ranking.Hit(n, 0.9, n) for n in range(3)]
     full.hits["vector"] = [ranking.Hit(n, 0.9, n) for n in range(10)]
-    assert applying(short) == ["vector (meaning)", "fulltext (words_for_meaning)"]  # seed 001: fills up
+    assert applying(short) == ["vector (meaning)", "fulltext (words_for_meaning)"]  # spec §1: fills up
     assert applying(full) == ["vector (meaning)"]
     thresholded = search("vector", threshold=0.7)
     thresholded.hits["vector"] = []

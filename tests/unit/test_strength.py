@@ -18,7 +18,7 @@ def test_a_memory_is_held_whole_when_written_and_fades_with_time():
     assert held(0) == 1.0
     values = [held(days) for days in (1, 7, 30, 60, 90)]
     assert values == sorted(values, reverse=True) and all(0 < value < 1 for value in values)
-    # The default rate reaches the seed's threshold (0.05) after two to three months unused.
+    # The default rate reaches the decay threshold (0.05, spec §4) after two to three months unused.
     assert held(60) > 0.05 > held(75)
 
 

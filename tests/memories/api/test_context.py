@@ -1,4 +1,4 @@
-"""Context assembly through the API (seed 004, issue 20 item 4): the best memories for a
+"""Context assembly through the API (spec §4, issue 20 item 4): the best memories for a
 request, one line each, within a token budget counted by a real tokenizer over the returned
 text; recorded as a retrieval event that a replay assembles again; within the namespace asked,
 the key's reach and the organisation; bad input refused by name, nothing recorded."""

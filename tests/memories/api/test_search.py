@@ -464,7 +464,7 @@ def test_store_search_keeps_items_above_the_threshold_seed_003_asks_for(api_a):
 
 def test_store_search_finds_by_meaning_only_unless_the_query_cannot_be_embedded(api_a):
     """The store's search is vector-only: an item kept out of search by meaning is not found
-    by its words, where a vector search of memories fills up with full text (seed 001). When
+    by its words, where a vector search of memories fills up with full text (spec §1). When
     the query cannot be embedded, full text answers, with no score."""
     for key, content, index in (("diet", "User is vegetarian and prefers Italian cuisine", ["text"]),
                                 ("coffee", "User drinks espresso after lunch", False)):
