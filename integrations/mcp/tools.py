@@ -51,12 +51,6 @@ def given(**arguments) -> dict:
     return {name: value for name, value in arguments.items() if value is not None}
 
 
-def validated(serializer_class, data: dict) -> dict:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 # One per process, as the search view's: a serializer builds its fields the first time it is
 # used, which cost a search of ten results ~40 ms here when each result had a new one.
 MEMORY = s.MemorySerializer()
@@ -95,7 +89,7 @@ async def search_memory(
 
     def work(caller: Caller):
         count_against(caller, "search")
-        request = validated(s.SearchRequestSerializer, body)
+        request = s.validated(s.SearchRequestSerializer, body)
         found = retrieval.memory_search(caller, query=request["query"],
                                         filters=s.SearchFiltersSerializer.to_filters(request.get("filters", {})),
                                         limit=request["limit"], mode=request["mode"], expand=request["expand"])
@@ -128,7 +122,7 @@ async def remember_fact(
                  importance=importance, confidence=confidence, tags=tags, event_time=event_time, metadata=metadata)
 
     def work(caller: Caller):
-        fields = validated(s.MemoryCreateSerializer, body)
+        fields = s.validated(s.MemoryCreateSerializer, body)
         fields.pop("namespace", None)
         result = records.memory_create(caller, fields)
         return {"memory": brief(result.memory), "created": result.created, "deduplicated": result.deduplicated,
@@ -148,7 +142,7 @@ async def correct_fact(
     body = given(content=content, reason=reason)
 
     def work(caller: Caller):
-        request = validated(s.SupersedeSerializer, body)
+        request = s.validated(s.SupersedeSerializer, body)
         old, result = records.memory_supersede(caller, memory_id, content=request.pop("content"),
                                                reason=request.pop("reason", ""), **request)
         return {"superseded": brief(old), "memory": brief(result.memory)}
@@ -192,7 +186,7 @@ async def get_entity_info(
             raise InvalidInput("give a name or an entity_id, one of them", field="name")
         entity = None
         if entity_id is None:
-            where = validated(s.EntityListQuerySerializer, query)
+            where = s.validated(s.EntityListQuerySerializer, query)
             entity = lifecycle.entity_list(caller, namespace=where.get("namespace"), query=where["q"]).first()
             if entity is None:
                 raise NotFound(f"no entity named {name!r} is remembered", field="name")
@@ -208,7 +202,7 @@ async def memory_stats(ctx: Context, namespace: NamespacePrefix = None) -> str:
     query = given(namespace=namespace)
 
     def work(caller: Caller):
-        where = validated(s.StatsQuerySerializer, query)
+        where = s.validated(s.StatsQuerySerializer, query)
         return lifecycle.memory_stats(caller, namespace=where.get("namespace"))
 
     return as_text(await in_tenant(ctx, query, work))
@@ -237,7 +231,7 @@ async def weak_facts(
     query = given(below=below, namespace=namespace, limit=limit)
 
     def work(caller: Caller):
-        where = validated(s.WeakQuerySerializer, query)
+        where = s.validated(s.WeakQuerySerializer, query)
         fading, count = lifecycle.weak_memories(caller, below=where.get("below"), namespace=where.get("namespace"),
                                                 limit=where["limit"], offset=where["offset"])
         return {"count": count, "results": [{**brief(item.memory), "strength": round(item.strength, 4),
@@ -261,7 +255,7 @@ def store_item(memory) -> dict:
 
 def store_where(namespace: list[str], key: str) -> dict:
     """The item's namespace (as the store keeps it) and key, checked."""
-    return validated(lg.DeleteItemSerializer, {"namespace": namespace, "key": key})
+    return s.validated(lg.DeleteItemSerializer, {"namespace": namespace, "key": key})
 
 
 async def store_put(
@@ -281,7 +275,7 @@ async def store_put(
     body = given(namespace=namespace, key=key, value=value, index=index, ttl=ttl_minutes)
 
     def work(caller: Caller):
-        request = validated(lg.PutItemSerializer, body)
+        request = s.validated(lg.PutItemSerializer, body)
         result = store.store_put(caller, namespace=request["namespace"], key=request["key"], value=request["value"],
                                  index=request["index"], ttl=request["ttl"])
         return {**store_item(result.memory), "created": result.created}
@@ -319,7 +313,7 @@ async def store_list_keys(ctx: Context, namespace: StoreNamespace) -> str:
     body = {"namespace": namespace}
 
     def work(caller: Caller):
-        where = validated(lg.SearchItemsSerializer, {"namespace_prefix": namespace})["namespace_prefix"]
+        where = s.validated(lg.SearchItemsSerializer, {"namespace_prefix": namespace})["namespace_prefix"]
         return {"namespace": namespace, "keys": store.store_keys(caller, namespace=where, limit=lg.LIST_MAX)}
 
     return as_text(await in_tenant(ctx, body, work))
@@ -334,7 +328,7 @@ async def store_list_namespaces(
     query = given(prefix=prefix)
 
     def work(caller: Caller):
-        where = validated(lg.ListNamespacesSerializer, query)
+        where = s.validated(lg.ListNamespacesSerializer, query)
         return {"namespaces": store.store_namespaces(caller, prefix=where["prefix"], limit=where["limit"])}
 
     return as_text(await in_tenant(ctx, query, work))

@@ -258,6 +258,14 @@ def query_data(query_params, list_fields=("tag",)) -> dict:
     return data
 
 
+def validated(serializer_class, data) -> dict:
+    """The serializer's validated data, or its ValidationError naming each field: how every
+    door (the REST API, the LangGraph store API, MCP's tools) reads its input."""
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
 # --------------------------------------------------------------------------- output
 
 

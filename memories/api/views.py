@@ -82,9 +82,7 @@ class AgentAPIView(APIView):
         return self.request.user.caller
 
     def validated(self, serializer_class, data):
-        serializer = serializer_class(data=data)
-        serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
+        return s.validated(serializer_class, data)
 
     def expected_version(self, body_version: int | None) -> int | None:
         """If-Match (the ETag a GET returned) or a `version` in the body."""
