@@ -577,7 +577,7 @@ class HotQuerySerializer(StrictSerializer):
 
 
 class RetrievalEventQuerySerializer(StrictSerializer):
-    kind = serializers.ChoiceField(["search", "retrieve", "namespace_search", "replay"], required=False)
+    kind = serializers.ChoiceField(RetrievalEvent.Kind.values, required=False)
     agent = serializers.UUIDField(required=False)
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)

@@ -111,6 +111,9 @@ def test_the_assembly_is_recorded_and_replayed(tenant_a, api_a, alice):
     assert [str(memory_id) for memory_id in event.returned_memory_ids] == [row["id"] for row in shown["memories"]]
     assert event.filters["request"] == {"max_tokens": 60, "encoding": "o200k_base", "candidates": 30,
                                         "order": "relevance"}
+    listed = api_a.get("/api/v1/retrieval-events", {"kind": "context"})
+    assert listed.status_code == 200, listed.content
+    assert [row["id"] for row in listed.json()["results"]] == [shown["retrieval_event_id"]]
     # A replay assembles again: with every candidate fitting, the same memories go in (their
     # order may move with recency, which runs on between the two).
     everything = context(api_a, max_tokens=1000)
