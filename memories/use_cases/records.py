@@ -81,25 +81,32 @@ def memory_update(caller: Caller, memory_id, *, changes: dict, expected_version:
     return memory_get(caller, memory_id)
 
 
-def memory_delete(caller: Caller, memory_id, *, expected_version: int | None = None, reason: str = "") -> Memory:
+def _changed(caller: Caller, memory_id, service, *, expected_version: int | None, reason: str) -> Memory:
+    """A change of state by one of memories.writes.change's transitions, as the caller."""
     _writable(caller, memory_id)
-    change.memory_delete(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason),
-                         expected_version=expected_version)
+    service(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason), expected_version=expected_version)
     return memory_get(caller, memory_id)
+
+
+def memory_delete(caller: Caller, memory_id, *, expected_version: int | None = None, reason: str = "") -> Memory:
+    return _changed(caller, memory_id, change.memory_delete, expected_version=expected_version, reason=reason)
 
 
 def memory_restore(caller: Caller, memory_id, *, expected_version: int | None = None, reason: str = "") -> Memory:
-    _writable(caller, memory_id)
-    change.memory_restore(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason),
-                          expected_version=expected_version)
-    return memory_get(caller, memory_id)
+    return _changed(caller, memory_id, change.memory_restore, expected_version=expected_version, reason=reason)
 
 
 def memory_confirm(caller: Caller, memory_id, *, expected_version: int | None = None, reason: str = "") -> Memory:
-    _writable(caller, memory_id)
-    change.memory_confirm(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason),
-                          expected_version=expected_version)
-    return memory_get(caller, memory_id)
+    return _changed(caller, memory_id, change.memory_confirm, expected_version=expected_version, reason=reason)
+
+
+def memory_archive(caller: Caller, memory_id, *, expected_version: int | None = None, reason: str = "") -> Memory:
+    return _changed(caller, memory_id, change.memory_archive, expected_version=expected_version, reason=reason)
+
+
+def memory_unarchive(caller: Caller, memory_id, *, expected_version: int | None = None,
+                     reason: str = "") -> Memory:
+    return _changed(caller, memory_id, change.memory_unarchive, expected_version=expected_version, reason=reason)
 
 
 def memory_supersede(caller: Caller, memory_id, *, content: str, reason: str = "",
@@ -114,19 +121,6 @@ def memory_supersede(caller: Caller, memory_id, *, content: str, reason: str = "
                                           content=content, reason=reason, actor=caller.actor(reason),
                                           expected_version=expected_version, **fields)
     return memory_get(caller, old.pk), result
-
-
-def memory_archive(caller: Caller, memory_id, *, expected_version: int | None = None, reason: str = "") -> Memory:
-    _writable(caller, memory_id)
-    return change.memory_archive(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason),
-                                 expected_version=expected_version)
-
-
-def memory_unarchive(caller: Caller, memory_id, *, expected_version: int | None = None,
-                     reason: str = "") -> Memory:
-    _writable(caller, memory_id)
-    return change.memory_unarchive(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason),
-                                   expected_version=expected_version)
 
 
 def memory_feedback(caller: Caller, memory_id, **feedback) -> Memory:

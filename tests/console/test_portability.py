@@ -155,9 +155,9 @@ def test_in_a_browser_the_upload_and_the_import_show_their_progress(page, world,
 def test_with_the_queue_unreachable_the_upload_is_refused_and_nothing_kept(org_b, console_as, htmx, monkeypatch):
     import django_rq.settings
 
-    from tests.memory_platform.test_health import closed_port
+    from tests.ports import free_port
 
-    unreachable = {**django_rq.settings.QUEUES[importing.IMPORT_QUEUE], "URL": f"redis://127.0.0.1:{closed_port()}/0"}
+    unreachable = {**django_rq.settings.QUEUES[importing.IMPORT_QUEUE], "URL": f"redis://127.0.0.1:{free_port()}/0"}
     monkeypatch.setitem(django_rq.settings.QUEUES, importing.IMPORT_QUEUE, unreachable)
     kept_before = set(importing.upload_path("x").parent.glob("*.jsonl"))
     admin = console_as(org_b, "admin")

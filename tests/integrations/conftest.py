@@ -3,18 +3,13 @@ by uvicorn on a free port, in a thread of this process, and the official MCP cli
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
 import pytest
 import uvicorn
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.ports import free_port
 
 
 class Served:

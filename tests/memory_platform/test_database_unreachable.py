@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 from contextlib import contextmanager
 
 import pytest
@@ -19,16 +18,11 @@ from django.test import Client
 from memory_platform.database import UNREACHABLE_RETRY_SECONDS
 from tests import factories
 from tests.markers import committing
+from tests.ports import free_port
 
 pytestmark = committing
 
 SECRET_TAG = "jane.doe@example.com"
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextmanager
@@ -36,7 +30,7 @@ def database_out_of_reach():
     default = connections["default"]
     default.close()
     reachable = default.settings_dict["HOST"], default.settings_dict["PORT"]
-    default.settings_dict["HOST"], default.settings_dict["PORT"] = "127.0.0.1", closed_port()
+    default.settings_dict["HOST"], default.settings_dict["PORT"] = "127.0.0.1", free_port()
     try:
         yield
     finally:

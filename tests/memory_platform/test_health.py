@@ -1,5 +1,4 @@
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -9,6 +8,7 @@ from django.conf import settings
 from django.db import connections
 
 from tests.markers import committing
+from tests.ports import free_port
 
 
 def worker_env() -> dict:
@@ -69,19 +69,12 @@ def test_health_says_full_text_search_can_use_its_index(client):
     assert client.get("/health").json()["database"]["fulltext_index_usable"] is True
 
 
-def closed_port() -> int:
-    """A port on this machine nothing listens on (bound, then let go)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.mark.django_db
 def test_without_redis_the_app_is_degraded_but_serving(client, monkeypatch):
     """A load balancer keeps a node that can serve: 200, and the body says what is missing."""
     import django_rq.settings
 
-    unreachable = {**django_rq.settings.QUEUES["default"], "URL": f"redis://127.0.0.1:{closed_port()}/0"}
+    unreachable = {**django_rq.settings.QUEUES["default"], "URL": f"redis://127.0.0.1:{free_port()}/0"}
     monkeypatch.setitem(django_rq.settings.QUEUES, "default", unreachable)
     response = client.get("/health")
     assert response.status_code == 200
@@ -97,7 +90,7 @@ def test_without_the_database_the_app_is_down_and_says_so_in_json(client):
     default = connections["default"]
     default.close()
     reachable = default.settings_dict["HOST"], default.settings_dict["PORT"]
-    default.settings_dict["HOST"], default.settings_dict["PORT"] = "127.0.0.1", closed_port()
+    default.settings_dict["HOST"], default.settings_dict["PORT"] = "127.0.0.1", free_port()
     try:
         response = client.get("/health")
     finally:

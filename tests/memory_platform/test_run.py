@@ -22,7 +22,6 @@ import json
 import os
 import re
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -43,16 +42,11 @@ from django.conf import settings
 from memory_platform import supervision
 from memory_platform.log_format import UNMATCHED
 from tests.integrations.mcp.client import data_of, mcp_client
+from tests.ports import free_port
 
 pytestmark = pytest.mark.slow
 
 START_SECONDS = 240
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Product:

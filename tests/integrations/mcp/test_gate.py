@@ -5,7 +5,6 @@ gate's key lookup or a tool call's transaction), and 413 for a body too large.""
 from __future__ import annotations
 
 import json
-import socket
 from contextlib import contextmanager
 
 import httpx
@@ -19,6 +18,7 @@ from memory_platform.database import UNREACHABLE_RETRY_SECONDS
 from tenants.context import tenant_context
 from tests import factories
 from tests.markers import committing
+from tests.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -30,19 +30,13 @@ def tool_call(name: str, arguments: dict) -> str:
                        "params": {"name": name, "arguments": arguments}})
 
 
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextmanager
 def database_out_of_reach():
     """Every thread's connection settings (one dict, shared) point at a port nothing listens on."""
     shared = connections.settings["default"]
     connections["default"].close()
     reachable = shared["HOST"], shared["PORT"]
-    shared["HOST"], shared["PORT"] = "127.0.0.1", closed_port()
+    shared["HOST"], shared["PORT"] = "127.0.0.1", free_port()
     try:
         yield
     finally:

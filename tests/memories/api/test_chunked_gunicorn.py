@@ -4,7 +4,6 @@ behind a2wsgi: docs/adr/0041)."""
 
 import http.client
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -16,14 +15,9 @@ from memories.models import Memory, MemoryTag
 from tenants.context import tenant_context
 from tests.markers import committing
 from tests.memories.test_jobs import worker_env
+from tests.ports import free_port
 
 LIMIT = 1000  # the server's MAX_REQUEST_BYTES, small so a refused body fits in socket buffers
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 SERVED = {
