@@ -30,23 +30,23 @@ from memories.models import MemoryVersion
 
 # --------------------------------------------------------------------------- under a namespace prefix
 # One rule, three spellings built from it: in Python (under_namespace), as SQL (namespace_sql,
-# for the search's statements) and as an ORM filter (scope_prefix_filter).
+# for the search's statements) and as an ORM filter (namespace_prefix_filter).
 
 
 def namespace_bounds(prefix: str) -> tuple[str, str, str]:
-    """What lies under a namespace prefix: the namespace itself, and every scope from
+    """What lies under a namespace prefix: the namespace itself, and every namespace from
     "prefix/" up to, not including, "prefix0" in byte order ('0' follows '/'), which are exactly
-    the scopes starting with "prefix/". `users/alice` holds users/alice and users/alice/x, not
+    the namespaces starting with "prefix/". `users/alice` holds users/alice and users/alice/x, not
     users/alice2. Returns (namespace, lowest, first beyond)."""
     prefix = prefix.strip("/")
     return prefix, prefix + "/", prefix + "0"
 
 
-def under_namespace(scope: str, prefix: str) -> bool:
-    """Whether `scope` lies under `prefix` (namespace_bounds). Python compares strings by
+def under_namespace(namespace: str, prefix: str) -> bool:
+    """Whether `namespace` lies under `prefix` (namespace_bounds). Python compares strings by
     code point, which is UTF-8's byte order."""
-    namespace, lowest, beyond = namespace_bounds(prefix)
-    return scope == namespace or lowest <= scope < beyond
+    itself, lowest, beyond = namespace_bounds(prefix)
+    return namespace == itself or lowest <= namespace < beyond
 
 
 def namespace_sql(prefix: str, column: str) -> tuple[str, list]:
@@ -76,12 +76,12 @@ class _PatternBelow(_PatternComparison):
     lookup_name, operator = "pattern_lt", "~<~"
 
 
-def scope_prefix_filter(prefix: str, path: str = "") -> Q:
+def namespace_prefix_filter(prefix: str, path: str = "") -> Q:
     """The memories under `prefix` (namespace_bounds), as a filter; the statement namespace_sql
     writes. path: the memory's, from the model filtered (e.g. "source__")."""
-    namespace, lowest, beyond = namespace_bounds(prefix)
-    scope = F(f"{path}scope")
-    return Q(**{f"{path}scope": namespace}) | Q(_PatternAtLeast(scope, lowest), _PatternBelow(scope, beyond))
+    itself, lowest, beyond = namespace_bounds(prefix)
+    namespace = F(f"{path}namespace")
+    return Q(**{f"{path}namespace": itself}) | Q(_PatternAtLeast(namespace, lowest), _PatternBelow(namespace, beyond))
 
 
 @dataclass(frozen=True)
@@ -97,21 +97,21 @@ class KeyReach:
     def limited(self) -> bool:
         return bool(self.namespaces)
 
-    def covers(self, scope: str) -> bool:
-        return not self.namespaces or any(under_namespace(scope, prefix) for prefix in self.namespaces)
+    def covers(self, namespace: str) -> bool:
+        return not self.namespaces or any(under_namespace(namespace, prefix) for prefix in self.namespaces)
 
     def memories(self, path: str = "") -> Q:
         """The memories in reach, as a filter (everything when unlimited)."""
         reach = Q()
         for prefix in self.namespaces:
-            reach |= scope_prefix_filter(prefix, path)
+            reach |= namespace_prefix_filter(prefix, path)
         return reach
 
-    def check_write(self, scope: str, *, field: str = "namespace") -> None:
+    def check_write(self, namespace: str, *, field: str = "namespace") -> None:
         if self.read_only:
             raise OutOfReach("this API key is read-only")
-        if not self.covers(scope):
-            shown = "/".join(scope.split("/")[:1]) + "/…" if "/" in scope else (scope or "(no namespace)")
+        if not self.covers(namespace):
+            shown = "/".join(namespace.split("/")[:1]) + "/…" if "/" in namespace else (namespace or "(no namespace)")
             raise OutOfReach(f"this API key may only write under {', '.join(self.namespaces)}, not {shown}",
                              field=field)
 

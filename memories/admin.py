@@ -40,7 +40,7 @@ class MemoryAdmin(ReadOnlyAdmin):
     list_display = ["short_content", "org", "agent", "category", "memory_type", "status", "sensitivity",
                     "validation_status", "version", "created_at"]
     list_filter = ["status", "category", "memory_type", "validation_status", "sensitivity", "source", "org"]
-    search_fields = ["content", "scope", "key"]
+    search_fields = ["content", "namespace", "key"]
     list_select_related = ["org", "agent"]
     exclude = ["embedding"]  # 384 numbers help no one reading the page
     readonly_fields = ["retrieval_count", "last_retrieved_at"]  # from memory_usage
@@ -76,15 +76,15 @@ class MemoryTagAdmin(ReadOnlyAdmin):
 
 @admin.register(Artifact)
 class ArtifactAdmin(ReadOnlyAdmin):
-    list_display = ["artifact_type", "scope", "storage_uri", "org", "created_at"]
+    list_display = ["artifact_type", "namespace", "storage_uri", "org", "created_at"]
     list_filter = ["artifact_type", "org"]
-    search_fields = ["storage_uri", "scope", "sha256"]
+    search_fields = ["storage_uri", "namespace", "sha256"]
     list_select_related = ["org"]
 
 
 @admin.register(MemoryArtifact)
 class MemoryArtifactAdmin(ReadOnlyAdmin):
-    list_display = ["memory_id", "artifact_id", "scope", "org", "created_at"]
+    list_display = ["memory_id", "artifact_id", "namespace", "org", "created_at"]
     list_filter = ["org"]
     list_select_related = ["org"]
 
@@ -93,7 +93,7 @@ class MemoryArtifactAdmin(ReadOnlyAdmin):
 class RetrievalEventAdmin(ReadOnlyAdmin):
     list_display = ["query", "kind", "agent", "org", "created_at"]
     list_filter = ["kind", "org"]
-    search_fields = ["query", "scope"]
+    search_fields = ["query", "namespace"]
     list_select_related = ["org", "agent"]
     date_hierarchy = "created_at"
 

@@ -144,7 +144,7 @@ def conflict_resolve(*, org_id, kind: str, conflict_id, resolution: str, user, k
         redactor = redactor_for(org_id)
         reason = redactor.plain(reason.strip())  # kept in version rows: free text
         note = f" ({reason})" if reason else ""
-        if resolution != BOTH_VALID and first.scope != second.scope:
+        if resolution != BOTH_VALID and first.namespace != second.namespace:
             # Keeping one or merging both would put one end user's memory in place of another's.
             raise Conflict("these memories belong to different namespaces: mark both valid, or correct each "
                            "in its own namespace", code="other_namespace", field="resolution")
@@ -164,7 +164,7 @@ def conflict_resolve(*, org_id, kind: str, conflict_id, resolution: str, user, k
             content = content.strip() or f"{first.content}\n{second.content}"
             tags = sorted(set(MemoryTag.objects.filter(org_id=org_id, memory_id__in=[first.pk, second.pk])
                               .values_list("tag", flat=True)))
-            fields = {"category": first.category, "memory_type": first.memory_type, "scope": first.scope,
+            fields = {"category": first.category, "memory_type": first.memory_type, "namespace": first.namespace,
                       "sensitivity": first.sensitivity, "importance": max(first.importance, second.importance),
                       "confidence": max(first.confidence, second.confidence),
                       "provenance": {"merged_from": [str(first.pk), str(second.pk)]}}

@@ -42,7 +42,7 @@ EMBEDDING_PENDING = Q(embedding__isnull=True, deleted_at__isnull=True, indexed=T
 RANKING_MEMORY_COLUMNS = ("importance", "confidence", "created_at", "decay_rate", "reinforced_at")
 # What memories.lifecycle.decay reads of a decaying memory (its strength's inputs, its expiry
 # and namespace), also held by the index of decaying memories.
-DECAYING_COLUMNS = ["id", "created_at", "reinforced_at", "decay_rate", "importance", "expires_at", "scope"]
+DECAYING_COLUMNS = ["id", "created_at", "reinforced_at", "decay_rate", "importance", "expires_at", "namespace"]
 
 
 # The longest content a memory may hold, in characters (also a check constraint).
@@ -152,8 +152,8 @@ class Memory(TenantModel):
     validation_status = models.CharField(
         max_length=16, choices=ValidationStatus.choices, default=ValidationStatus.UNVERIFIED
     )
-    # Spec §2's scope string and spec §3's namespace tuple, joined with "/".
-    scope = models.CharField(max_length=256, blank=True, default="")
+    # Spec §2's scope string and spec §3's namespace tuple, joined with "/" (column: scope).
+    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")
     key = models.CharField(max_length=256, null=True, blank=True)
     provenance = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
@@ -210,9 +210,10 @@ class Memory(TenantModel):
             models.Index(fields=["org", "status", "-created_at"], name="memories_org_status_created"),
             # A namespace's live memories in the order they were written: a search's
             # neighbours signal steps one memory back and forth from each of its best results.
-            models.Index(fields=["org", "scope", "created_at", "id"], condition=LIVE, name="memories_namespace_order"),
+            models.Index(fields=["org", "namespace", "created_at", "id"], condition=LIVE,
+                         name="memories_namespace_order"),
             models.Index(
-                F("org"), OpClass("scope", name="varchar_pattern_ops"),
+                F("org"), OpClass("namespace", name="varchar_pattern_ops"),
                 condition=Q(deleted_at__isnull=True), name="memories_scope_prefix",
             ),
             models.Index(
@@ -247,11 +248,11 @@ class Memory(TenantModel):
             # two memories (docs/architecture.md, "Namespaces"). Keyed store items (spec §3)
             # are identified, and upserted, by their key instead (docs/adr/0032).
             models.UniqueConstraint(
-                fields=["org", "agent", "scope", "content_hash"], condition=LIVE & Q(key__isnull=True),
+                fields=["org", "agent", "namespace", "content_hash"], condition=LIVE & Q(key__isnull=True),
                 name="memories_content_hash_live_unique",
             ),
             models.UniqueConstraint(
-                fields=["org", "scope", "key"], condition=Q(key__isnull=False, deleted_at__isnull=True),
+                fields=["org", "namespace", "key"], condition=Q(key__isnull=False, deleted_at__isnull=True),
                 name="memories_scope_key_live_unique",
             ),
             models.CheckConstraint(condition=Q(content__length__gt=0), name="memories_content_not_empty"),
@@ -524,7 +525,7 @@ class MemoryEmbedding(TenantModel):
 class Artifact(TenantModel):
     """A pointer to external evidence (spec §2): never the bytes themselves."""
 
-    scope = models.CharField(max_length=256, blank=True, default="")
+    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")
     sha256 = models.CharField(max_length=64)
     storage_uri = models.TextField()
     artifact_type = models.CharField(max_length=64)
@@ -533,7 +534,7 @@ class Artifact(TenantModel):
 
     class Meta:
         db_table = "artifacts"
-        indexes = [models.Index(fields=["org", "scope"], name="artifacts_scope")]
+        indexes = [models.Index(fields=["org", "namespace"], name="artifacts_scope")]
         constraints = [
             models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="artifacts_sha256_is_hex"),
             models.CheckConstraint(condition=Q(storage_uri__length__gt=0), name="artifacts_storage_uri_not_empty"),
@@ -542,12 +543,12 @@ class Artifact(TenantModel):
 
 
 class MemoryArtifact(TenantModel):
-    """Links a memory to an artifact. Its scope column is held equal to both ends' scope by
-    composite foreign keys, so an artifact can only be linked within its own scope."""
+    """Links a memory to an artifact. Its namespace is held equal to both ends' namespace by
+    composite foreign keys, so an artifact can only be linked within its own namespace."""
 
     memory = tenant_fk(Memory, related_name="artifact_links")
     artifact = tenant_fk(Artifact, related_name="memory_links")
-    scope = models.CharField(max_length=256, blank=True, default="")
+    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")
     created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
 
     class Meta:
@@ -575,7 +576,7 @@ class RetrievalEvent(TenantModel):
     agent = tenant_fk(Agent, null=True, related_name="retrieval_events")
     user = user_fk(null=True)
     query = models.TextField()
-    scope = models.CharField(max_length=256, blank=True, default="")
+    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")
     filters = models.JSONField(default=dict, blank=True)
     returned_memory_ids = ArrayField(models.UUIDField(), default=list, blank=True)
     returned_scores = ArrayField(models.FloatField(), default=list, blank=True)
@@ -693,7 +694,7 @@ class Entity(TenantModel):
 
     Kind = EntityKind
 
-    scope = models.CharField(max_length=256, blank=True, default="")  # the namespace, as memories.scope
+    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")  # as a memory's
     kind = models.CharField(max_length=16, choices=Kind.choices)
     name = models.CharField(max_length=256)  # canonical: the longest form seen ("Melanie", not "Mel")
     key = models.CharField(max_length=256, help_text="The name folded for matching (memories.understanding.entities.name_key).")
@@ -705,9 +706,9 @@ class Entity(TenantModel):
 
     class Meta:
         db_table = "entities"
-        indexes = [models.Index(fields=["org", "scope", "-mention_count"], name="entities_scope_mentions")]
+        indexes = [models.Index(fields=["org", "namespace", "-mention_count"], name="entities_scope_mentions")]
         constraints = [
-            models.UniqueConstraint(fields=["org", "scope", "kind", "key"], name="entities_unique_name"),
+            models.UniqueConstraint(fields=["org", "namespace", "kind", "key"], name="entities_unique_name"),
             models.CheckConstraint(condition=Q(kind__in=EntityKind.values), name="entities_kind_valid"),
         ]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.functions import Now
 
-from memories.access import EVERYWHERE, KeyReach, scope_prefix_filter
+from memories.access import EVERYWHERE, KeyReach, namespace_prefix_filter
 from memories.errors import NotFound
 from memories.models import (
     LIVE,
@@ -54,7 +54,7 @@ def memory_list(*, org_id, category=None, status=None, memory_type=None, agent=N
              "session_id": session, "created_at__gte": created_after, "created_at__lt": created_before}
     queryset = queryset.filter(**{name: value for name, value in exact.items() if value is not None})
     if namespace:
-        queryset = queryset.filter(scope_prefix_filter(namespace))
+        queryset = queryset.filter(namespace_prefix_filter(namespace))
     for each in tag or []:
         queryset = queryset.filter(pk__in=MemoryTag.objects.filter(org_id=org_id, tag=each).values("memory_id"))
     return with_tags(queryset)
@@ -84,7 +84,7 @@ def memory_tags(*, org_id, memory_id) -> list[str]:
 
 
 # --------------------------------------------------------------------------- entities
-# An entity lives in one namespace (its scope, as a memory's), so a key's reach and a namespace
+# An entity lives in one namespace, as a memory does, so a key's reach and a namespace
 # prefix select entities by the same rule as memories (memories.access).
 
 
@@ -100,7 +100,7 @@ def entity_list(*, org_id, namespace: str | None = None, kind: str | None = None
     that folds to nothing names nothing."""
     queryset = Entity.objects.filter(reach.memories(), org_id=org_id)
     if namespace:
-        queryset = queryset.filter(scope_prefix_filter(namespace))
+        queryset = queryset.filter(namespace_prefix_filter(namespace))
     if kind:
         queryset = queryset.filter(kind=kind)
     if query is not None:

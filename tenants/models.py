@@ -112,7 +112,7 @@ class Session(TenantModel):
     """A conversation or task run of an agent (spec §0's prerequisite, spec §2's sessions)."""
 
     agent = tenant_fk(Agent, null=True, related_name="sessions")
-    scope = models.CharField(max_length=256, blank=True, default="")
+    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")
     external_id = models.CharField(max_length=256, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)

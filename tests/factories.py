@@ -115,11 +115,11 @@ def populated_tenant(org: Organization) -> Tenant:
     key_row, _ = api_key(agent=agent_row)
     user = get_user_model().objects.create_user(username=f"operator-{n}", password="not-used-here")
     with tenant_context(org.id):
-        session = Session.objects.create(org=org, agent=agent_row, scope="memories/user-1")
+        session = Session.objects.create(org=org, agent=agent_row, namespace="memories/user-1")
         membership = Membership.objects.create(org=org, user=user, role=Membership.Role.OPERATOR)
-        first = memory(org=org, agent=agent_row, session=session, scope="memories/user-1",
+        first = memory(org=org, agent=agent_row, session=session, namespace="memories/user-1",
                        content=f"{org.name} prefers tea over coffee")
-        second = memory(org=org, agent=agent_row, scope="memories/user-1", content=f"{org.name} works in Lisbon")
+        second = memory(org=org, agent=agent_row, namespace="memories/user-1", content=f"{org.name} works in Lisbon")
         version = MemoryVersion.objects.create(
             org=org, memory=first, version_num=1, operation="create", content=first.content,
             category=first.category, confidence=first.confidence, status=first.status,
@@ -130,9 +130,9 @@ def populated_tenant(org: Organization) -> Tenant:
         )
         tag = MemoryTag.objects.create(org=org, memory=first, tag="drinks")
         artifact = Artifact.objects.create(
-            org=org, scope="memories/user-1", sha256="a" * 64, storage_uri="s3://bucket/doc", artifact_type="document"
+            org=org, namespace="memories/user-1", sha256="a" * 64, storage_uri="s3://bucket/doc", artifact_type="document"
         )
-        link = MemoryArtifact.objects.create(org=org, memory=first, artifact=artifact, scope="memories/user-1")
+        link = MemoryArtifact.objects.create(org=org, memory=first, artifact=artifact, namespace="memories/user-1")
         event = RetrievalEvent.objects.create(
             org=org, kind="search", agent=agent_row, query="what does the user drink?",
             returned_memory_ids=[first.id], returned_scores=[0.9], returned_artifact_ids=[artifact.id],
@@ -143,7 +143,7 @@ def populated_tenant(org: Organization) -> Tenant:
             org=org, agent=agent_row, key=f"key-{n}", request_fingerprint="f" * 64, response_status=201, response_body={}
         )
         usage = MemoryUsage.objects.create(org=org, memory=second)
-        lisbon = Entity.objects.create(org=org, scope="memories/user-1", kind="place", name="Lisbon", key="lisbon",
+        lisbon = Entity.objects.create(org=org, namespace="memories/user-1", kind="place", name="Lisbon", key="lisbon",
                                        mention_count=1)
         alias = EntityAlias.objects.create(org=org, entity=lisbon, alias="Lisboa", key="lisboa")
         mention = MemoryEntity.objects.create(org=org, memory=second, entity=lisbon, mention="Lisbon")

@@ -4,8 +4,8 @@ StoreListNamespacesRequest, Item, SearchItemsResponse, ListNamespaceResponse).
 
 A namespace is a list of labels, in a body always (LangGraph's shape: the platform's other
 doors also take "a/b", this one does not); in a query string (GET /store/items) they travel
-joined with ".", so a label may not hold one. The platform keeps a namespace joined with "/" (a
-memory's scope), so a label may not hold that either. Every field cleans what it reads
+joined with ".", so a label may not hold one. The platform keeps a namespace joined with "/" (as a
+memory keeps it), so a label may not hold that either. Every field cleans what it reads
 (memories.api.fields).
 """
 
@@ -17,13 +17,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.api.fields import (
+    NAMESPACE_MAX_CHARS,
     NAMESPACE_SEPARATOR,
-    SCOPE_MAX_CHARS,
     CleanCharField,
     CleanField,
     CleanJSONField,
     NamespaceField,
-    scope_to_namespace,
+    namespace_labels,
 )
 from memories.api.serializers import StrictSerializer
 from memories.cleaning import Secrets, clean_text
@@ -39,7 +39,7 @@ LIST_MAX = 1000
 @extend_schema_field({"type": "array", "items": {"type": "string", "minLength": 1}, "example": ["users", "alice"]})
 class LabelsField(NamespaceField):
     """A namespace as LangGraph sends it in a body: a list of labels, none holding "." or "/"
-    (LangGraph's _validate_namespace_labels, and the platform's separator). Read as the scope."""
+    (LangGraph's _validate_namespace_labels, and the platform's separator). Read as one string."""
 
     reserved = (QUERY_SEPARATOR, NAMESPACE_SEPARATOR)
     accepts_text = False
@@ -60,7 +60,7 @@ class PatternField(LabelsField):
 
 @extend_schema_field({"type": "string", "example": "users.alice"})
 class QueryLabelsField(LabelsField):
-    """A namespace in GET /store/items' query string: its labels joined with ".". Read as the scope."""
+    """A namespace in GET /store/items' query string: its labels joined with ".". Read as one string."""
 
     default_error_messages = {"shape": "a namespace is its labels joined with '.'"}
 
@@ -144,10 +144,10 @@ class PutItemSerializer(StrictSerializer):
     index = IndexField()
     ttl = MinutesField()
 
-    def validate_namespace(self, scope):
-        if scope.split(NAMESPACE_SEPARATOR)[0] == RESERVED_ROOT:
+    def validate_namespace(self, namespace):
+        if namespace.split(NAMESPACE_SEPARATOR)[0] == RESERVED_ROOT:
             raise serializers.ValidationError(f'the root label of a namespace cannot be "{RESERVED_ROOT}"')
-        return scope
+        return namespace
 
 
 class DeleteItemSerializer(StrictSerializer):
@@ -194,7 +194,7 @@ class SearchItemsSerializer(StrictSerializer):
 class ListNamespacesSerializer(StrictSerializer):
     prefix = PatternField(required=False, allow_null=True, default=())
     suffix = PatternField(required=False, allow_null=True, default=())
-    max_depth = serializers.IntegerField(min_value=1, max_value=SCOPE_MAX_CHARS, required=False, allow_null=True,
+    max_depth = serializers.IntegerField(min_value=1, max_value=NAMESPACE_MAX_CHARS, required=False, allow_null=True,
                                          default=None)
     limit = serializers.IntegerField(min_value=1, max_value=LIST_MAX, default=100)
     offset = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
@@ -219,7 +219,7 @@ class ItemSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
     def get_namespace(self, memory) -> list[str]:
-        return scope_to_namespace(memory.scope)
+        return namespace_labels(memory.namespace)
 
 
 class SearchItemSerializer(ItemSerializer):

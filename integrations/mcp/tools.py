@@ -122,9 +122,7 @@ async def remember_fact(
                  importance=importance, confidence=confidence, tags=tags, event_time=event_time, metadata=metadata)
 
     def work(caller: Caller):
-        fields = s.validated(s.MemoryCreateSerializer, body)
-        fields.pop("namespace", None)
-        result = records.memory_create(caller, fields)
+        result = records.memory_create(caller, s.validated(s.MemoryCreateSerializer, body))
         return {"memory": brief(result.memory), "created": result.created, "deduplicated": result.deduplicated,
                 "near_duplicates": s.WriteResultSerializer(result).data["near_duplicates"]}
 

@@ -4,7 +4,7 @@ and so MCP's tools read every text and JSON value with these (tests/unit/test_cl
 
 A namespace is read here too, by one rule at every door: a list of labels (["users", "alice"])
 or one string of them joined with "/" ("users/alice"), for writes and filters alike; it is kept
-(and compared) as that string, a memory's scope, and answered as the list.
+(and compared) as that string, a memory's namespace, and answered as the list.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rest_framework.fields import empty
 from memories.cleaning import Secrets, Unclean, clean_json, clean_text
 
 NAMESPACE_SEPARATOR = "/"
-SCOPE_MAX_CHARS = 256
+NAMESPACE_MAX_CHARS = 256
 
 
 class CleanField:
@@ -69,8 +69,9 @@ class TagField(CleanCharField):
 # --------------------------------------------------------------------------- namespaces
 
 
-def scope_to_namespace(scope: str) -> list[str]:
-    return scope.split(NAMESPACE_SEPARATOR) if scope else []
+def namespace_labels(namespace: str) -> list[str]:
+    """The labels of a namespace kept as one string ("users/alice": ["users", "alice"])."""
+    return namespace.split(NAMESPACE_SEPARATOR) if namespace else []
 
 
 @extend_schema_field({
@@ -79,7 +80,7 @@ def scope_to_namespace(scope: str) -> list[str]:
     "example": ["users", "alice"]})
 class NamespaceField(CleanField, serializers.Field):
     """Spec §3's namespace: a list of labels, e.g. ["users", "alice"], or the labels joined with
-    "/", "users/alice". Read as the scope ("users/alice"), answered as the list."""
+    "/", "users/alice". Read as one string ("users/alice"), answered as the list."""
 
     # Characters a label may not hold, besides the separator (LangGraph's door adds ".").
     reserved: tuple[str, ...] = (NAMESPACE_SEPARATOR,)
@@ -88,7 +89,7 @@ class NamespaceField(CleanField, serializers.Field):
         "shape": "a namespace is a list of at least {minimum} labels, or them joined with '/'",
         "label": "namespace labels must be non-empty strings",
         "reserved": "namespace label {label!r} may not contain {character!r}",
-        "length": f"namespace is longer than {SCOPE_MAX_CHARS} characters once joined with '/'",
+        "length": f"namespace is longer than {NAMESPACE_MAX_CHARS} characters once joined with '/'",
     }
 
     def __init__(self, *, secrets: Secrets, minimum: int = 1, **kwargs):
@@ -113,14 +114,14 @@ class NamespaceField(CleanField, serializers.Field):
             self.fail("shape", minimum=self.minimum)
         if not all(isinstance(label, str) and label.strip() for label in labels):
             self.fail("label")
-        scope = self.cleaned(clean_text, NAMESPACE_SEPARATOR.join(labels))  # before a message quotes a label
+        namespace = self.cleaned(clean_text, NAMESPACE_SEPARATOR.join(labels))  # before a message quotes a label
         for label in labels:
             for character in self.reserved:
                 if character in label:
                     self.fail("reserved", label=label, character=character)
-        if len(scope) > SCOPE_MAX_CHARS:
+        if len(namespace) > NAMESPACE_MAX_CHARS:
             self.fail("length")
-        return scope
+        return namespace
 
     def to_representation(self, value):
-        return scope_to_namespace(value)
+        return namespace_labels(value)

@@ -15,7 +15,7 @@ from memories.api.fields import (
     CleanJSONField,
     NamespaceField,
     TagField,
-    scope_to_namespace,
+    namespace_labels,
 )
 from memories.cleaning import Secrets
 from memories.models import (
@@ -94,10 +94,10 @@ class MemoryFieldsMixin(StrictSerializer):
     event_time = serializers.DateTimeField(required=False, allow_null=True)
 
     def validate(self, attrs):
-        if "namespace" in attrs:
-            if "scope" in attrs:
+        if "scope" in attrs:
+            if "namespace" in attrs:
                 raise serializers.ValidationError({"namespace": ["send scope or namespace, not both"]})
-            attrs["scope"] = attrs.pop("namespace")
+            attrs["namespace"] = attrs.pop("scope")
         if "ttl" in attrs and attrs.get("expires_at") is not None:
             raise serializers.ValidationError({"ttl": ["send ttl or expires_at, not both"]})
         start, end = attrs.get("valid_from"), attrs.get("valid_until")
@@ -273,6 +273,7 @@ class MemorySerializer(serializers.ModelSerializer):
     org_id = serializers.UUIDField(read_only=True)
     agent_id = serializers.UUIDField(read_only=True)
     session_id = serializers.UUIDField(read_only=True, allow_null=True)
+    scope = serializers.CharField(source="namespace", read_only=True)  # the namespace, joined with "/"
     namespace = serializers.SerializerMethodField()
     tags = serializers.SerializerMethodField()
     confidence = serializers.FloatField()
@@ -302,7 +303,7 @@ class MemorySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_namespace(self, memory) -> list[str]:
-        return scope_to_namespace(memory.scope)
+        return namespace_labels(memory.namespace)
 
     def get_tags(self, memory) -> list[str]:
         # A search loads the names with the memory (retrieval.records.load); lists prefetch the tags.
@@ -369,6 +370,7 @@ class ExplanationSerializer(serializers.Serializer):
 
 class EntitySerializer(serializers.ModelSerializer):
     type = serializers.ChoiceField(Entity.Kind.choices, source="kind", read_only=True)
+    scope = serializers.CharField(source="namespace", read_only=True)  # the namespace, joined with "/"
     namespace = serializers.SerializerMethodField()
     aliases = serializers.SerializerMethodField()
 
@@ -379,7 +381,7 @@ class EntitySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_namespace(self, entity) -> list[str]:
-        return scope_to_namespace(entity.scope)
+        return namespace_labels(entity.namespace)
 
     def get_aliases(self, entity) -> list[str]:
         return [alias.alias for alias in entity.aliases.all()]  # prefetched, in order (selectors)
@@ -396,7 +398,7 @@ class EntityFactSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_namespace(self, memory) -> list[str]:
-        return scope_to_namespace(memory.scope)
+        return namespace_labels(memory.namespace)
 
 
 class EntityDetailSerializer(EntitySerializer):
@@ -596,20 +598,21 @@ class RetrievedMemorySerializer(serializers.Serializer):
 
     id = serializers.UUIDField(source="memory.pk")
     summary = serializers.CharField(source="memory.content")
-    scope = serializers.CharField(source="memory.scope")
+    scope = serializers.CharField(source="memory.namespace")
     sensitivity = serializers.CharField(source="memory.sensitivity")
     validation_status = serializers.CharField(source="memory.validation_status")
     provenance = serializers.DictField(source="memory.provenance")
     artifact_refs = serializers.SerializerMethodField()
 
     def get_artifact_refs(self, result) -> list[dict]:
-        return [{"id": str(link.artifact.pk), "scope": link.artifact.scope, "sha256": link.artifact.sha256,
+        return [{"id": str(link.artifact.pk), "scope": link.artifact.namespace, "sha256": link.artifact.sha256,
                  "storage_uri": link.artifact.storage_uri, "artifact_type": link.artifact.artifact_type}
                 for link in self.context.get("artifacts", {}).get(result.memory.pk, [])]
 
 
 class RetrievalEventSerializer(serializers.ModelSerializer):
     agent_id = serializers.UUIDField(read_only=True, allow_null=True)
+    scope = serializers.CharField(source="namespace", read_only=True)  # the namespace prefix asked
     replay_of = serializers.UUIDField(source="replay_of_id", read_only=True, allow_null=True)
     results = serializers.SerializerMethodField()
 
@@ -696,7 +699,7 @@ class SessionSerializer(serializers.ModelSerializer):
                   "consolidated_at", "consolidation", "memory_count"]
 
     def get_namespace(self, session) -> list[str]:
-        return scope_to_namespace(session.scope)
+        return namespace_labels(session.namespace)
 
     def get_status(self, session) -> str:
         return "closed" if session.ended_at else "open"

@@ -151,19 +151,13 @@ class MemoryCollectionView(AgentAPIView):
     def post(self, request):
         if isinstance(request.data, dict) and "memories" in request.data:
             items = self.validated(s.MemoryBatchCreateSerializer, request.data)["memories"]
-            results = records.memory_create_batch(self.caller, [self._create_fields(dict(i)) for i in items])
+            results = records.memory_create_batch(self.caller, [dict(item) for item in items])
             created = any(r.created for r in results)
             return Response({"results": s.BatchItemResultSerializer(results, many=True).data},
                             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
-        result = records.memory_create(self.caller, self._create_fields(self.validated(s.MemoryCreateSerializer,
-                                                                                      request.data)))
+        result = records.memory_create(self.caller, self.validated(s.MemoryCreateSerializer, request.data))
         return Response(write_result(result), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
                         headers={"ETag": f'"{result.memory.version}"'})
-
-    @staticmethod
-    def _create_fields(fields: dict) -> dict:
-        fields.pop("namespace", None)
-        return fields
 
 
 class MemoryDetailView(AgentAPIView):

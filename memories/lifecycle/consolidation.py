@@ -86,17 +86,17 @@ def consolidate_session(*, org_id, session_id) -> dict | None:
                    [:MOST_MEMORIES])
     embedded = jobs.embed_now(org_id, pending) if pending else 0
     memories = list(live.filter(embedding__isnull=False).order_by("created_at", "id")
-                    .only("id", "agent_id", "scope", "content", "created_at", "embedding")[:MOST_MEMORIES])
+                    .only("id", "agent_id", "namespace", "content", "created_at", "embedding")[:MOST_MEMORIES])
     groups: dict[tuple, list[Memory]] = {}
     for memory in memories:
-        groups.setdefault((memory.agent_id, memory.scope), []).append(memory)
+        groups.setdefault((memory.agent_id, memory.namespace), []).append(memory)
     counts = {"session": str(session.pk), "memories": len(memories), "embedded": embedded, "duplicate_pairs": 0,
               "summaries": 0}
-    for (agent_id, scope), group in groups.items():
+    for (agent_id, namespace), group in groups.items():
         vectors = unit_rows(np.array([memory.embedding for memory in group], dtype=np.float32))
         counts["duplicate_pairs"] += propose_merges(org_id, group, vectors)
         if len(group) >= SUMMARY_MIN:
-            counts["summaries"] += propose_summary(org_id, session, agent_id, scope, group, vectors)
+            counts["summaries"] += propose_summary(org_id, session, agent_id, namespace, group, vectors)
     session.consolidated_at, session.consolidation = timezone.now(), counts
     session.save(update_fields=["consolidated_at", "consolidation"])
     LifecycleRun.objects.create(org_id=org_id, job=LifecycleRun.Job.CONSOLIDATION, started_at=started, counts=counts)
@@ -168,12 +168,13 @@ def summary_text(session: Session, group: list[Memory], chosen: list[Memory]) ->
     return "\n".join(lines)[:CONTENT_MAX_CHARS]
 
 
-def propose_summary(org_id, session: Session, agent_id, scope: str, group: list[Memory], vectors: np.ndarray) -> int:
+def propose_summary(org_id, session: Session, agent_id, namespace: str, group: list[Memory],
+                    vectors: np.ndarray) -> int:
     """Write the group's summary candidate, waiting for review, linked to what it was drawn
     from. Returns 1 if it is new (an equal summary is not written twice)."""
     chosen = [group[i] for i in summary_choice(vectors, SUMMARY_SIZE, config().consolidation_similarity)]
     fields = {
-        "scope": scope, "session_id": session.pk, "category": Memory.Category.EPISODIC,
+        "namespace": namespace, "session_id": session.pk, "category": Memory.Category.EPISODIC,
         "memory_type": Memory.MemoryType.EPISODIC, "source": Memory.Source.INFERRED,
         "status": Memory.Status.PENDING_REVIEW,
         "metadata": {"session_summary": {"session_id": str(session.pk), "memories": len(group),

@@ -29,7 +29,7 @@ from itertools import islice
 from typing import Callable
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from memories.embeddings import active_model
@@ -70,6 +70,17 @@ COPIED = (
     "created_at", "updated_at", "indexed",
 )
 MEMORY_FIELDS = ("id", "agent_id", "session_id", "provenance", "superseded_by_id", "merged_into_id", *COPIED)
+# The file keeps a namespace under "scope", its column's name (memories.lifecycle.portability).
+AS_FILED = {"scope": F("namespace")}
+
+
+def filed(rows, fields: tuple, *, stream: bool = True) -> Iterator[dict]:
+    """The rows' values under the names the file gives them, in the order of `fields` (streamed
+    from a server-side cursor unless stream is false)."""
+    values = rows.values(*(name for name in fields if name not in AS_FILED),
+                         **{name: AS_FILED[name] for name in fields if name in AS_FILED})
+    for row in values.iterator(chunk_size=CHUNK) if stream else values:
+        yield {name: row[name] for name in fields}
 
 
 @contextmanager
@@ -152,7 +163,7 @@ def _sessions(org_id, scope: ExportScope, in_scope) -> Iterator[dict]:
         sessions = sessions.filter(pk__in=Memory.objects.without_usage().filter(org_id=org_id, pk__in=in_scope)
                                    .values("session_id"))
     fields = ("id", "agent_id", "scope", "external_id", "metadata", "started_at", "ended_at")
-    for session in sessions.order_by("started_at", "id").values(*fields).iterator(chunk_size=CHUNK):
+    for session in filed(sessions.order_by("started_at", "id"), fields):
         yield {"id": session["id"], "origin": origin_of(session["id"], session["metadata"]),
                "agent": session["agent_id"], "scope": session["scope"], "external_id": session["external_id"],
                "metadata": without_origin(session["metadata"]), "started_at": session["started_at"],
@@ -172,7 +183,7 @@ def _entities(org_id, scope: ExportScope, in_scope) -> Iterator[dict]:
         org_id=org_id, memory__in=in_scope).values("entity_id")))
     fields = ("id", "scope", "kind", "name", "summary", "attributes", "mention_count", "first_seen_at",
               "last_seen_at")
-    rows = entities.order_by("scope", "kind", "key", "id").values(*fields).iterator(chunk_size=CHUNK)
+    rows = filed(entities.order_by("namespace", "kind", "key", "id"), fields)
     while chunk := list(islice(rows, CHUNK)):
         aliases = defaultdict(list)
         for alias in EntityAlias.objects.filter(org_id=org_id, entity_id__in=[e["id"] for e in chunk]).order_by(
@@ -186,7 +197,7 @@ def _artifacts(org_id, scope: ExportScope, in_scope) -> Iterator[dict]:
     artifacts = _needed(Artifact.objects.filter(org_id=org_id), scope, Q(pk__in=MemoryArtifact.objects.filter(
         org_id=org_id, memory__in=in_scope).values("artifact_id")))
     fields = ("id", "scope", "sha256", "storage_uri", "artifact_type", "metadata", "created_at")
-    rows = artifacts.order_by("created_at", "id").values(*fields).iterator(chunk_size=CHUNK)
+    rows = filed(artifacts.order_by("created_at", "id"), fields)
     while chunk := list(islice(rows, CHUNK)):
         records = _provenance(org_id, artifact_id__in=[a["id"] for a in chunk])
         for artifact in chunk:
@@ -242,8 +253,8 @@ def _memories(org_id, scope: ExportScope, embeddings: bool, progress) -> Iterato
                               if embeddings else ())
     written = 0
     for ids in _ordered_ids(org_id, scope):
-        rows = {row["id"]: row for row in Memory.objects.without_usage().filter(org_id=org_id, pk__in=ids)
-                .values(*fields)}
+        rows = {row["id"]: row for row in filed(Memory.objects.without_usage().filter(org_id=org_id, pk__in=ids),
+                                                fields, stream=False)}
         inline = _inline(org_id, ids)
         for memory_id in ids:
             yield _memory_record(rows[memory_id], inline, embeddings)

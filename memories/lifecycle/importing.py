@@ -430,12 +430,12 @@ class _Import:
 
     def plan_entities(self, chunk) -> None:
         keys = [(record["scope"], record["kind"], self.entity_name(record)[1]) for _, record in chunk]
-        scopes, kinds, names = (list(column) for column in zip(*keys))
+        namespaces, kinds, names = (list(column) for column in zip(*keys))
         found = self.identities("entity", """
             SELECT e.scope, e.kind, e.key, e.id FROM entities e
             JOIN unnest(%s::text[], %s::text[], %s::text[]) w(scope, kind, key) USING (scope, kind, key)
             WHERE e.org_id = %s
-        """, [scopes, kinds, names, self.org_id], keys)
+        """, [namespaces, kinds, names, self.org_id], keys)
         planned, held = [], {}
         for (number, record), key in zip(chunk, keys):
             if not key[2]:
@@ -454,7 +454,7 @@ class _Import:
     def stored_content(self, record: dict) -> str:
         """The memory's content as this organisation stores it, its identifiers checked."""
         try:
-            check_identifiers(self.redactor, scope=record["scope"], key=record["key"],
+            check_identifiers(self.redactor, namespace=record["scope"], key=record["key"],
                               tags=[tag["tag"] for tag in record["tags"]], sensitivity=record["sensitivity"])
             content = self.redactor.plain(record["content"]).strip()
             check_content(content)

@@ -44,7 +44,7 @@ import numpy as np
 from django.db.models import Q
 from django.utils.dateparse import parse_datetime
 
-from memories.access import namespace_sql, scope_prefix_filter
+from memories.access import namespace_prefix_filter, namespace_sql
 from memories.cleaning import MAX_JSON_DEPTH, TOO_DEEP_MESSAGE, problems
 from memories.models import (
     CONTENT_MAX_CHARS,
@@ -95,7 +95,7 @@ class ExportScope:
         """The memories of the scope, as a filter (path: the memory's, from the model filtered)."""
         condition = Q()
         if self.namespace is not None:
-            condition &= scope_prefix_filter(self.namespace, path)
+            condition &= namespace_prefix_filter(self.namespace, path)
         if self.agent_id is not None:
             condition &= Q(**{f"{path}agent_id": self.agent_id})
         return condition
@@ -116,7 +116,7 @@ class ExportScope:
         """Entities and artifacts kept under the exported namespace belong to it on their own,
         linked or not, as in an erasure (ErasureScope.under); None for an agent's scope."""
         if self.namespace is not None and self.agent_id is None:
-            return scope_prefix_filter(self.namespace)
+            return namespace_prefix_filter(self.namespace)
         return None
 
     def as_json(self) -> dict:

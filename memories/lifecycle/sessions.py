@@ -7,7 +7,7 @@ memory (memories.writes.create holds the session while a write names it, so a cl
 the writes in flight and no write lands after it). Closing queues the session's consolidation
 (memories.lifecycle.consolidation); the sweep there catches a close whose job was lost.
 
-A session lies in a namespace (`scope`, possibly none): a key limited to namespaces opens
+A session lies in a namespace (possibly none): a key limited to namespaces opens
 sessions only under them, and sees only those.
 
 What a session keeps is redacted by the organisation's policy as a memory's is: its metadata
@@ -24,7 +24,7 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from memories.access import EVERYWHERE, KeyReach, scope_prefix_filter
+from memories.access import EVERYWHERE, KeyReach, namespace_prefix_filter
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.lifecycle import consolidation
 from memories.models import Memory
@@ -46,16 +46,16 @@ def _with_counts(queryset: QuerySet) -> QuerySet:
     return queryset.annotate(memory_count=Coalesce(Subquery(live), 0))
 
 
-def session_open(*, org_id, agent_id, external_id: str = "", scope: str = "", metadata: dict | None = None,
+def session_open(*, org_id, agent_id, external_id: str = "", namespace: str = "", metadata: dict | None = None,
                  reach: KeyReach = EVERYWHERE) -> tuple[Session, bool]:
     """Open a session for the agent; with an external_id the agent's open session of that id is
     returned instead when there is one (an agent keeps its own id for a conversation, and may
     send it again). Returns (session, created)."""
-    reach.check_write(scope)
+    reach.check_write(namespace)
     redactor = redactor_for(org_id)
     try:
         redactor.check_identifier(external_id, field="external_id")
-        redactor.check_identifier(scope, field="namespace")
+        redactor.check_identifier(namespace, field="namespace")
     except IdentifierHoldsSecret as refused:
         raise InvalidInput(str(refused), field=refused.field) from None
     metadata, _ = redactor.json(metadata or {})
@@ -70,7 +70,7 @@ def session_open(*, org_id, agent_id, external_id: str = "", scope: str = "", me
                      .order_by("-started_at").first())
             if found is not None:
                 return found, False
-        session = Session.objects.create(org_id=org_id, agent_id=agent_id, external_id=external_id, scope=scope,
+        session = Session.objects.create(org_id=org_id, agent_id=agent_id, external_id=external_id, namespace=namespace,
                                          metadata=metadata)
     session.memory_count = 0
     return session, True
@@ -87,7 +87,7 @@ def session_list(*, org_id, agent=None, status: str | None = None, namespace: st
     elif status == CLOSED:
         queryset = queryset.filter(ended_at__isnull=False)
     if namespace:
-        queryset = queryset.filter(scope_prefix_filter(namespace))
+        queryset = queryset.filter(namespace_prefix_filter(namespace))
     if external_id:
         queryset = queryset.filter(external_id=external_id)
     return _with_counts(queryset)
@@ -108,7 +108,7 @@ def session_close(*, org_id, session_id, reach: KeyReach = EVERYWHERE, consolida
         session = Session.objects.select_for_update().filter(reach.memories(), org_id=org_id, pk=session_id).first()
         if session is None:
             raise NotFound(f"session {session_id} not found")
-        reach.check_write(session.scope)
+        reach.check_write(session.namespace)
         if session.ended_at is not None:
             raise Conflict(f"session {session_id} is already closed", code="session_closed")
         session.ended_at = timezone.now()

@@ -10,7 +10,7 @@ from django.db.models import Count, Q
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from memories.access import EVERYWHERE, KeyReach, scope_prefix_filter
+from memories.access import EVERYWHERE, KeyReach, namespace_prefix_filter
 from memories.lifecycle.decay import strength_bands
 from memories.models import Entity, LifecycleRun, Memory, MemoryRelationship
 
@@ -25,8 +25,8 @@ def memory_stats(*, org_id, namespace: str | None = None, reach: KeyReach = EVER
     memories = Memory.objects.without_usage().filter(reach.memories(), org_id=org_id, deleted_at__isnull=True)
     entities = Entity.objects.filter(reach.memories(), org_id=org_id)
     if namespace:
-        memories = memories.filter(scope_prefix_filter(namespace))
-        entities = entities.filter(scope_prefix_filter(namespace))
+        memories = memories.filter(namespace_prefix_filter(namespace))
+        entities = entities.filter(namespace_prefix_filter(namespace))
     live = memories.filter(status=Memory.Status.ACTIVE)
     since = timezone.now() - timedelta(days=GROWTH_DAYS)
     growth = (memories.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")

@@ -29,7 +29,7 @@ from tenants.context import tenant_context
 logger = logging.getLogger(__name__)
 
 
-def retrieval_event_record(*, org_id, kind: str, query: str, scope: str, filters: SearchFilters, request: dict,
+def retrieval_event_record(*, org_id, kind: str, query: str, namespace: str, filters: SearchFilters, request: dict,
                            outcome: SearchOutcome, agent_id=None, user=None, replay_of=None,
                            artifact_ids: list | None = None) -> RetrievalEvent:
     """Record a search as the tenant the caller has set, and count a retrieval for each memory
@@ -43,7 +43,7 @@ def retrieval_event_record(*, org_id, kind: str, query: str, scope: str, filters
     redacted.update(recorded_query.kinds)
     event = RetrievalEvent.objects.create(
         org_id=org_id, kind=kind, agent_id=agent_id, user=user, query=recorded_query.text,
-        scope=redactor.plain(scope), filters=recorded_filters,
+        namespace=redactor.plain(namespace), filters=recorded_filters,
         returned_memory_ids=ids, returned_scores=[result.score for result in outcome.results],
         returned_artifact_ids=sorted({artifact for result in outcome.results for artifact in result.memory.artifact_ids},
                                      key=str) if artifact_ids is None else artifact_ids,
@@ -196,7 +196,7 @@ def retrieval_event_replay(*, org_id, event_id, agent_id=None, user=None) -> Rep
                                 mode=request.get("mode", "hybrid"), expand=request.get("expand", False),
                                 threshold=request.get("threshold"))
     event = retrieval_event_record(org_id=org_id, kind=RetrievalEvent.Kind.REPLAY, query=original.query,
-                                   scope=original.scope, filters=filters, request=request, outcome=outcome,
+                                   namespace=original.namespace, filters=filters, request=request, outcome=outcome,
                                    agent_id=agent_id, user=user, replay_of=original)
     before = {memory_id: rank for rank, memory_id in enumerate(original.returned_memory_ids, start=1)}
     after = {memory_id: rank for rank, memory_id in enumerate(event.returned_memory_ids, start=1)}

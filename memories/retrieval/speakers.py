@@ -56,10 +56,10 @@ def named(org_id, query: str, filters: SearchFilters) -> Speaker | None:
                 if mention.kind == "person" or mention.guessed}
     if not mentions:
         return None
-    scope = filters.namespace_conditions("e.scope")
+    within = filters.namespace_conditions("e.scope")
     with connection.cursor() as cursor:
-        cursor.execute(SPEAKERS_SQL.format(scope=" AND ".join(sql for sql, _ in scope) or "TRUE"),
-                       [list(mentions), org_id, *(value for _, values in scope for value in values)])
+        cursor.execute(SPEAKERS_SQL.format(scope=" AND ".join(sql for sql, _ in within) or "TRUE"),
+                       [list(mentions), org_id, *(value for _, values in within for value in values)])
         rows = cursor.fetchall()
     people = {entity_key for _, entity_key, _ in rows}
     if len(people) != 1:

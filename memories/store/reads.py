@@ -8,19 +8,19 @@ from django.db import connection
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
-from memories.access import EVERYWHERE, KeyReach, namespace_sql, scope_prefix_filter
+from memories.access import EVERYWHERE, KeyReach, namespace_prefix_filter, namespace_sql
 from memories.errors import NotFound
 from memories.models import Memory
 from memories.selectors import NOT_EXPIRED, with_tags
 from memories.store import values
 
 
-def store_get(*, org_id, scope: str, key: str) -> Memory:
+def store_get(*, org_id, namespace: str, key: str) -> Memory:
     """The store item at namespace and key."""
-    memory = with_tags(Memory.objects.filter(NOT_EXPIRED, org_id=org_id, scope=scope, key=key,
+    memory = with_tags(Memory.objects.filter(NOT_EXPIRED, org_id=org_id, namespace=namespace, key=key,
                                               deleted_at__isnull=True)).first()
     if memory is None:
-        raise NotFound(f"no item {key!r} in namespace {scope!r}", field="key")
+        raise NotFound(f"no item {key!r} in namespace {namespace!r}", field="key")
     return memory
 
 
@@ -32,9 +32,9 @@ def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, l
     queryset = Memory.objects.filter(NOT_EXPIRED, reach.memories(), org_id=org_id, key__isnull=False,
                                      deleted_at__isnull=True)
     if exactly:  # the namespace itself, none under it
-        queryset = queryset.filter(scope=prefix)
+        queryset = queryset.filter(namespace=prefix)
     elif prefix:
-        queryset = queryset.filter(scope_prefix_filter(prefix))
+        queryset = queryset.filter(namespace_prefix_filter(prefix))
     if value_filter:
         sql, params = values.filter_sql(values.filter_conditions(value_filter), '"memories"."metadata"')
         queryset = queryset.filter(RawSQL(sql, params, output_field=BooleanField()))
@@ -42,7 +42,7 @@ def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, l
 
 
 # LangGraph's list_namespaces over the namespaces that hold items: a namespace is its labels
-# (the scope split at "/"), matched label by label ("*" matches any one), cut to max_depth,
+# (the column scope split at "/"), matched label by label ("*" matches any one), cut to max_depth,
 # each listed once, in the order of their labels (as Python sorts tuples: by code point).
 NAMESPACES_SQL = """
     SELECT DISTINCT labels[1:%s] AS listed

@@ -21,7 +21,7 @@ from memories.writes.kernel import Actor
 STORE_DECAY_RATE = 0.0
 
 
-def store_put(*, org_id, agent_id, scope: str, key: str, value: dict, index=None, ttl: int | None = None,
+def store_put(*, org_id, agent_id, namespace: str, key: str, value: dict, index=None, ttl: int | None = None,
               actor: Actor | None = None) -> WriteResult:
     """Upsert by namespace and key: last write wins, and every write leaves a version. value: a
     JSON object, kept as the memory's metadata. index: None (the whole value is its text), False
@@ -32,17 +32,17 @@ def store_put(*, org_id, agent_id, scope: str, key: str, value: dict, index=None
     text = store_values.item_text(value, store_values.check_index(index), CONTENT_MAX_CHARS)
     with transaction.atomic():
         current = (Memory.objects.select_for_update()
-                   .filter(org_id=org_id, scope=scope, key=key, deleted_at__isnull=True).first())
+                   .filter(org_id=org_id, namespace=namespace, key=key, deleted_at__isnull=True).first())
         if current is None:
             try:
                 with transaction.atomic():
-                    return memory_create(org_id=org_id, agent_id=agent_id, content=text.content, scope=scope,
+                    return memory_create(org_id=org_id, agent_id=agent_id, content=text.content, namespace=namespace,
                                          key=key, metadata=value, category=Memory.Category.FACTUAL,
                                          source=Memory.Source.USER_PROVIDED, decay_rate=STORE_DECAY_RATE,
                                          indexed=text.indexed, actor=actor, ttl=ttl)
             except Conflict:
                 # A concurrent first put of the same key won; this write comes last, so it wins.
-                current = Memory.objects.select_for_update().get(org_id=org_id, scope=scope, key=key,
+                current = Memory.objects.select_for_update().get(org_id=org_id, namespace=namespace, key=key,
                                                                 deleted_at__isnull=True)
         changes = {"content": text.content, "metadata": value, "indexed": text.indexed,
                    **({"ttl": ttl} if ttl is not None else {"expires_at": None})}
@@ -51,12 +51,12 @@ def store_put(*, org_id, agent_id, scope: str, key: str, value: dict, index=None
         return WriteResult(memory, created=False)
 
 
-def store_delete(*, org_id, scope: str, key: str, actor: Actor) -> bool:
+def store_delete(*, org_id, namespace: str, key: str, actor: Actor) -> bool:
     """Delete the item if there is one (soft: its history stays). LangGraph's delete of a
     missing item is no error; returns whether there was one."""
     with transaction.atomic():
         current = (Memory.objects.select_for_update()
-                   .filter(org_id=org_id, scope=scope, key=key, deleted_at__isnull=True).first())
+                   .filter(org_id=org_id, namespace=namespace, key=key, deleted_at__isnull=True).first())
         if current is None:
             return False
         memory_delete(org_id=org_id, memory_id=current.pk, actor=actor)

@@ -57,7 +57,7 @@ def session_open(caller: Caller, *, external_id: str = "", namespace: str = "",
                  metadata: dict | None = None) -> tuple[Session, bool]:
     caller.check_writable()
     return sessions.session_open(org_id=caller.org_id, agent_id=caller.agent_id, external_id=external_id,
-                                 scope=namespace, metadata=metadata, reach=caller.reach)
+                                 namespace=namespace, metadata=metadata, reach=caller.reach)
 
 
 def session_get(caller: Caller, session_id) -> Session:

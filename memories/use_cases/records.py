@@ -19,7 +19,7 @@ def memory_get(caller: Caller, memory_id, *, field: str | None = None) -> Memory
     """The memory, if the caller reaches it; missing otherwise, as another organisation's is.
     The one place where "out of reach" becomes "not found"."""
     memory = selectors.memory_get(org_id=caller.org_id, memory_id=memory_id)
-    if not caller.covers(memory.scope):
+    if not caller.covers(memory.namespace):
         raise NotFound(f"memory {memory_id} not found", field=field)
     return memory
 
@@ -55,8 +55,8 @@ def _sessions_reached(caller: Caller, named: dict) -> None:
 
 
 def memory_create(caller: Caller, fields: dict) -> WriteResult:
-    """Remember one memory (fields: the serializer's, its namespace as `scope`)."""
-    caller.check_write(fields.get("scope", ""))
+    """Remember one memory (fields: the serializer's)."""
+    caller.check_write(fields.get("namespace", ""))
     _sessions_reached(caller, {"session_id": fields.get("session_id")})
     return create.memory_create(org_id=caller.org_id, agent_id=caller.agent_id, actor=caller.actor(), **fields)
 
@@ -64,7 +64,7 @@ def memory_create(caller: Caller, fields: dict) -> WriteResult:
 def memory_create_batch(caller: Caller, items: list[dict]) -> list[WriteResult]:
     """Remember a batch; one item out of reach refuses the whole batch, naming it."""
     for index, item in enumerate(items):
-        caller.check_write(item.get("scope", ""), field=f"memories[{index}].namespace")
+        caller.check_write(item.get("namespace", ""), field=f"memories[{index}].namespace")
     _sessions_reached(caller, {f"memories[{index}].session_id": item.get("session_id")
                                for index, item in enumerate(items)})
     return create.memory_create_batch(org_id=caller.org_id, agent_id=caller.agent_id, items=items,
@@ -74,8 +74,8 @@ def memory_create_batch(caller: Caller, items: list[dict]) -> list[WriteResult]:
 def memory_update(caller: Caller, memory_id, *, changes: dict, expected_version: int | None,
                   reason: str = "") -> Memory:
     _writable(caller, memory_id)
-    if "scope" in changes:
-        caller.check_write(changes["scope"])
+    if "namespace" in changes:
+        caller.check_write(changes["namespace"])
     change.memory_update(org_id=caller.org_id, memory_id=memory_id, changes=changes,
                          expected_version=expected_version, actor=caller.actor(reason))
     return memory_get(caller, memory_id)

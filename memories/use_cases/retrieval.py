@@ -39,7 +39,7 @@ def memory_search(caller: Caller, *, query: str, filters: SearchFilters, limit: 
     asked = {"limit": limit, "mode": mode, "expand": expand} | ({"threshold": threshold}
                                                                    if threshold is not None else {})
     event = events.retrieval_event_record(
-        org_id=caller.org_id, kind=RetrievalEvent.Kind.SEARCH, query=query, scope=filters.namespace or "",
+        org_id=caller.org_id, kind=RetrievalEvent.Kind.SEARCH, query=query, namespace=filters.namespace or "",
         filters=filters, request=asked, outcome=outcome, agent_id=caller.agent_id, user=caller.user)
     return Found(outcome, event)
 
@@ -69,7 +69,7 @@ def memory_retrieve(caller: Caller, *, query: str, namespace: str, sensitivity: 
                                               ).select_related("artifact"):
         links.setdefault(link.memory_id, []).append(link)
     event = events.retrieval_event_record(
-        org_id=caller.org_id, kind=RetrievalEvent.Kind.RETRIEVE, query=query, scope=namespace, filters=filters,
+        org_id=caller.org_id, kind=RetrievalEvent.Kind.RETRIEVE, query=query, namespace=namespace, filters=filters,
         request={"limit": limit, "mode": "hybrid", "expand": 0}, outcome=outcome, agent_id=caller.agent_id,
         user=caller.user,
         artifact_ids=sorted({link.artifact_id for group in links.values() for link in group}, key=str))
@@ -91,7 +91,7 @@ def context_assemble(caller: Caller, *, query: str, filters: SearchFilters, max_
                                 candidates=candidates, encoding_name=encoding, order=order)
     parameters = {"max_tokens": max_tokens, "encoding": encoding, "candidates": candidates, "order": order}
     event = events.retrieval_event_record(
-        org_id=caller.org_id, kind=RetrievalEvent.Kind.CONTEXT, query=query, scope=filters.namespace or "",
+        org_id=caller.org_id, kind=RetrievalEvent.Kind.CONTEXT, query=query, namespace=filters.namespace or "",
         filters=filters, request=parameters, outcome=assembly.outcome, agent_id=caller.agent_id, user=caller.user)
     return Assembled(assembly, event)
 
@@ -101,7 +101,7 @@ def hot_memories(caller: Caller, *, limit: int) -> list[Memory]:
     set, then cut)."""
     hottest = hot.hot_memories(org_id=caller.org_id, agent_id=caller.agent_id,
                                limit=config().hot_cache_size if caller.limited else limit)
-    return [memory for memory in hottest if caller.covers(memory.scope)][:limit]
+    return [memory for memory in hottest if caller.covers(memory.namespace)][:limit]
 
 
 # --------------------------------------------------------------------------- the record of retrievals

@@ -26,13 +26,13 @@ def memory_reject(caller: Caller, memory_id, *, reason: str) -> Memory:
 
 def conflict_list(caller: Caller, *, limit: int = 100) -> list[conflicts.MemoryConflict]:
     return [conflict for conflict in conflicts.open_conflicts(org_id=caller.org_id, limit=limit)
-            if caller.covers(conflict.first.scope) and caller.covers(conflict.second.scope)]
+            if caller.covers(conflict.first.namespace) and caller.covers(conflict.second.namespace)]
 
 
 def conflict_get(caller: Caller, *, kind: str, conflict_id) -> conflicts.MemoryConflict:
     """One open conflict whose both memories the caller reaches; NotFound otherwise."""
     conflict = conflicts.conflict_get(org_id=caller.org_id, kind=kind, conflict_id=conflict_id)
-    if not (caller.covers(conflict.first.scope) and caller.covers(conflict.second.scope)):
+    if not (caller.covers(conflict.first.namespace) and caller.covers(conflict.second.namespace)):
         raise NotFound(f"no open {kind} conflict {conflict_id}")
     return conflict
 

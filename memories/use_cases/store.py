@@ -20,7 +20,7 @@ from memories.writes.create import WriteResult
 def store_put(caller: Caller, *, namespace: str, key: str, value: dict, index=None,
               ttl: int | None = None) -> WriteResult:
     caller.check_write(namespace)
-    return store.store_put(org_id=caller.org_id, agent_id=caller.agent_id, scope=namespace, key=key, value=value,
+    return store.store_put(org_id=caller.org_id, agent_id=caller.agent_id, namespace=namespace, key=key, value=value,
                            index=index, ttl=ttl, actor=caller.actor())
 
 
@@ -28,7 +28,7 @@ def store_get(caller: Caller, *, namespace: str, key: str, refresh_ttl: bool = T
     """The item; NotFound when there is none, or the caller does not reach its namespace."""
     if not caller.covers(namespace):
         raise NotFound(f"no item {key!r} in namespace {namespace!r}", field="key")
-    item = reads.store_get(org_id=caller.org_id, scope=namespace, key=key)
+    item = reads.store_get(org_id=caller.org_id, namespace=namespace, key=key)
     if refresh_ttl:
         store.store_refresh_ttl(org_id=caller.org_id, items=[item])
     return item
@@ -37,7 +37,7 @@ def store_get(caller: Caller, *, namespace: str, key: str, refresh_ttl: bool = T
 def store_delete(caller: Caller, *, namespace: str, key: str) -> bool:
     """Delete the item if there is one (its history stays); whether there was one."""
     caller.check_write(namespace)
-    return store.store_delete(org_id=caller.org_id, scope=namespace, key=key, actor=caller.actor())
+    return store.store_delete(org_id=caller.org_id, namespace=namespace, key=key, actor=caller.actor())
 
 
 def store_search(caller: Caller, *, namespace_prefix: str = "", value_filter: dict | None = None, limit: int = 10,
@@ -59,7 +59,7 @@ def store_search(caller: Caller, *, namespace_prefix: str = "", value_filter: di
         if threshold is not None and not outcome.degraded:
             outcome.results = [result for result in outcome.results if result.score >= threshold]
         events.retrieval_event_record(
-            org_id=caller.org_id, kind=RetrievalEvent.Kind.NAMESPACE_SEARCH, query=query, scope=namespace_prefix,
+            org_id=caller.org_id, kind=RetrievalEvent.Kind.NAMESPACE_SEARCH, query=query, namespace=namespace_prefix,
             filters=filters, request={"limit": offset + limit, "offset": offset, "mode": "vector", "expand": 0,
                                       "threshold": threshold or 0.0},
             outcome=outcome, agent_id=caller.agent_id, user=caller.user)

@@ -47,7 +47,7 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
             raise Conflict(f"memory {memory.pk} is deleted; restore it first", code="deleted")
         changes = lifetime(changes, timezone.now())
         redactor = redactor_for(org_id)
-        check_identifiers(redactor, scope=changes.get("scope"), key=changes.get("key"),
+        check_identifiers(redactor, namespace=changes.get("namespace"), key=changes.get("key"),
                           sensitivity=changes.get("sensitivity"))
         actor = recorded(actor, redactor)
         if "metadata" in changes:
@@ -62,11 +62,11 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
                 changes["content"], changes["content_hash"] = new_content, content_hash(new_content)
             else:
                 changes.pop("content")
-        identity_changed = bool({"content_hash", "scope", "key"} & set(changes))
+        identity_changed = bool({"content_hash", "namespace", "key"} & set(changes))
         for name, value in changes.items():
             setattr(memory, name, value)
         if identity_changed and memory.key is None and memory.status == Memory.Status.ACTIVE:
-            duplicate = find_live_duplicate(org_id, memory.agent_id, memory.scope, memory.content_hash)
+            duplicate = find_live_duplicate(org_id, memory.agent_id, memory.namespace, memory.content_hash)
             if duplicate and duplicate.pk != memory.pk:
                 raise Conflict(f"an identical live memory exists in this namespace: {duplicate.pk}",
                                code="duplicate", field="content", existing_id=duplicate.pk)
@@ -89,7 +89,7 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
                                field="content") from None
             raise
         record_version(memory, MemoryVersion.Operation.UPDATE, actor)
-        if {"content", "scope"} & set(changes):
+        if {"content", "namespace"} & set(changes):
             relink_entities(org_id, memory)
         refresh_hot_set(memory)
         if {"content", "indexed"} & set(changes) and memory.indexed and memory.embedding is None:
@@ -202,7 +202,7 @@ def memory_supersede(*, org_id, memory_id, agent_id, content: str, actor: Actor,
         if old.deleted_at is not None or old.status != "active":
             state = "deleted" if old.deleted_at else old.status
             raise Conflict(f"memory {old.pk} is {state}; only an active memory can be superseded", code=state)
-        inherited = {"category": old.category, "memory_type": old.memory_type, "scope": old.scope,
+        inherited = {"category": old.category, "memory_type": old.memory_type, "namespace": old.namespace,
                      "sensitivity": old.sensitivity, "importance": old.importance}
         result = insert_memory(org_id, agent_id, content, {**inherited, **fields}, [], actor, redactor=redactor)
         new = result.memory

@@ -66,14 +66,14 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     fields = decay_fields(lifetime(fields, timezone.now()))
     redactor = redactor or redactor_for(org_id)
     given_entities = redacted_entities(redactor, fields.pop("entities", None))
-    check_identifiers(redactor, scope=fields.get("scope"), key=fields.get("key"), tags=tags,
+    check_identifiers(redactor, namespace=fields.get("namespace"), key=fields.get("key"), tags=tags,
                       sensitivity=fields.get("sensitivity"))
     actor = recorded(actor, redactor)
     redacted = redact(redactor, content, fields.pop("metadata", None) or {}, fields.pop("provenance", None) or {})
     check_content(redacted.content)
     digest = content_hash(redacted.content)
-    key, scope = fields.get("key"), fields.get("scope") or ""
-    if key is None and (existing := find_live_duplicate(org_id, agent_id, scope, digest)):
+    key, namespace = fields.get("key"), fields.get("namespace") or ""
+    if key is None and (existing := find_live_duplicate(org_id, agent_id, namespace, digest)):
         return WriteResult(existing, created=False, deduplicated=True)
     embedded = embed_one(redacted.content) if embed and fields.get("indexed", True) else None
     memory = Memory(org_id=org_id, agent_id=agent_id, content=redacted.content, content_hash=digest,
@@ -85,7 +85,8 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
             memory.save(force_insert=True)
     except IntegrityError as exc:
         if "memories_content_hash_live_unique" in str(exc):  # a concurrent equal write won
-            return WriteResult(find_live_duplicate(org_id, agent_id, scope, digest), created=False, deduplicated=True)
+            return WriteResult(find_live_duplicate(org_id, agent_id, namespace, digest), created=False,
+                               deduplicated=True)
         if "memories_scope_key_live_unique" in str(exc):
             raise Conflict(f"key {key!r} already exists in this namespace", code="key_exists", field="key") from None
         if "memories_session_id_fkey" in str(exc):
@@ -113,23 +114,24 @@ def hold_open_sessions(org_id, named: dict) -> None:
     SHARE, held until the write commits: closing a session (an update of its row) waits for
     the writes in flight, so its consolidation sees them, and a write after the close is
     refused."""
-    wanted = {name: (uuid.UUID(str(session_id)), scope) for name, (session_id, scope) in named.items() if session_id}
+    wanted = {name: (uuid.UUID(str(session_id)), namespace)
+              for name, (session_id, namespace) in named.items() if session_id}
     if not wanted:
         return
     with connection.cursor() as cursor:
         cursor.execute("SELECT id, ended_at, scope FROM sessions WHERE org_id = %s AND id = ANY(%s::uuid[]) "
                        "ORDER BY id FOR SHARE", [org_id, sorted({str(session_id) for session_id, _ in wanted.values()})])
-        sessions = {session_id: (ended_at, scope) for session_id, ended_at, scope in cursor.fetchall()}
-    for name, (session_id, scope) in wanted.items():
+        sessions = {session_id: (ended_at, namespace) for session_id, ended_at, namespace in cursor.fetchall()}
+    for name, (session_id, namespace) in wanted.items():
         if session_id not in sessions:
             raise NotFound(f"session {session_id} not found", field=name)
-        ended_at, session_scope = sessions[session_id]
+        ended_at, session_namespace = sessions[session_id]
         if ended_at is not None:
             raise Conflict(f"session {session_id} is closed; open a new session for new memories",
                            code="session_closed", field=name)
-        if session_scope and not under_namespace(scope or "", session_scope):
-            raise InvalidInput(f"session {session_id} is kept under {session_scope}: a memory of "
-                               f"{scope or '(no namespace)'} cannot join it", field=name)
+        if session_namespace and not under_namespace(namespace or "", session_namespace):
+            raise InvalidInput(f"session {session_id} is kept under {session_namespace}: a memory of "
+                               f"{namespace or '(no namespace)'} cannot join it", field=name)
 
 
 def memory_create(*, org_id, agent_id, content: str, tags: list[str] = (), actor: Actor | None = None,
@@ -137,7 +139,7 @@ def memory_create(*, org_id, agent_id, content: str, tags: list[str] = (), actor
     """Create one memory, embedded inline (pending if the model fails)."""
     actor = actor or Actor(agent_id=agent_id)
     with transaction.atomic():
-        hold_open_sessions(org_id, {"session_id": (fields.get("session_id"), fields.get("scope", ""))})
+        hold_open_sessions(org_id, {"session_id": (fields.get("session_id"), fields.get("namespace", ""))})
         result = insert_memory(org_id, agent_id, content, fields, list(tags), actor)
         if result.created and result.memory.embedding is None and result.memory.indexed:
             enqueue_embedding(org_id, [result.memory.pk])
@@ -162,7 +164,7 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
     commit (which also finds their near-duplicates)."""
     actor = actor or Actor(agent_id=agent_id)
     with transaction.atomic():
-        hold_open_sessions(org_id, {f"memories[{index}].session_id": (item.get("session_id"), item.get("scope", ""))
+        hold_open_sessions(org_id, {f"memories[{index}].session_id": (item.get("session_id"), item.get("namespace", ""))
                                     for index, item in enumerate(items)})
         redactor = redactor_for(org_id)
         actor = recorded(actor, redactor)
@@ -175,7 +177,7 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
             content, tags = item.pop("content"), sorted(set(item.pop("tags", [])))
             named = redacted_entities(redactor, item.pop("entities", None))
             try:
-                check_identifiers(redactor, scope=item.get("scope"), key=item.get("key"), tags=tags,
+                check_identifiers(redactor, namespace=item.get("namespace"), key=item.get("key"), tags=tags,
                                   sensitivity=item.get("sensitivity"))
             except InvalidInput as exc:
                 raise InvalidInput(exc.message, field=f"memories[{index}].{exc.field}") from None
@@ -189,13 +191,13 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
                 given[id(memory)] = named
 
         # Equal means equal content in the same namespace (see find_live_duplicate).
-        unkeyed = {(memory.scope, memory.content_hash) for memory, _ in prepared if memory.key is None}
-        existing = {(m.scope, m.content_hash): m for m in Memory.objects.filter(
-            LIVE, org_id=org_id, agent_id=agent_id, scope__in={scope for scope, _ in unkeyed},
+        unkeyed = {(memory.namespace, memory.content_hash) for memory, _ in prepared if memory.key is None}
+        existing = {(m.namespace, m.content_hash): m for m in Memory.objects.filter(
+            LIVE, org_id=org_id, agent_id=agent_id, namespace__in={namespace for namespace, _ in unkeyed},
             content_hash__in={digest for _, digest in unkeyed}, key__isnull=True)}
         results, new, first_of = [], [], {}
         for memory, tags in prepared:
-            identity = (memory.scope, memory.content_hash)
+            identity = (memory.namespace, memory.content_hash)
             twin = existing.get(identity) or first_of.get(identity) if memory.key is None else None
             if twin is not None:
                 results.append(WriteResult(twin, created=False, deduplicated=True))

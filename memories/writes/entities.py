@@ -21,21 +21,22 @@ def given_mentions(given: list[dict] | None) -> list[Mention]:
     return [Mention(item["name"], item.get("type") or "person", item["name"]) for item in given or []]
 
 
-def known_entities(org_id, scope: str, keys: set[str]) -> tuple[dict, dict]:
+def known_entities(org_id, namespace: str, keys: set[str]) -> tuple[dict, dict]:
     """The namespace's entities named by these keys: by (kind, key), and by alias key."""
     by_name = {(entity.kind, entity.key): entity
-               for entity in Entity.objects.filter(org_id=org_id, scope=scope, key__in=keys)}
+               for entity in Entity.objects.filter(org_id=org_id, namespace=namespace, key__in=keys)}
     by_alias = defaultdict(list)
-    for alias in EntityAlias.objects.filter(org_id=org_id, key__in=keys, entity__scope=scope).select_related("entity"):
+    for alias in EntityAlias.objects.filter(org_id=org_id, key__in=keys,
+                                            entity__namespace=namespace).select_related("entity"):
         by_alias[alias.key].append(alias.entity)
     return by_name, by_alias
 
 
-def resolve(org_id, scope: str, mentions: list[Mention], aliases_given: dict) -> dict[tuple, Entity | None]:
+def resolve(org_id, namespace: str, mentions: list[Mention], aliases_given: dict) -> dict[tuple, Entity | None]:
     """Each mention's entity in the namespace, created when it is new (None: a sentence's
     first word that names nothing known). Records the aliases learnt on the way."""
     keys = {mention.key for mention in mentions} | {name_key(a) for names in aliases_given.values() for a in names}
-    by_name, by_alias = known_entities(org_id, scope, keys)
+    by_name, by_alias = known_entities(org_id, namespace, keys)
     people = None  # the namespace's people, read once if a short name needs them
     resolved: dict[tuple, Entity | None] = {}
     new_aliases: list[tuple[Entity, str]] = []
@@ -51,7 +52,7 @@ def resolve(org_id, scope: str, mentions: list[Mention], aliases_given: dict) ->
             entity = by_alias[mention.key][0]
         if entity is None and (mention.kind == "person" or mention.guessed) and " " not in mention.key:
             if people is None:
-                people = list(Entity.objects.filter(org_id=org_id, scope=scope, kind="person"))
+                people = list(Entity.objects.filter(org_id=org_id, namespace=namespace, kind="person"))
             longer = [person for person in people if nickname_of(mention.key, person.key)]
             shorter = [person for person in people if nickname_of(person.key, mention.key)]
             if len(longer) == 1 and not shorter:  # "Mel", Melanie known: Melanie
@@ -63,8 +64,8 @@ def resolve(org_id, scope: str, mentions: list[Mention], aliases_given: dict) ->
                 Entity.objects.filter(pk=entity.pk).update(name=mention.name, key=mention.key)
                 entity.name, entity.key = mention.name, mention.key
         if entity is None and not mention.known_only:
-            entity, _ = Entity.objects.get_or_create(org_id=org_id, scope=scope, kind=mention.kind, key=mention.key,
-                                                     defaults={"name": mention.name})
+            entity, _ = Entity.objects.get_or_create(org_id=org_id, namespace=namespace, kind=mention.kind,
+                                                     key=mention.key, defaults={"name": mention.name})
             by_name[identity] = entity
             if people is not None and entity.kind == "person":
                 people.append(entity)
@@ -89,10 +90,11 @@ def link_entities(org_id, memories: list[Memory], given: dict | None = None) -> 
     mentions_of = {memory_id: [mention for mention, _ in pairs] for memory_id, pairs in sourced.items()}
     aliases_given = {(item.get("type") or "person", name_key(item["name"])): item.get("aliases", [])
                      for items in given.values() for item in items}
-    by_scope = defaultdict(list)
+    by_namespace = defaultdict(list)
     for memory in live:
-        by_scope[memory.scope].extend(mentions_of[memory.pk])
-    resolved = {scope: resolve(org_id, scope, mentions, aliases_given) for scope, mentions in by_scope.items() if mentions}
+        by_namespace[memory.namespace].extend(mentions_of[memory.pk])
+    resolved = {namespace: resolve(org_id, namespace, mentions, aliases_given)
+                for namespace, mentions in by_namespace.items() if mentions}
     linked = defaultdict(set)  # an edited memory keeps the links the agent gave
     for memory_id, entity_id in MemoryEntity.objects.filter(org_id=org_id, memory__in=live).values_list(
             "memory_id", "entity_id"):
@@ -102,7 +104,7 @@ def link_entities(org_id, memories: list[Memory], given: dict | None = None) -> 
         seen = linked[memory.pk]
         speakers = {(mention.kind, mention.key) for mention in mentions_of[memory.pk] if mention.speaker}
         for mention, source in sourced[memory.pk]:
-            entity = resolved[memory.scope].get((mention.kind, mention.key))
+            entity = resolved[memory.namespace].get((mention.kind, mention.key))
             if entity is None or entity.pk in seen:
                 continue
             seen.add(entity.pk)
@@ -124,6 +126,6 @@ def relink_entities(org_id, memory: Memory) -> list[MemoryEntity]:
     """After an edit of a memory's content or namespace: the extractor's links are found
     again (those the agent named stay while the namespace does)."""
     stale = MemoryEntity.objects.filter(org_id=org_id, memory=memory)
-    kept = list(stale.filter(source="agent", entity__scope=memory.scope).values_list("entity_id", flat=True))
+    kept = list(stale.filter(source="agent", entity__namespace=memory.namespace).values_list("entity_id", flat=True))
     stale.exclude(entity_id__in=kept).delete()
     return link_entities(org_id, [memory])

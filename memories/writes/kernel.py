@@ -30,17 +30,20 @@ logger = logging.getLogger(__name__)
 # Fields a client may set when writing a memory; everything else is the server's. `ttl` (a
 # time to live in seconds) is stored as expires_at and ttl_seconds (lifetime).
 WRITABLE_FIELDS = (
-    "category", "memory_type", "source", "confidence", "importance", "sensitivity", "scope", "key",
+    "category", "memory_type", "source", "confidence", "importance", "sensitivity", "namespace", "key",
     "session_id", "metadata", "provenance", "expires_at", "ttl", "valid_from", "valid_until", "event_time",
     "decay_rate",
 )
 UPDATABLE_FIELDS = ("content", "indexed", *(f for f in WRITABLE_FIELDS
                                             if f not in ("source", "session_id", "provenance", "decay_rate")))
 SNAPSHOT_FIELDS = (
-    "memory_type", "source", "importance", "usefulness_score", "sensitivity", "validation_status", "scope", "key",
+    "memory_type", "source", "importance", "usefulness_score", "sensitivity", "validation_status", "namespace", "key",
     "expires_at", "ttl_seconds", "valid_from", "valid_until", "event_time", "is_protected", "decay_rate",
     "superseded_by_id", "merged_into_id", "deleted_at", "session_id", "indexed",
 )
+# A snapshot keeps the namespace under "scope", its column's name: the versions written before
+# the field was renamed hold that key, and the API answers snapshots as they are stored.
+SNAPSHOT_KEYS = {"namespace": "scope"}
 # The longest time to live a write may give, in seconds (ten years).
 TTL_MAX_SECONDS = 10 * 365 * 86400
 # How fast a memory fades (memories.strength) unless the writer says otherwise: episodes, the
@@ -81,12 +84,12 @@ def redact(redactor: Redactor, content: str, metadata: dict, provenance: dict) -
     return Redacted(result.text.strip(), metadata, provenance)
 
 
-def check_identifiers(redactor: Redactor, *, scope: str | None = None, key: str | None = None,
+def check_identifiers(redactor: Redactor, *, namespace: str | None = None, key: str | None = None,
                       tags: list[str] = (), sensitivity: str | None = None) -> None:
     """Refuse a namespace, key, tag or sensitivity label that holds a secret (or, by policy,
     personal data): redacting an identifier would merge identities."""
     try:
-        redactor.check_identifier(scope, field="namespace")
+        redactor.check_identifier(namespace, field="namespace")
         redactor.check_identifier(key, field="key")
         redactor.check_identifier(sensitivity, field="sensitivity")
         for tag in tags:
@@ -125,11 +128,11 @@ def embedding_fields(embedded: Embedded | None) -> dict:
             "embedding_dimensions": EMBEDDING_DIMENSIONS, "embedded_at": timezone.now()}
 
 
-def find_live_duplicate(org_id, agent_id, scope: str, digest: str) -> Memory | None:
+def find_live_duplicate(org_id, agent_id, namespace: str, digest: str) -> Memory | None:
     """The live unkeyed memory this agent keeps with this content in this namespace: a
     namespace is an end user's boundary, so another namespace's equal memory is not one."""
     # At most one (the unique index of live unkeyed memories), so no ORDER BY.
-    equal = Memory.objects.filter(LIVE, org_id=org_id, agent_id=agent_id, scope=scope, content_hash=digest,
+    equal = Memory.objects.filter(LIVE, org_id=org_id, agent_id=agent_id, namespace=namespace, content_hash=digest,
                                   key__isnull=True).order_by()
     return next(iter(equal[:1]), None)
 
@@ -174,7 +177,7 @@ def snapshot(memory: Memory, tags: list[str] | None = None) -> dict:
     values = {}
     for name in SNAPSHOT_FIELDS:
         value = getattr(memory, name)
-        values[name] = value.isoformat() if hasattr(value, "isoformat") else (
+        values[SNAPSHOT_KEYS.get(name, name)] = value.isoformat() if hasattr(value, "isoformat") else (
             str(value) if isinstance(value, (Decimal, uuid.UUID)) else value)
     values["tags"] = tags_of(memory) if tags is None else sorted(tags)
     return values

@@ -21,13 +21,13 @@ NEXT = "next"
 
 def timeline_of(memory: Memory) -> tuple[str, str]:
     """Which timeline an episode belongs to: (its session or "", its namespace)."""
-    return str(memory.session_id or ""), memory.scope
+    return str(memory.session_id or ""), memory.namespace
 
 
 def latest_episode(org_id, timeline: tuple[str, str], *, before: list) -> Memory | None:
     """The live episode written last on this timeline, other than the memories `before`."""
-    session, scope = timeline
-    episodes = Memory.objects.filter(LIVE, org_id=org_id, memory_type=Memory.MemoryType.EPISODIC, scope=scope)
+    session, namespace = timeline
+    episodes = Memory.objects.filter(LIVE, org_id=org_id, memory_type=Memory.MemoryType.EPISODIC, namespace=namespace)
     episodes = episodes.filter(session_id=session) if session else episodes.filter(session__isnull=True)
     return episodes.exclude(pk__in=before).order_by("-created_at", "-id").only("pk").first()
 
@@ -41,9 +41,9 @@ def hold_timelines(org_id, memories: list[Memory]) -> None:
     transaction ends (an advisory lock each, in one order for every writer), so episodes of
     one timeline are written, and linked, one after the other."""
     with connection.cursor() as cursor:
-        for session, scope in sorted({timeline_of(memory) for memory in episodes_of(memories)}):
+        for session, namespace in sorted({timeline_of(memory) for memory in episodes_of(memories)}):
             cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                           [f"timeline:{org_id}:{session}:{scope}"])
+                           [f"timeline:{org_id}:{session}:{namespace}"])
 
 
 def link_episodes(org_id, memories: list[Memory]) -> list[MemoryRelationship]:

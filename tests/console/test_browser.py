@@ -281,7 +281,7 @@ def test_the_api_docs_load_under_their_own_policy(page, world):
 def test_every_page_fits_a_phone_screen(page, world):
     """On a 375 px wide screen no page scrolls sideways: wide tables scroll inside themselves."""
     world.remember("The user prefers green tea in the morning, " + "and a very long unbroken word " * 8,
-                   scope="users/someone-with-a-rather-long-identifier", tags=["drinks", "mornings"])
+                   namespace="users/someone-with-a-rather-long-identifier", tags=["drinks", "mornings"])
     memory = world.remember("Waiting for a reviewer", status="pending_review")
     page.set_viewport_size({"width": 375, "height": 740})
     sign_in(page, world)

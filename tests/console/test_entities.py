@@ -34,18 +34,18 @@ def _entity(tenant, name, **fields) -> Entity:
 @pytest.fixture
 def diary(tenant_a):
     """Caroline's memories in users/alice, through the write path (the extractor links them)."""
-    joined = remember(tenant_a, "Caroline joined the Red Cross", scope="users/alice",
+    joined = remember(tenant_a, "Caroline joined the Red Cross", namespace="users/alice",
                       event_time=datetime(2023, 5, 8, 10, tzinfo=timezone.utc),
                       entities=[{"name": "Caroline", "type": "person"}])
-    moved = remember(tenant_a, "Caroline moved from Sweden", scope="users/alice",
+    moved = remember(tenant_a, "Caroline moved from Sweden", namespace="users/alice",
                      event_time=datetime(2019, 2, 1, tzinfo=timezone.utc))
-    paints = remember(tenant_a, "Caroline likes painting", scope="users/alice")
-    gone = remember(tenant_a, "Caroline lived in Oslo", scope="users/alice",
+    paints = remember(tenant_a, "Caroline likes painting", namespace="users/alice")
+    gone = remember(tenant_a, "Caroline lived in Oslo", namespace="users/alice",
                     event_time=datetime(2018, 1, 1, tzinfo=timezone.utc))
-    remember(tenant_a, "Adam lives in Porto", scope="users/bob", entities=[{"name": "Adam", "type": "person"}])
+    remember(tenant_a, "Adam lives in Porto", namespace="users/bob", entities=[{"name": "Adam", "type": "person"}])
     with tenant_context(tenant_a.org.id):
         change.memory_delete(org_id=tenant_a.org.id, memory_id=gone.pk, actor=kernel.Actor())
-        caroline = Entity.objects.get(name="Caroline", scope="users/alice")
+        caroline = Entity.objects.get(name="Caroline", namespace="users/alice")
         EntityAlias.objects.create(org=tenant_a.org, entity=caroline, alias="Caro", key="caro")
     return {"joined": joined, "moved": moved, "paints": paints, "gone": gone, "caroline": caroline}
 
@@ -72,7 +72,7 @@ def test_the_list_filters_by_kind_and_namespace_and_the_url_keeps_them(viewer_a,
 
 def test_the_list_pages_and_htmx_gets_the_results_alone(viewer_a, tenant_a, htmx):
     with tenant_context(tenant_a.org.id):
-        Entity.objects.bulk_create([Entity(org=tenant_a.org, scope="users/alice", kind="concept", name=f"Idea {i:02d}",
+        Entity.objects.bulk_create([Entity(org=tenant_a.org, namespace="users/alice", kind="concept", name=f"Idea {i:02d}",
                                            key=f"idea {i:02d}") for i in range(60)])
     first = viewer_a.get(viewer_a.base + "entities/", {"kind": "concept"})
     assert len(_names(first)) == 50 and "Page 1 of 2 (60 in all)" in first.content.decode()

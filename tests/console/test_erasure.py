@@ -22,15 +22,16 @@ def queue():
         yield queue
 
 
-def scopes(org) -> dict[str, int]:
+def namespaces(org) -> dict[str, int]:
     with tenant_context(org.id):
         memories = Memory.objects.filter(org_id=org.id)
-        return {scope: memories.filter(scope=scope).count() for scope in memories.values_list("scope", flat=True)}
+        return {namespace: memories.filter(namespace=namespace).count()
+                for namespace in memories.values_list("namespace", flat=True)}
 
 
 def test_an_admin_counts_a_namespace_confirms_and_the_worker_erases_it(org_a, console_as, htmx, queue):
     remembered(org_a)
-    before = scopes(org_a)
+    before = namespaces(org_a)
     alices = before["users/alice"] + before["users/alice/work"]
     admin = console_as(org_a, "admin")
     shown = admin.get(admin.base + "erase/")
@@ -42,7 +43,7 @@ def test_an_admin_counts_a_namespace_confirms_and_the_worker_erases_it(org_a, co
     assert "Erase for good" in text and "type the organisation&#x27;s slug" in text
     wrong = admin.post(admin.base + "erase/", {"scope": "namespace", "namespace": "users/alice", "confirm": "yes"})
     assert wrong.status_code == 422 and f"Type {org_a.slug} to erase; nothing was erased." in wrong.content.decode()
-    assert queue.count == 0 and scopes(org_a) == before
+    assert queue.count == 0 and namespaces(org_a) == before
 
     started = admin.post(admin.base + "erase/", {"scope": "namespace", "namespace": "users/alice",
                                                  "confirm": org_a.slug})
@@ -50,14 +51,14 @@ def test_an_admin_counts_a_namespace_confirms_and_the_worker_erases_it(org_a, co
     assert started.status_code == 302 and started["Location"] == f"{admin.base}erase/{job_id}/"
     waiting = admin.get(started["Location"]).content.decode()
     assert "Erasure of namespace users/alice" in waiting and "Waiting for the worker" in waiting
-    assert 'hx-trigger="load delay:1s"' in waiting and scopes(org_a) == before
+    assert 'hx-trigger="load delay:1s"' in waiting and namespaces(org_a) == before
 
     queue.run()
     done = admin.get(started["Location"], **htmx("erase-status"))
     text = done.content.decode()
     assert done.status_code == 200 and "hx-trigger" not in text and "<html" not in text  # the fragment, done
     assert f"<td>memories</td><td>{alices}</td>" in text and "Erased for good" in text
-    after = scopes(org_a)
+    after = namespaces(org_a)
     assert "users/alice" not in after and "users/alice/work" not in after
     assert after["users/alice2"] == before["users/alice2"] and after["users/bob"] == before["users/bob"]
     with tenant_context(org_a.id):
@@ -93,11 +94,11 @@ def test_an_agents_memories_are_counted_and_a_scope_with_nothing_says_so(org_a, 
 ])
 def test_bad_input_is_named_and_erases_nothing(org_a, console_as, queue, form, field, message):
     remembered(org_a)
-    before = scopes(org_a)
+    before = namespaces(org_a)
     admin = console_as(org_a, "admin")
     refused = admin.post(admin.base + "erase/", {**form, "confirm": org_a.slug})
     assert refused.status_code == 422 and message in refused.content.decode()
-    assert queue.count == 0 and scopes(org_a) == before
+    assert queue.count == 0 and namespaces(org_a) == before
 
 
 def test_another_organisations_agent_is_not_a_choice(org_a, org_b, console_as, queue):
@@ -109,13 +110,13 @@ def test_another_organisations_agent_is_not_a_choice(org_a, org_b, console_as, q
 
 def test_viewers_and_operators_may_not_erase(org_a, console_as, queue):
     remembered(org_a)
-    before = scopes(org_a)
+    before = namespaces(org_a)
     for role in ("viewer", "operator"):
         member = console_as(org_a, role)
         assert member.get(member.base + "erase/").status_code == 403
         assert member.post(member.base + "erase/", {"scope": "all", "confirm": org_a.slug}).status_code == 403
         assert b"/erase/" not in member.get(member.base).content  # no link to it either
-    assert queue.count == 0 and scopes(org_a) == before
+    assert queue.count == 0 and namespaces(org_a) == before
 
 
 def test_another_organisations_page_and_erasures_are_missing(org_a, org_b, console_as, queue):

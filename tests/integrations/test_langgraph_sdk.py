@@ -88,8 +88,8 @@ def test_the_async_sdk_works_unchanged_against_the_platform(tenant_a, api_a, liv
 
     asyncio.run(scenario())
     with tenant_context(tenant_a.org.id):
-        city = Memory.objects.get(scope="users/alice", key="city")
-        role = Memory.objects.get(scope="users/alice/work", key="role")
+        city = Memory.objects.get(namespace="users/alice", key="city")
+        role = Memory.objects.get(namespace="users/alice/work", key="role")
     assert city.ttl_seconds == 3600 and city.expires_at is not None
     assert (role.indexed, role.embedding) == (False, None)
 
@@ -186,7 +186,7 @@ def test_a_langgraph_graph_keeps_its_memory_in_the_platform_through_platform_sto
     assert other.invoke({"user": "alice", "message": "peanuts?", "recalled": []})["recalled"] == []
 
     with tenant_context(tenant_a.org.id):  # each fact a memory, with its ttl (a day) and its history
-        facts = Memory.objects.filter(scope="users/alice/facts", deleted_at__isnull=True).order_by("key")
+        facts = Memory.objects.filter(namespace="users/alice/facts", deleted_at__isnull=True).order_by("key")
         assert [(m.key, m.content, m.ttl_seconds) for m in facts][:2] == [
             ("fact-0", "I am allergic to peanuts", 86400), ("fact-1", "I moved to Lisbon last spring", 86400)]
 

@@ -48,7 +48,7 @@ def invalid(response, field):
 
 def memory_of(org, namespace, key):
     with tenant_context(org.id):
-        return Memory.objects.get(scope="/".join(namespace), key=key, deleted_at__isnull=True)
+        return Memory.objects.get(namespace="/".join(namespace), key=key, deleted_at__isnull=True)
 
 
 def test_an_item_is_put_got_updated_and_deleted_in_langgraph_s_shapes(tenant_a, api_a):
@@ -116,7 +116,7 @@ def test_search_by_meaning_orders_by_similarity_pages_and_is_recorded(tenant_a, 
     assert search(api_a, ["users", "u1"], query="food allergy: peanuts", limit=2, offset=1) == everything[1:3]
     with tenant_context(tenant_a.org.id):
         event = RetrievalEvent.objects.filter(kind="namespace_search").latest("created_at")
-    assert event.scope == "users/u1" and len(event.returned_memory_ids) == 2
+    assert event.namespace == "users/u1" and len(event.returned_memory_ids) == 2
 
 
 def test_search_without_a_query_lists_the_last_updated_first_with_a_null_score(api_a):

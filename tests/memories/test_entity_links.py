@@ -24,9 +24,9 @@ def entities_of(org, memory_id) -> set[tuple[str, str]]:
                 for link in MemoryEntity.objects.filter(memory_id=memory_id).select_related("entity")}
 
 
-def entity(org, name, scope="users/alice") -> Entity:
+def entity(org, name, namespace="users/alice") -> Entity:
     with tenant_context(org.id):
-        return Entity.objects.get(scope=scope, name=name)
+        return Entity.objects.get(namespace=namespace, name=name)
 
 
 def test_a_memory_is_linked_to_what_it_mentions(api_a, tenant_a):

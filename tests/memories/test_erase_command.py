@@ -35,7 +35,7 @@ def test_without_yes_it_counts_and_erases_nothing(tenant_a):
 
 def test_erasing_an_agent_takes_its_memories_sessions_and_events_and_keeps_the_agent(tenant_a, tenant_b):
     other = factories.agent(org=tenant_a.org, name="other agent")
-    kept = factories.memory(org=tenant_a.org, agent=other, content="The other agent's note", scope="memories/user-1")
+    kept = factories.memory(org=tenant_a.org, agent=other, content="The other agent's note", namespace="memories/user-1")
     out, err = erase(tenant_a.org.slug, "--agent", tenant_a.agent.name, "--yes")
     assert "erased memories: 2, " in out and "erasing memories" in err  # the progress bar
     assert count(tenant_a.org, Memory, agent=tenant_a.agent) == 0

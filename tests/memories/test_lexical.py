@@ -40,7 +40,7 @@ BM25_SCORES = {"c1": 2.3814, "c3": 2.1389, "c8": 1.0389, "c2": 0.8334, "c4": 0.5
 def corpus():
     org = factories.organization("Corpus")
     agent = factories.agent(org=org, name="corpus agent")
-    ids = {name: factories.memory(org=org, agent=agent, content=content, scope="corpus").id
+    ids = {name: factories.memory(org=org, agent=agent, content=content, namespace="corpus").id
            for name, content in CORPUS.items()}
     return org, {memory_id: name for name, memory_id in ids.items()}, agent
 
@@ -90,7 +90,7 @@ def test_scores_move_with_the_tenants_own_words_only(corpus, tenant_b):
     lexicon.fold()
     assert ranked(org, names) == before
     # ...while the same words written here do move them: "support" and "group" grow common.
-    factories.memory(org=org, agent=agent, content="support group notes", scope="other")
+    factories.memory(org=org, agent=agent, content="support group notes", namespace="other")
     after = ranked(org, names, filters=SearchFilters(namespace="corpus"))
     assert after[0][0] == "c1" and after[0][1] < before[0][1]
 

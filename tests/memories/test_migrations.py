@@ -81,14 +81,14 @@ def test_migrate_twice_changes_nothing_and_migrations_reverse_to_zero(scratch):
     assert catalog_snapshot(scratch) == applied
 
 
-def memory_row(scratch, org, agent, *, content: str, scope: str = "", category: str = "factual",
+def memory_row(scratch, org, agent, *, content: str, namespace: str = "", category: str = "factual",
                memory_type: str = "semantic"):
     """A memory inserted with the columns every migration since 0013 has (the model may have
     more than the schema a test migrated to), as the service account; its Memory, unsaved."""
     from memories.models import Memory
     from memories.writes.kernel import content_hash
 
-    memory = Memory(org=org, agent=agent, content=content, content_hash=content_hash(content), scope=scope,
+    memory = Memory(org=org, agent=agent, content=content, content_hash=content_hash(content), namespace=namespace,
                     category=category, memory_type=memory_type)
     with connections[scratch].cursor() as cursor:
         cursor.execute("""
@@ -98,7 +98,7 @@ def memory_row(scratch, org, agent, *, content: str, scope: str = "", category: 
                                   created_at, updated_at)
             VALUES (%s, %s, %s, %s, %s, %s, %s, 'extracted', 'active', 0.8, 0.5, 0, 'internal', 'unverified', %s,
                     '{}', '{}', 0.1, false, 1, '', now(), now())
-        """, [memory.pk, org.pk, agent.pk, content, memory.content_hash, category, memory_type, scope])
+        """, [memory.pk, org.pk, agent.pk, content, memory.content_hash, category, memory_type, namespace])
     return memory
 
 
@@ -116,8 +116,8 @@ def test_dedup_moves_within_namespaces_without_changing_a_row(scratch):
         org = Organization.objects.using(scratch).create(name="Migrated", slug="migrated")
         agent = Agent.objects.using(scratch).create(org=org, name="agent")
 
-        def memory(scope: str, content: str) -> Memory:
-            return memory_row(scratch, org, agent, scope=scope, content=content)
+        def memory(namespace: str, content: str) -> Memory:
+            return memory_row(scratch, org, agent, namespace=namespace, content=content)
 
         alice, bob = memory("users/alice", "Lives in Lisbon"), memory("users/bob", "Lives in Lisbon, Portugal")
         alice_again = memory("users/alice", "Lives in Lisbon (Portugal)")
@@ -171,8 +171,8 @@ def test_entity_links_stored_before_roles_learn_who_spoke(scratch):
     org, agent = migrated_to(scratch, "0019", "chat")
     with service_account(using=scratch):
         memory = memory_row(scratch, org, agent, content="Mel O'Neil: Caroline, how was it?", category="episodic",
-                            scope="chats")
-        people = {name: Entity.objects.using(scratch).create(org=org, scope="chats", kind="person", name=name,
+                            namespace="chats")
+        people = {name: Entity.objects.using(scratch).create(org=org, namespace="chats", kind="person", name=name,
                                                              key=name.lower()) for name in ("Mel O'Neil", "Caroline")}
         with connections[scratch].cursor() as cursor:
             for name, entity in people.items():

@@ -55,34 +55,34 @@ def remembered(org, user=None) -> dict:
     helper = factories.agent(org=org, name="helper")
     made = {"assistant": assistant, "helper": helper}
     with tenant_context(org.id):
-        session = Session.objects.create(org=org, agent=assistant, scope="users/alice", external_id="chat-1",
+        session = Session.objects.create(org=org, agent=assistant, namespace="users/alice", external_id="chat-1",
                                          metadata={"channel": "web"})
 
         def remember(content, agent=assistant, **fields):
             fields.setdefault("category", "factual")
             return create.memory_create(org_id=org.id, agent_id=agent.id, content=content, **fields).memory
 
-        made["lisbon"] = remember("Alice moved to Lisbon in May 2023", scope="users/alice", tags=["travel", "home"],
+        made["lisbon"] = remember("Alice moved to Lisbon in May 2023", namespace="users/alice", tags=["travel", "home"],
                                   session_id=session.id, metadata={"turn": 1}, provenance={"channel": "chat"})
-        made["tea"] = remember("Alice prefers green tea", scope="users/alice", category="preference",
+        made["tea"] = remember("Alice prefers green tea", namespace="users/alice", category="preference",
                                entities=[{"name": "Melanie", "type": "person", "aliases": ["Mel"]}])
-        made["manager"] = remember("Alice's manager is Bob Stone", scope="users/alice/work")
-        made["chess"] = remember("Alice2 plays chess on Sundays", scope="users/alice2")
-        made["bob"] = remember("Bob works at Acme in Porto", agent=helper, scope="users/bob")
+        made["manager"] = remember("Alice's manager is Bob Stone", namespace="users/alice/work")
+        made["chess"] = remember("Alice2 plays chess on Sundays", namespace="users/alice2")
+        made["bob"] = remember("Bob works at Acme in Porto", agent=helper, namespace="users/bob")
         for turn, text in enumerate(["Alice: I found a flat near the river.", "Alice: The rent is fair."], 2):
-            remember(text, scope="users/alice", memory_type="episodic", category="episodic", session_id=session.id,
+            remember(text, namespace="users/alice", memory_type="episodic", category="episodic", session_id=session.id,
                      metadata={"turn": turn})
-        store.store_put(org_id=org.id, agent_id=assistant.id, scope="users/alice", key="diet",
+        store.store_put(org_id=org.id, agent_id=assistant.id, namespace="users/alice", key="diet",
                         value={"text": "vegetarian"}, index=["text"])
-        made["diet"] = store.store_put(org_id=org.id, agent_id=assistant.id, scope="users/alice", key="diet",
+        made["diet"] = store.store_put(org_id=org.id, agent_id=assistant.id, namespace="users/alice", key="diet",
                                        value={"text": "vegan since 2024"}, index=["text"]).memory
         old, result = change.memory_supersede(org_id=org.id, memory_id=made["tea"].id, agent_id=assistant.id,
                                               content="Alice prefers black tea now", actor=Actor(agent_id=assistant.id),
                                               reason="she changed her mind")
         made["black tea"] = result.memory
-        archived = remember("Alice once lived in Berlin", scope="users/alice")
+        archived = remember("Alice once lived in Berlin", namespace="users/alice")
         change.memory_archive(org_id=org.id, memory_id=archived.id, actor=Actor(agent_id=helper.id))
-        deleted = remember("Alice's old phone number is gone", scope="users/alice")
+        deleted = remember("Alice's old phone number is gone", namespace="users/alice")
         change.memory_delete(org_id=org.id, memory_id=deleted.id, actor=Actor(agent_id=assistant.id))
         if user is not None:
             tagging.memory_tags_add(org_id=org.id, memory_id=made["manager"].id, tags=["work"],
@@ -91,10 +91,10 @@ def remembered(org, user=None) -> dict:
                                     relation_type="supports", predicate="same person", metadata={"by": "test"})
         tagging.relationship_create(org_id=org.id, source_id=made["manager"].id, target_id=made["bob"].id,
                                     relation_type="entity", predicate="manager")
-        artifact = Artifact.objects.create(org=org, scope="users/alice", sha256="b" * 64,
+        artifact = Artifact.objects.create(org=org, namespace="users/alice", sha256="b" * 64,
                                            storage_uri="s3://bucket/lease.pdf", artifact_type="document",
                                            metadata={"pages": 3})
-        MemoryArtifact.objects.create(org=org, memory=made["lisbon"], artifact=artifact, scope="users/alice")
+        MemoryArtifact.objects.create(org=org, memory=made["lisbon"], artifact=artifact, namespace="users/alice")
         Provenance.objects.create(org=org, memory=made["lisbon"], source_identity="chat", source_event="turn-1",
                                   details={"speaker": "Alice"})
         Provenance.objects.create(org=org, artifact=artifact, source_identity="upload", source_event="u-7")
@@ -218,8 +218,8 @@ def test_a_namespace_export_holds_it_and_what_is_under_it_never_its_neighbours(o
 
     import_from(path, org_b)
     with tenant_context(org_b.id):
-        assert set(Memory.objects.filter(org_id=org_b.id).values_list("scope", flat=True)) == scopes
-        assert not Entity.objects.filter(org_id=org_b.id, scope__startswith="users/bob").exists()
+        assert set(Memory.objects.filter(org_id=org_b.id).values_list("namespace", flat=True)) == scopes
+        assert not Entity.objects.filter(org_id=org_b.id, namespace__startswith="users/bob").exists()
 
 
 def test_an_agents_export_holds_its_memories_only(org_a, tmp_path):
@@ -305,7 +305,7 @@ def test_duplicates_are_skipped_reported_and_related_to_the_memory_here(org_a, o
     assistant = factories.agent(org=org_b, name="assistant")
     with tenant_context(org_b.id):
         here = create.memory_create(org_id=org_b.id, agent_id=assistant.id, content="Alice moved to Lisbon in May 2023",
-                                    scope="users/alice", category="factual").memory
+                                    namespace="users/alice", category="factual").memory
     out = import_from(path, org_b)
     assert "Duplicates skipped: 1." in out and str(here.id) in out
     with tenant_context(org_b.id):
@@ -441,7 +441,7 @@ def test_an_import_called_for_another_organisation_than_the_one_set_writes_nothi
 def test_a_store_item_kept_out_of_search_by_meaning_stays_so_when_imported(org_a, org_b, tmp_path):
     assistant = factories.agent(org=org_a, name="assistant")
     with tenant_context(org_a.id):
-        store.store_put(org_id=org_a.id, agent_id=assistant.id, scope="users/alice", key="note",
+        store.store_put(org_id=org_a.id, agent_id=assistant.id, namespace="users/alice", key="note",
                         value={"text": "kept out of search by meaning"}, index=False)
     path = tmp_path / "a.jsonl"
     export_to(path, org_a)

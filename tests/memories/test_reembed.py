@@ -394,7 +394,7 @@ def test_a_store_item_kept_out_of_search_by_meaning_gets_no_vector_of_any_model(
                                             "value": {"theme": "dark"}, "index": False}, format="json")
     assert put.status_code == 204, put.content
     with tenant_context(tenant_a.org.id):
-        item = Memory.objects.get(key="prefs", scope="users/alice")
+        item = Memory.objects.get(key="prefs", namespace="users/alice")
     built = reembed.build(model=INT8)
     assert str(item.pk) not in kept(INT8) and built.done == built.total
     command("--activate", INT8)

@@ -16,15 +16,15 @@ from tests.markers import committing
 
 def test_a_second_live_memory_with_the_same_org_agent_namespace_and_hash_is_refused(tenant_a):
     duplicate = dict(org=tenant_a.org, agent=tenant_a.agent, content=tenant_a.memory.content,
-                     scope=tenant_a.memory.scope)
+                     namespace=tenant_a.memory.namespace)
     with pytest.raises(IntegrityError, match="memories_content_hash_live_unique"), transaction.atomic():
         factories.memory(**duplicate)
 
 
 def test_the_same_content_is_fine_in_another_namespace(tenant_a):
     """A namespace is an end user's boundary: the same sentence for two users is two memories."""
-    for scope in ("users/alice", "users/bob"):
-        factories.memory(org=tenant_a.org, agent=tenant_a.agent, content=tenant_a.memory.content, scope=scope)
+    for namespace in ("users/alice", "users/bob"):
+        factories.memory(org=tenant_a.org, agent=tenant_a.agent, content=tenant_a.memory.content, namespace=namespace)
 
 
 def test_the_same_content_may_live_again_once_the_first_is_deleted_or_superseded(tenant_a):

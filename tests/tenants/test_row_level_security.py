@@ -218,20 +218,21 @@ def test_a_relationship_cannot_point_at_another_organisations_memory(tenant_a, t
             )
 
 
-def test_an_artifact_can_only_be_linked_to_a_memory_of_the_same_scope(tenant_a):
+def test_an_artifact_can_only_be_linked_to_a_memory_of_the_same_namespace(tenant_a):
     with tenant_context(tenant_a.org.id):
         elsewhere = Artifact.objects.create(
-            org=tenant_a.org, scope="projects/other", sha256="b" * 64, storage_uri="s3://b/c", artifact_type="log"
+            org=tenant_a.org, namespace="projects/other", sha256="b" * 64, storage_uri="s3://b/c", artifact_type="log"
         )
-        for scope in ("projects/other", "memories/user-1"):
+        for namespace in ("projects/other", "memories/user-1"):
             with pytest.raises(IntegrityError), transaction.atomic():
-                MemoryArtifact.objects.create(org=tenant_a.org, memory=tenant_a.memory, artifact=elsewhere, scope=scope)
+                MemoryArtifact.objects.create(org=tenant_a.org, memory=tenant_a.memory, artifact=elsewhere,
+                                              namespace=namespace)
 
 
-def test_a_memory_linked_to_artifacts_cannot_change_scope_alone(tenant_a):
+def test_a_memory_linked_to_artifacts_cannot_change_namespace_alone(tenant_a):
     with tenant_context(tenant_a.org.id):
         with pytest.raises(IntegrityError), transaction.atomic():
-            type(tenant_a.memory).objects.filter(pk=tenant_a.memory.pk).update(scope="memories/user-2")
+            type(tenant_a.memory).objects.filter(pk=tenant_a.memory.pk).update(namespace="memories/user-2")
 
 
 def test_errors_inside_a_tenant_context_do_not_leak_it(tenant_a):

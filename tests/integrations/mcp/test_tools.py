@@ -234,7 +234,7 @@ def test_another_organisation_s_key_never_reaches_a_s_memories(tenant_a, tenant_
     _, key_b = factories.api_key(agent=tenant_b.agent)
     a_memory, a_entity = tenant_a.memory, tenant_a.entity
     with tenant_context(tenant_a.org.id):
-        factories.memory(org=tenant_a.org, agent=tenant_a.agent, scope="users/alice/profile", key="diet",
+        factories.memory(org=tenant_a.org, agent=tenant_a.agent, namespace="users/alice/profile", key="diet",
                          content="Alpha's secret diet is keto")
     a_ids = {str(m) for m in (tenant_a.memory.pk, tenant_a.other_memory.pk)}
     searched, stats, namespaces, keys, got, explained, corrected, confirmed, forgotten, entity, named = calls(

@@ -133,7 +133,7 @@ def test_a_search_runs_as_the_tenant_its_caller_set_and_finds_nothing_without_it
                 assert search(tenant_b).results == []
             with pytest.raises(DatabaseError), transaction.atomic():
                 retrieval_event_record(
-                    org_id=tenant_a.org.id, kind=RetrievalEvent.Kind.SEARCH, query="q", scope="",
+                    org_id=tenant_a.org.id, kind=RetrievalEvent.Kind.SEARCH, query="q", namespace="",
                     filters=SearchFilters(), request={}, outcome=outcome)
     with tenant_context(tenant_a.org.id):
         assert not RetrievalEvent.objects.filter(org_id=tenant_a.org.id, query="q").exists()

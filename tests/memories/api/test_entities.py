@@ -23,21 +23,21 @@ def error(response, status):
     return response.json()["error"]
 
 
-def entity(tenant, name, *, kind="person", scope=ALICE, mentions=1, aliases=()) -> Entity:
+def entity(tenant, name, *, kind="person", namespace=ALICE, mentions=1, aliases=()) -> Entity:
     from memories.understanding.entities import name_key
 
     with tenant_context(tenant.org.id):
-        row = Entity.objects.create(org=tenant.org, scope=scope, kind=kind, name=name, key=name_key(name),
+        row = Entity.objects.create(org=tenant.org, namespace=namespace, kind=kind, name=name, key=name_key(name),
                                     mention_count=mentions)
         for alias in aliases:
             EntityAlias.objects.create(org=tenant.org, entity=row, alias=alias, key=name_key(alias))
     return row
 
 
-def mentioned(tenant, about: Entity, content, *, scope=None, event_time=None, days_ago=0) -> Memory:
+def mentioned(tenant, about: Entity, content, *, namespace=None, event_time=None, days_ago=0) -> Memory:
     """A memory that mentions `about`, written `days_ago` days ago."""
     memory = factories.memory(org=tenant.org, agent=tenant.agent, content=content,
-                              scope=about.scope if scope is None else scope, event_time=event_time)
+                              namespace=about.namespace if namespace is None else namespace, event_time=event_time)
     with tenant_context(tenant.org.id):
         Memory.objects.filter(pk=memory.pk).update(created_at=timezone.now() - timedelta(days=days_ago))
         MemoryEntity.objects.create(org=tenant.org, memory=memory, entity=about, mention=about.name)
@@ -55,9 +55,9 @@ def people(tenant_a):
     return {
         "caroline": entity(tenant_a, "Caroline", mentions=5, aliases=["Caro"]),
         "melanie": entity(tenant_a, "Melanie", mentions=2, aliases=["Mel"]),
-        "adam": entity(tenant_a, "Adam", scope=BOB, mentions=2),
-        "smith": entity(tenant_a, "John Smith", scope="users/alice2", mentions=1),
-        "red_cross": entity(tenant_a, "Red Cross", kind="organization", scope=BOB, mentions=1),
+        "adam": entity(tenant_a, "Adam", namespace=BOB, mentions=2),
+        "smith": entity(tenant_a, "John Smith", namespace="users/alice2", mentions=1),
+        "red_cross": entity(tenant_a, "Red Cross", kind="organization", namespace=BOB, mentions=1),
     }
 
 
@@ -217,7 +217,7 @@ def test_a_limited_key_reads_an_entitys_facts_within_its_reach_only(api_a, tenan
     caroline = people["caroline"]
     own = mentioned(tenant_a, caroline, "Caroline paints", event_time="2023-01-01T00:00:00Z")
     # A link across namespaces is not made by the write path; were one there, it stays out of reach.
-    elsewhere = mentioned(tenant_a, caroline, "Bob met Caroline", scope=BOB, event_time="2023-02-01T00:00:00Z")
+    elsewhere = mentioned(tenant_a, caroline, "Bob met Caroline", namespace=BOB, event_time="2023-02-01T00:00:00Z")
     limited = alice_key.get(f"/api/v1/entities/{caroline.id}").json()
     assert [f["id"] for f in limited["facts"]] == [f["id"] for f in limited["timeline"]] == [str(own.id)]
     everything = api_a.get(f"/api/v1/entities/{caroline.id}").json()

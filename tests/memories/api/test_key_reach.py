@@ -32,8 +32,8 @@ def users(tenant_a):
     """Alice's and Bob's memories in one organisation, kept by one agent."""
     org, agent = tenant_a.org, tenant_a.agent
 
-    def memory(scope, content, key=None):
-        return factories.memory(org=org, agent=agent, scope=scope, content=content, key=key)
+    def memory(namespace, content, key=None):
+        return factories.memory(org=org, agent=agent, namespace=namespace, content=content, key=key)
 
     alice, bob = memory(ALICE, "Alice is allergic to peanuts"), memory(BOB, "Bob is allergic to peanuts")
     bob_other, alice_twin = memory(BOB, "Bob lives in Porto"), memory("users/alice2", "Alice2 likes peanuts")
@@ -42,8 +42,8 @@ def users(tenant_a):
         MemoryTag.objects.create(org=org, memory=bob, tag="health")
         relationship = MemoryRelationship.objects.create(org=org, source=bob, target=bob_other,
                                                          relation_type="supports")
-        porto = Entity.objects.create(org=org, scope=BOB, kind="place", name="Porto", key="porto")
-        bob_session = Session.objects.create(org=org, agent=agent, scope=BOB)
+        porto = Entity.objects.create(org=org, namespace=BOB, kind="place", name="Porto", key="porto")
+        bob_session = Session.objects.create(org=org, agent=agent, namespace=BOB)
     return SimpleNamespace(alice=alice, bob=bob, bob_other=bob_other, alice_twin=alice_twin, bob_item=bob_item,
                            relationship=relationship, event=tenant_a.retrieval_event, bob_entity=porto,
                            bob_session=bob_session)
@@ -69,7 +69,7 @@ def alice_key(key_for):
 
 def state(org, *memories):
     with tenant_context(org.id):
-        return [(m.content, m.scope, m.version, m.status, m.deleted_at, m.usefulness_score, m.is_protected,
+        return [(m.content, m.namespace, m.version, m.status, m.deleted_at, m.usefulness_score, m.is_protected,
                  sorted(MemoryTag.objects.filter(memory_id=m.pk).values_list("tag", flat=True)),
                  MemoryVersion.objects.filter(memory_id=m.pk).count())
                 for m in Memory.objects.filter(pk__in=[m.pk for m in memories]).order_by("pk")]

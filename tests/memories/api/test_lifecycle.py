@@ -121,7 +121,7 @@ def test_an_expired_memory_is_gone_from_every_read_at_once(tenant_a, api_a):
                                          "ttl": 10}), 204)
     kept = write(api_a, "The user's door is green", namespace=["users", "alice"])
     with tenant_context(tenant_a.org.id):
-        item = Memory.objects.get(scope="users/alice", key="code")
+        item = Memory.objects.get(namespace="users/alice", key="code")
     expire_now(tenant_a.org.id, memory["id"])
     expire_now(tenant_a.org.id, item.pk)
 
@@ -158,7 +158,7 @@ def test_a_put_without_ttl_keeps_the_item_for_good_and_an_explicit_expiry_replac
     ok(api_a.put("/api/v1/store/items", {"namespace": ["users", "a"], "key": "k", "value": {"n": 1}, "ttl": 1}), 204)
     ok(api_a.put("/api/v1/store/items", {"namespace": ["users", "a"], "key": "k", "value": {"n": 2}}), 204)
     with tenant_context(tenant_a.org.id):
-        stored = Memory.objects.get(scope="users/a", key="k")
+        stored = Memory.objects.get(namespace="users/a", key="k")
         assert stored.expires_at is None and stored.ttl_seconds is None
     memory = write(api_a, "Temporary", ttl=60)
     changed = ok(api_a.patch(f"/api/v1/memories/{memory['id']}", {"expires_at": "2031-01-01T00:00:00Z"},

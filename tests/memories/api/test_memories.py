@@ -366,4 +366,4 @@ def test_store_items_with_equal_values_under_different_keys_coexist(tenant_a, ap
         assert api_a.put("/api/v1/store/items", {"namespace": ["prefs", "u1"], "key": key, "value": {"yes": True}}
                          ).status_code == 204
     with tenant_context(tenant_a.org.id):
-        assert Memory.objects.filter(scope="prefs/u1", deleted_at__isnull=True).count() == 2
+        assert Memory.objects.filter(namespace="prefs/u1", deleted_at__isnull=True).count() == 2

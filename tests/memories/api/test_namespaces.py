@@ -72,7 +72,7 @@ def test_a_batch_keeps_equal_sentences_of_different_users_apart(tenant_a, api_a)
     assert third["deduplicated"] and third["id"] == second["id"]
     remember(api_a, ALICE)  # after the batch: alice's again, deduplicated
     with tenant_context(tenant_a.org.id):
-        assert sorted(Memory.objects.filter(content=FACT).values_list("scope", flat=True)) == [
+        assert sorted(Memory.objects.filter(content=FACT).values_list("namespace", flat=True)) == [
             "users/alice", "users/bob"]
 
 

@@ -80,13 +80,13 @@ def test_a_neighbour_is_never_in_another_namespace_nor_deleted(api_a, tenant_a, 
     with tenant_context(tenant_a.org.id):
         Memory.objects.filter(pk=alice[1]).update(deleted_at="2026-01-01T00:00:00Z")
     results = search(api_a, "adoption agency", limit=20)
-    scope = {result["memory"]["id"]: namespace(result) for result in results}
+    namespace_of = {result["memory"]["id"]: namespace(result) for result in results}
     neighbours = {result["memory"]["id"]: result["signals"]["neighbours"] for result in results
                   if "neighbours" in result["signals"]}
     assert neighbours  # the best result brings its neighbours...
     for memory_id, signal in neighbours.items():
-        assert scope[memory_id] == scope[signal["from"]]  # ...from its own namespace only
-    assert alice[1] not in scope  # deleted: neither a result nor a neighbour
+        assert namespace_of[memory_id] == namespace_of[signal["from"]]  # ...from its own namespace only
+    assert alice[1] not in namespace_of  # deleted: neither a result nor a neighbour
 
 
 def test_a_key_limited_to_a_namespace_gets_no_neighbour_outside_it(api_a, tenant_a, api_client_for):

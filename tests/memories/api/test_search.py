@@ -263,10 +263,10 @@ def test_a_search_records_the_artifacts_its_results_refer_to_and_shows_their_tag
     from memories.models import Artifact, MemoryArtifact, MemoryTag
 
     with tenant_context(tenant_a.org.id):
-        second = Artifact.objects.create(org=tenant_a.org, scope="memories/user-1", sha256="b" * 64,
+        second = Artifact.objects.create(org=tenant_a.org, namespace="memories/user-1", sha256="b" * 64,
                                          storage_uri="s3://bucket/other", artifact_type="document")
         for memory in (tenant_a.memory, tenant_a.other_memory):
-            MemoryArtifact.objects.create(org=tenant_a.org, memory=memory, artifact=second, scope="memories/user-1")
+            MemoryArtifact.objects.create(org=tenant_a.org, memory=memory, artifact=second, namespace="memories/user-1")
         MemoryTag.objects.create(org=tenant_a.org, memory=tenant_a.memory, tag="breakfast")
     response = api_a.post("/api/v1/search", {"query": "where does the user live and what do they drink", "limit": 10})
     results = {r["memory"]["id"]: r["memory"] for r in response.json()["results"]}

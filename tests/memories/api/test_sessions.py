@@ -234,13 +234,13 @@ def test_closing_proposes_merges_and_a_summary_per_namespace_never_across_two(te
         assert pair.similarity >= 0.85
         assert Memory.objects.get(pk=batch[0]["id"]).embedding is not None
         [summary] = Memory.objects.filter(status=Memory.Status.PENDING_REVIEW)
-        assert summary.scope == "users/alice" and summary.source == Memory.Source.INFERRED
+        assert summary.namespace == "users/alice" and summary.source == Memory.Source.INFERRED
         assert str(summary.session_id) == session["id"] and summary.content.startswith("Session thread-9")
         assert "vinyl" not in summary.content
         assert set(summary.tags.values_list("tag", flat=True)) == {"session-summary"}
         sources = set(MemoryRelationship.objects.filter(source=summary, relation_type="derived_from")
-                      .values_list("target__scope", "target__content"))
-        assert {scope for scope, _ in sources} == {"users/alice"} and len(sources) >= 3
+                      .values_list("target__namespace", "target__content"))
+        assert {namespace for namespace, _ in sources} == {"users/alice"} and len(sources) >= 3
         # The two sayings about Mia are near-duplicates: one of them makes the summary, not both.
         assert not {ALICE_TURNS[0], ALICE_PARAPHRASE} <= {content for _, content in sources}
         assert {content for _, content in sources} <= {line[2:] for line in summary.content.splitlines()[1:]}
