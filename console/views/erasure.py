@@ -16,8 +16,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from console.access import ADMIN, console_view
 from console.forms import EraseForm
 from console.responses import INVALID, failed, page
-from memories.lifecycle import erasure
 from memories.models import Erasure
+from memories.use_cases import organisation
 from tenants.models import Agent
 
 RECENT = 20  # erasures listed
@@ -48,14 +48,14 @@ def erase(request):
     if not form.is_valid():
         return _page(request, form, status=INVALID)
     scope = form.erasure_scope()
-    counted = erasure.memory_count(request.org.id, scope)
+    counted = organisation.erasure_count(request.caller, scope)
     if not form.data.get("confirm"):  # the first step: what it would erase
         return _page(request, form, counted=counted)
     if not form.confirmed(request.org.slug):
         form.add_error("confirm", f"Type {request.org.slug} to erase; nothing was erased.")
         return _page(request, form, counted=counted, status=INVALID)
     try:
-        job_id = erasure.erase_enqueue(org_id=request.org.id, scope=scope, user_id=request.user.pk)
+        job_id = organisation.erasure_start(request.caller, scope)
     except redis.RedisError:
         return failed(request, "The erasure could not be queued (the job queue is unreachable). Nothing was erased; "
                                "try again.", reverse("console:erase", args=[request.org.slug]))
@@ -63,7 +63,7 @@ def erase(request):
 
 
 def _status_context(request, job_id) -> dict:
-    status = erasure.erase_status(org_id=request.org.id, job_id=str(job_id))
+    status = organisation.erasure_status(request.caller, job_id)
     if status is None:
         raise Http404("no such erasure")
     return {"job_id": str(job_id), "status": status, "report": _readable(status.result)}

@@ -16,9 +16,8 @@ from django.views.decorators.http import require_GET, require_POST
 from console.access import ADMIN, console_view
 from console.forms import ExportForm, ImportForm
 from console.responses import INVALID, failed, page
-from memories.lifecycle import export, importing
 from memories.lifecycle.portability import ExportScope
-from tenants.context import tenant_context
+from memories.use_cases import organisation
 from tenants.models import Agent
 
 
@@ -34,9 +33,9 @@ def _page(request, *, export_form=None, import_form=None, job_id=None, status: i
     """The page, or with HTMX its import part (the form, and the progress of the import it started)."""
     agents = Agent.objects.filter(org_id=request.org.id).order_by("name")
     context = {"export_form": export_form or ExportForm(agents=agents), "import_form": import_form or ImportForm(),
-               "memories": export.memory_count(org_id=request.org.id, scope=ExportScope())}
+               "memories": organisation.export_count(request.caller, ExportScope())}
     if job_id:
-        progress = importing.import_status(org_id=request.org.id, job_id=job_id)
+        progress = organisation.import_status(request.caller, job_id)
         context.update(job_id=job_id, status=progress, report=_readable(progress.result if progress else None))
     return page(request, "console/portability.html", context, partial="import", status=status)
 
@@ -56,15 +55,10 @@ def export_download(request):
     agent = form.agents.get(form.cleaned_data["agent"])
     scope = ExportScope(namespace=form.cleaned_data["namespace"], agent_id=agent.pk if agent else None,
                         agent_name=agent.name if agent else None)
-    org, embeddings = request.org, not form.cleaned_data["without_embeddings"]
-
-    def lines():
-        # Runs as the body is sent, after the request's transaction: a boundary of its own.
-        with export.export_snapshot(), tenant_context(org.id):
-            for text in export.memories_export(org=org, scope=scope, embeddings=embeddings):
-                yield text.encode()
-
-    response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
+    org = request.org
+    lines = organisation.export_lines(request.caller, org=org, scope=scope,
+                                      embeddings=not form.cleaned_data["without_embeddings"])
+    response = StreamingHttpResponse((text.encode() for text in lines), content_type="application/x-ndjson")
     response["Content-Disposition"] = (f'attachment; filename="{org.slug}-memories-'
                                        f'{timezone.now():%Y%m%d-%H%M%S}.jsonl"')
     response["Cache-Control"] = "no-store"
@@ -79,8 +73,8 @@ def import_upload(request):
         return _page(request, import_form=form, status=INVALID)
     upload = form.cleaned_data["file"]
     try:
-        job_id = importing.import_enqueue(org_id=request.org.id, chunks=upload.chunks(), name=upload.name,
-                                          skip_bad_lines=form.cleaned_data["skip_bad_lines"])
+        job_id = organisation.import_start(request.caller, chunks=upload.chunks(), name=upload.name,
+                                           skip_bad_lines=form.cleaned_data["skip_bad_lines"])
     except (OSError, redis.RedisError):
         return failed(request, "The import could not be queued (the job queue or the data folder is unreachable). "
                                "Nothing was imported; try again.", reverse("console:portability",
@@ -93,7 +87,7 @@ def import_upload(request):
 @require_GET
 @console_view(ADMIN)
 def import_progress(request, job_id):
-    progress = importing.import_status(org_id=request.org.id, job_id=str(job_id))
+    progress = organisation.import_status(request.caller, job_id)
     if progress is None:
         raise Http404("no such import")
     return page(request, "console/portability_import.html", {
