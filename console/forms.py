@@ -11,7 +11,7 @@ from django import forms
 from django.utils import timezone
 
 from memories.cleaning import SECRET_RULES, Secrets, Unclean, clean_text
-from memories.models import CONTENT_MAX_CHARS, Entity, Memory, RetrievalEvent
+from memories.models import CONTENT_MAX_CHARS, NAMESPACE_MAX_CHARS, Entity, Memory, RetrievalEvent
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 
 TAG_PATTERN = re.compile(r"^[\w.:/-]{1,64}$")
@@ -24,7 +24,6 @@ SORTS = {
     "updated": ("Recently changed", ["-updated_at", "-id"]),
 }
 ALL_STATUSES = "any"
-NAMESPACE_MAX_CHARS = 256
 
 
 class CleanCharField(forms.CharField):

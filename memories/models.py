@@ -47,6 +47,8 @@ DECAYING_COLUMNS = ["id", "created_at", "reinforced_at", "decay_rate", "importan
 
 # The longest content a memory may hold, in characters (also a check constraint).
 CONTENT_MAX_CHARS = 8192
+# The longest namespace, its labels joined with "/" (the serializers and the console's forms read it).
+NAMESPACE_MAX_CHARS = 256
 
 
 def unit_interval(name: str, field: str) -> models.CheckConstraint:
@@ -153,7 +155,7 @@ class Memory(TenantModel):
         max_length=16, choices=ValidationStatus.choices, default=ValidationStatus.UNVERIFIED
     )
     # Spec §2's scope string and spec §3's namespace tuple, joined with "/" (column: scope).
-    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")
+    namespace = models.CharField(max_length=NAMESPACE_MAX_CHARS, blank=True, default="", db_column="scope")
     key = models.CharField(max_length=256, null=True, blank=True)
     provenance = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
@@ -525,7 +527,7 @@ class MemoryEmbedding(TenantModel):
 class Artifact(TenantModel):
     """A pointer to external evidence (spec §2): never the bytes themselves."""
 
-    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")
+    namespace = models.CharField(max_length=NAMESPACE_MAX_CHARS, blank=True, default="", db_column="scope")
     sha256 = models.CharField(max_length=64)
     storage_uri = models.TextField()
     artifact_type = models.CharField(max_length=64)
@@ -548,7 +550,7 @@ class MemoryArtifact(TenantModel):
 
     memory = tenant_fk(Memory, related_name="artifact_links")
     artifact = tenant_fk(Artifact, related_name="memory_links")
-    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")
+    namespace = models.CharField(max_length=NAMESPACE_MAX_CHARS, blank=True, default="", db_column="scope")
     created_at = models.DateTimeField(auto_now_add=True, db_default=models.functions.Now())
 
     class Meta:
@@ -576,7 +578,7 @@ class RetrievalEvent(TenantModel):
     agent = tenant_fk(Agent, null=True, related_name="retrieval_events")
     user = user_fk(null=True)
     query = models.TextField()
-    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")
+    namespace = models.CharField(max_length=NAMESPACE_MAX_CHARS, blank=True, default="", db_column="scope")
     filters = models.JSONField(default=dict, blank=True)
     returned_memory_ids = ArrayField(models.UUIDField(), default=list, blank=True)
     returned_scores = ArrayField(models.FloatField(), default=list, blank=True)
@@ -694,7 +696,7 @@ class Entity(TenantModel):
 
     Kind = EntityKind
 
-    namespace = models.CharField(max_length=256, blank=True, default="", db_column="scope")  # as a memory's
+    namespace = models.CharField(max_length=NAMESPACE_MAX_CHARS, blank=True, default="", db_column="scope")  # as a memory's
     kind = models.CharField(max_length=16, choices=Kind.choices)
     name = models.CharField(max_length=256)  # canonical: the longest form seen ("Melanie", not "Mel")
     key = models.CharField(max_length=256, help_text="The name folded for matching (memories.understanding.entities.name_key).")

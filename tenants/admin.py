@@ -4,8 +4,9 @@ from django.contrib.postgres.forms import SimpleArrayField
 from django.core.validators import validate_slug
 from django.utils import timezone
 
-from console.forms import AGENT_DESCRIPTION_MAX_CHARS, NAMESPACE_MAX_CHARS, CleanCharField
+from console.forms import AGENT_DESCRIPTION_MAX_CHARS, CleanCharField
 from memories.cleaning import Secrets
+from memories.models import NAMESPACE_MAX_CHARS
 from memories.redaction import redactor_for
 from tenants import services
 from tenants.models import Agent, ApiKey, Membership, Organization

@@ -14,9 +14,9 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from memories.cleaning import Secrets, Unclean, clean_json, clean_text
+from memories.models import NAMESPACE_MAX_CHARS
 
 NAMESPACE_SEPARATOR = "/"
-NAMESPACE_MAX_CHARS = 256
 
 
 class CleanField:
