@@ -170,7 +170,7 @@ def meaning(search: Search) -> list[Hit]:
 
 def words_stand_in(search: Search) -> bool:
     """A vector search answers from full text when its query cannot be embedded; and (spec
-    001) fills up with it when fewer than `limit` memories have a vector match, unless it
+    §1) fills up with it when fewer than `limit` memories have a vector match, unless it
     asked for vector matches only (VECTOR_ONLY) or for a similarity threshold."""
     if search.mode not in ("vector", VECTOR_ONLY):
         return False
