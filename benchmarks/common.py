@@ -101,7 +101,7 @@ def service_connection():
     from memory_platform import local_services
 
     with psycopg.connect(local_services.postgres_running().url(user=local_services.OWNER_ROLE)) as conn:
-        conn.execute("SELECT set_config('app.service_account', 'on', true)")
+        conn.execute("SET LOCAL app.service_account = 'on'")
         yield conn
 
 

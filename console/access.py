@@ -21,7 +21,7 @@ from django.urls import reverse
 from console.responses import failed
 from memories.access import Caller
 from tenants import context
-from tenants.models import Membership
+from tenants.models import Membership, Organization
 
 VIEWER, OPERATOR, ADMIN = Membership.Role.VIEWER, Membership.Role.OPERATOR, Membership.Role.ADMIN
 RANK = {VIEWER: 1, OPERATOR: 2, ADMIN: 3}
@@ -29,12 +29,18 @@ RANK = {VIEWER: 1, OPERATOR: 2, ADMIN: 3}
 
 def memberships_of(user) -> list[Membership]:
     """The operator's memberships in every organisation, with each organisation's name. Only
-    this read sees across organisations (their own rows, the memberships_own_rows policy)."""
+    these reads see across organisations: the operator's own memberships (memberships_own_rows),
+    then the organisations they name (organizations_of_member)."""
     context.activate_user(user.pk)
     try:
-        memberships = list(Membership.objects.filter(user=user).select_related("org"))
+        memberships = list(Membership.objects.filter(user=user))
+        context.activate_member_orgs(m.org_id for m in memberships)
+        organisations = Organization.objects.in_bulk([m.org_id for m in memberships])
     finally:
         context.activate_user(None)
+        context.activate_member_orgs(())
+    for membership in memberships:
+        membership.org = organisations[membership.org_id]
     return sorted(memberships, key=lambda m: m.org.name.casefold())
 
 

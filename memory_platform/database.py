@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import psycopg
 from django.core.management.base import CommandError
@@ -16,6 +17,31 @@ MINIMUM_PGVECTOR = (0, 8, 0)
 # Tables whose rows, once written, are history: the runtime role may add and erase them but
 # never rewrite them.
 APPEND_ONLY_TABLES = ("memory_versions", "retrieval_events")
+
+
+# A setting's name, as SET LOCAL takes it unquoted: a custom one (app.current_org_id) or one of
+# PostgreSQL's or an extension's (hnsw.ef_search).
+_SETTING_NAME = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
+
+
+def set_local(cursor, settings: dict[str, object]) -> None:
+    """SET LOCAL each setting, in one round trip: they last until the transaction ends.
+
+    SET LOCAL, not set_config(..., true), which does the same on one server: on a Citus cluster
+    (citus.propagate_set_commands = local) SET LOCAL is also sent to every worker the
+    transaction reaches, so the row-level security policies and the search's index settings
+    hold there too; a set_config call is not (docs/adr/0042). The values are written into the
+    statement as literals (a utility statement takes no parameters), quoted by psycopg; several
+    statements go in one simple-protocol message.
+    """
+    if not settings:
+        return
+    statements = []
+    for name, value in settings.items():
+        if not _SETTING_NAME.fullmatch(name):
+            raise ValueError(f"not a setting name: {name!r}")
+        statements.append(f"SET LOCAL {name} = {sql.quote(str(value))}")
+    cursor.execute("; ".join(statements))
 
 
 # What a request refused for want of the database tells its client to wait: the embedded

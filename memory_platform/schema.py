@@ -28,8 +28,8 @@ PER_ROW_SERVICE_ACCOUNT_PREDICATE = "current_setting('app.service_account', true
 def as_service_account(sql: str) -> str:
     """A data migration's statements, run as the service account: row-level security is forced
     on the owner too, so without it an UPDATE of a tenant table sees no row."""
-    return (f"SELECT set_config('app.service_account', 'on', true);\n{sql.strip()}\n"
-            "SELECT set_config('app.service_account', '', true);")
+    return (f"SET LOCAL app.service_account = 'on';\n{sql.strip()}\n"
+            "SET LOCAL app.service_account = '';")
 
 
 def tenant_predicate(column: str = "org_id", *, per_row: bool = False) -> str:

@@ -17,6 +17,7 @@ from rest_framework import authentication, exceptions, permissions
 
 from memories.access import Caller
 from memories.errors import OutOfReach
+from memory_platform.database import set_local
 from tenants import context, throttles
 from tenants.models import Agent, ApiKey, Organization
 from tenants.services import api_key_hash
@@ -61,7 +62,7 @@ def _find_key(key_hash: str) -> ApiKey | None:
     """The key row with this hash, visible through the lookup policy until the next statement
     that sets a tenant closes it again."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config(%s, %s, true)", [context.API_KEY_HASH_SETTING, key_hash])
+        set_local(cursor, {context.API_KEY_HASH_SETTING: key_hash})
     return next(iter(ApiKey.objects.raw(KEY_SQL, [key_hash])), None)
 
 

@@ -3,35 +3,49 @@
 Every policy compares a table's org_id with
     nullif(current_setting('app.current_org_id', true), '')::uuid
 and lets rows through for a maintenance job only when app.service_account is 'on'. Both are
-set with set_config(..., is_local => true): they live exactly as long as the transaction, so
-a pooled connection never carries one request's tenant into the next.
+set with SET LOCAL: they live exactly as long as the transaction, so a pooled connection never
+carries one request's tenant into the next, and on a Citus cluster they travel with the
+transaction to every worker it reaches (memory_platform.database.set_local).
 """
 
 from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from django.db import connections, transaction
+
+from memory_platform.database import set_local
 
 ORG_SETTING = "app.current_org_id"
 SERVICE_ACCOUNT_SETTING = "app.service_account"
 # Opens one api_keys row to authentication (tenants/authentication.py). Setting a tenant
 # always closes it again.
 API_KEY_HASH_SETTING = "app.api_key_hash"
-# Opens the signed-in operator's own memberships, and their organisations, to reads: the
-# console's organisation switch (tenants/migrations/0004).
+# Opens the signed-in operator's own memberships to reads: the console's organisation switch
+# (tenants/migrations/0004).
 USER_SETTING = "app.current_user_id"
+# Opens the organisations those memberships name, and nothing else of them (tenants/migrations/0010).
+MEMBER_ORGS_SETTING = "app.member_org_ids"
 
 
 class TenantContextError(RuntimeError):
     """The tenant was set outside a transaction, where it would vanish at once."""
 
 
+def _in_transaction(using: str, what: str):
+    connection = connections[using]
+    if not connection.in_atomic_block:
+        raise TenantContextError(f"{what} can only be set inside a transaction (transaction.atomic)")
+    return connection
+
+
 def _set(using: str, org_id: str, service_account: str) -> None:
-    _swap(using, org_id, service_account)
+    connection = _in_transaction(using, "the tenant")
+    with connection.cursor() as cursor:
+        set_local(cursor, {ORG_SETTING: org_id, SERVICE_ACCOUNT_SETTING: service_account, API_KEY_HASH_SETTING: ""})
 
 
 def _get(using: str) -> tuple[str, str]:
@@ -43,26 +57,6 @@ def _get(using: str) -> tuple[str, str]:
         return cursor.fetchone()
 
 
-def _swap(using: str, org_id: str, service_account: str) -> tuple[str, str]:
-    """Set both values and return the previous ones, in one round trip (the subquery reads
-    them before the outer select_list sets them; OFFSET 0 keeps it from being flattened)."""
-    connection = connections[using]
-    if not connection.in_atomic_block:
-        raise TenantContextError("the tenant can only be set inside a transaction (transaction.atomic)")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT previous.org_id, previous.service_account,
-                   set_config(%s, %s, true), set_config(%s, %s, true), set_config(%s, '', true)
-            FROM (SELECT coalesce(current_setting(%s, true), '') AS org_id,
-                         coalesce(current_setting(%s, true), '') AS service_account OFFSET 0) AS previous
-            """,
-            [ORG_SETTING, org_id, SERVICE_ACCOUNT_SETTING, service_account, API_KEY_HASH_SETTING,
-             ORG_SETTING, SERVICE_ACCOUNT_SETTING],
-        )
-        return cursor.fetchone()[:2]
-
-
 def activate_org(org_id: uuid.UUID | str, *, using: str = "default") -> None:
     """Make org_id the tenant for the rest of the current transaction."""
     _set(using, str(uuid.UUID(str(org_id))), "")
@@ -71,11 +65,17 @@ def activate_org(org_id: uuid.UUID | str, *, using: str = "default") -> None:
 def activate_user(user_id: int | None, *, using: str = "default") -> None:
     """Let the rest of the current transaction read this operator's memberships in every
     organisation (and nothing else of those organisations)."""
-    connection = connections[using]
-    if not connection.in_atomic_block:
-        raise TenantContextError("the operator can only be set inside a transaction (transaction.atomic)")
+    connection = _in_transaction(using, "the operator")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config(%s, %s, true)", [USER_SETTING, "" if user_id is None else str(int(user_id))])
+        set_local(cursor, {USER_SETTING: "" if user_id is None else str(int(user_id))})
+
+
+def activate_member_orgs(org_ids: Iterable[uuid.UUID | str], *, using: str = "default") -> None:
+    """Let the rest of the current transaction read these organisations' own rows (their name,
+    slug, state): the ones the operator's memberships name, read first under activate_user."""
+    connection = _in_transaction(using, "the operator's organisations")
+    with connection.cursor() as cursor:
+        set_local(cursor, {MEMBER_ORGS_SETTING: ",".join(str(uuid.UUID(str(org_id))) for org_id in org_ids)})
 
 
 def deactivate(*, using: str = "default") -> None:
@@ -90,7 +90,8 @@ def current_org_id(*, using: str = "default") -> uuid.UUID | None:
 @contextmanager
 def _scoped(org_id: str, service_account: str, using: str) -> Iterator[None]:
     with transaction.atomic(using=using):
-        previous = _swap(using, org_id, service_account)
+        previous = _get(using)
+        _set(using, org_id, service_account)
         yield
         # Restore the enclosing scope (if the block raised, the savepoint rollback already has).
         _set(using, *previous)

@@ -272,6 +272,7 @@ def approximate(org_id: str, queries: np.ndarray) -> tuple[list[list[str]], list
 
     from memories.retrieval import vector
     from memories.retrieval.filters import SearchFilters
+    from memory_platform.database import set_local
     from tenants.context import tenant_context
 
     vector.reset_caches()
@@ -279,7 +280,7 @@ def approximate(org_id: str, queries: np.ndarray) -> tuple[list[list[str]], list
     for embedding in tqdm(queries, desc="search", leave=False):
         with tenant_context(org_id), connection.cursor() as cursor:
             query = vector.statement(cursor, org_id, embedding.tolist(), SearchFilters(), K)
-            vector.set_local(cursor, query.knobs)
+            set_local(cursor, query.knobs)
             started = time.perf_counter()
             cursor.execute(query.sql, query.params)
             rows = cursor.fetchall()

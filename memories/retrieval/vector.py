@@ -25,6 +25,7 @@ from memories.retrieval import size
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, memory_columns, ranked_hits, ranking_columns, usage_join
 from memory_platform.config import config
+from memory_platform.database import set_local
 
 _index_cache: dict = {}
 INDEX_CACHE_SECONDS = 60
@@ -61,13 +62,6 @@ def has_own_index(org_id) -> bool:
 def ivfflat_probes(options: dict) -> int:
     configured = config().search.ivfflat_probes
     return configured or max(1, round(math.sqrt(int(options.get("lists", 100)))))
-
-
-def set_local(cursor, settings_to_set: dict) -> None:
-    """SET LOCAL each of these, in one round trip: they last until the transaction ends."""
-    if settings_to_set:
-        cursor.execute("SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings_to_set)),
-                       [part for name, value in settings_to_set.items() for part in (name, str(value))])
 
 
 @dataclass

@@ -49,7 +49,7 @@ MIDDLEWARE = [
     "memory_platform.security.SecureCookiesOnHttpsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Opens the request's transaction before anything reads the database, so the tenant set
-    # later with set_config(..., true) covers sessions, views and template rendering alike.
+    # later with SET LOCAL covers sessions, views and template rendering alike.
     "tenants.middleware.TenantTransactionMiddleware",
     # Inside the transaction: an unhandled error's 500 still rolls the request back.
     "memories.api.errors.JsonErrorMiddleware",

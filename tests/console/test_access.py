@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from tenants.context import activate_user, tenant_context
+from tenants.context import activate_member_orgs, activate_user, tenant_context
 from tenants.models import Membership, Organization
 from tests import factories
 from tests.console.conftest import operator
@@ -148,19 +148,36 @@ def test_an_inactive_organisation_is_closed(console_as, org_a):
     assert client.get(client.base).status_code == 404
 
 
-@pytest.mark.parametrize("table", ["memberships", "organizations"])
-def test_the_operator_setting_opens_only_the_operators_own_rows(org_a, org_b, table):
+def test_the_operator_setting_opens_only_the_operators_own_rows(org_a, org_b):
     """Row-level security, by raw SQL as the runtime role: with app.current_user_id set and no
-    tenant, a user sees their own memberships and organisations, nothing of anyone else."""
+    tenant, a user sees their own memberships, nothing of anyone else's, and no organisation."""
     mine = operator(org_a, "viewer")
     other = operator(org_b, "admin")
-    column = "user_id" if table == "memberships" else "id"
     with connection.cursor() as cursor:
         activate_user(mine.pk)
-        cursor.execute(f"SELECT {column} FROM {table}")
-        seen = {row[0] for row in cursor.fetchall()}
+        cursor.execute("SELECT user_id, org_id FROM memberships")
+        seen = cursor.fetchall()
+        cursor.execute("SELECT id FROM organizations")
+        assert cursor.fetchall() == []  # opened only by the next setting
         cursor.execute("UPDATE memberships SET role = 'admin'")
         assert cursor.rowcount == 0  # the widening is for reads only
-    assert seen == ({mine.pk} if table == "memberships" else {org_a.pk})
+    assert seen == [(mine.pk, org_a.pk)]
     with tenant_context(org_b.id):
         assert Membership.objects.get(user=other).role == "admin"
+
+
+def test_the_member_organisations_setting_opens_only_those_organisations(org_a, org_b):
+    """app.member_org_ids opens the organisations named, for reads, and nothing else of them."""
+    tenant = factories.populated_tenant(org_a)
+    with connection.cursor() as cursor:
+        activate_member_orgs([org_a.pk])
+        cursor.execute("SELECT id FROM organizations")
+        assert cursor.fetchall() == [(org_a.pk,)]
+        cursor.execute("SELECT count(*) FROM memories")
+        assert cursor.fetchone()[0] == 0
+        cursor.execute("SELECT count(*) FROM memberships")
+        assert cursor.fetchone()[0] == 0
+        cursor.execute("UPDATE organizations SET name = 'taken'")
+        assert cursor.rowcount == 0
+    assert tenant.memory.org_id == org_a.pk
+

@@ -139,7 +139,7 @@ def test_the_runtime_role_may_not_rewrite_versions(tenant_a):
 @committing
 def test_not_even_the_owner_may_rewrite_versions_only_clear_their_references(tenant_a):
     with connections["owner"].cursor() as cursor, transaction.atomic(using="owner"):
-        cursor.execute("SELECT set_config('app.service_account', 'on', true)")
+        cursor.execute("SET LOCAL app.service_account = 'on'")
         with pytest.raises(IntegrityError, match="memory_versions rows are immutable"), transaction.atomic(using="owner"):
             cursor.execute("UPDATE memory_versions SET content = 'rewritten' WHERE id = %s", [tenant_a.version.pk])
         # What ON DELETE SET NULL does when the agent that made the change is deleted.

@@ -12,6 +12,7 @@ from memories import vector_index
 from memories.models import EMBEDDING_DIMENSIONS, Memory
 from memories.retrieval import fulltext, size, vector
 from memories.retrieval.filters import SearchFilters
+from memory_platform.database import set_local
 from tenants.context import tenant_context
 from tests import factories
 from tests.knobs import with_search_knobs
@@ -113,7 +114,7 @@ def hnsw_searching_with(settings, *, exact_scan_rows: int) -> None:
 def search_plan(org_id, embedding, filters, k):
     with tenant_context(org_id), connection.cursor() as cursor:
         query = vector.statement(cursor, org_id, embedding, filters, k)
-        vector.set_local(cursor, query.knobs)
+        set_local(cursor, query.knobs)
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + query.sql, query.params)
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan

@@ -86,10 +86,10 @@ def test_tenant_table_has_forced_row_level_security_and_a_policy(name):
         assert cmd == "SELECT" and with_check is None and qual.startswith("(user_id = ")
         assert "app.current_user_id" in qual and "NULLIF" in qual
     if name == "organizations":
-        # ...and the organisations they are a member of.
+        # ...and the organisations those memberships name, with no subquery (Citus refuses one).
         cmd, permissive, qual, with_check = policies.pop("organizations_of_member")
         assert cmd == "SELECT" and with_check is None
-        assert "memberships.user_id" in qual and "app.current_user_id" in qual
+        assert "app.member_org_ids" in qual and "SELECT" not in qual.upper()
     assert policies == {}
 
 

@@ -73,8 +73,10 @@ def test_knowing_a_hash_policy_shows_only_that_key(tenant_a, tenant_b):
     """The lookup policy opens exactly one row: the key whose hash was set."""
     from django.db import connection
 
+    from memory_platform.database import set_local
+
     with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('app.api_key_hash', %s, true)", [tenant_b.api_key.key_hash])
+        set_local(cursor, {"app.api_key_hash": tenant_b.api_key.key_hash})
         cursor.execute("SELECT org_id FROM api_keys")
         rows = cursor.fetchall()
         cursor.execute("SELECT count(*) FROM memories")
