@@ -326,7 +326,9 @@ def prepare_cluster_database(name: str) -> None:
     for node in (*workers, coordinator):  # the workers first: adding one connects to it
         _create_database(node.endpoint, name)
         with psycopg.connect(node.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
-            _prepare_schema(conn, citus=True)
+            # Once a worker is in the cluster it refuses DDL of its own: prepare each node once.
+            if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone():
+                _prepare_schema(conn, citus=True)
     with psycopg.connect(coordinator.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
         known = {row[0] for row in conn.execute("SELECT nodename FROM pg_dist_node")}
         if str(coordinator.endpoint.socket_dir) not in known:

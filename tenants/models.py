@@ -56,14 +56,31 @@ class TenantModel(models.Model):
         abstract = True
 
 
+class TenantForeignKey(models.ForeignKey):
+    """A foreign key whose joins also match org_id: `JOIN entities e ON e.id = a.entity_id AND
+    e.org_id = a.org_id`, the composite key the database declares. The same rows join (a
+    reference never leaves its organisation); on a Citus cluster the join is then on the
+    distribution column, so it runs inside one organisation's shard group (docs/adr/0042)."""
+
+    def get_joining_fields(self, reverse_join=False):
+        fields = super().get_joining_fields(reverse_join)
+        own, theirs = self.model._meta.get_field("org"), self.related_model._meta.get_field("org")
+        return (*fields, (theirs, own) if reverse_join else (own, theirs))
+
+    def deconstruct(self):
+        name, path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.ForeignKey", args, kwargs  # the column is the same
+
+
 def tenant_fk(to, *, null=False, related_name="+", db_column=None, **kwargs):
     """A reference to another tenant row.
 
     The database owns the constraint and its ON DELETE action: a composite foreign key
     (org_id, <column>) -> (org_id, id) declared in the migration (memory_platform/schema.py).
-    Django neither creates a single-column constraint nor emulates cascades in Python.
+    Django neither creates a single-column constraint nor emulates cascades in Python, and
+    joins along it on both columns (TenantForeignKey).
     """
-    return models.ForeignKey(
+    return TenantForeignKey(
         to,
         on_delete=models.DO_NOTHING,
         null=null,

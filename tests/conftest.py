@@ -52,12 +52,22 @@ def django_db_setup(django_test_environment, django_db_blocker, embedded_servers
             connections[alias].settings_dict["NAME"] = test_name
             settings.DATABASES[alias]["NAME"] = test_name
         owner.settings_dict["NAME"] = real_name
-        owner.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+        cluster = settings.EMBEDDED_POSTGRES and local_services.citus_workers() > 0
+        if cluster:
+            # Citus keeps its nodes per database: the test database is made on every node,
+            # with the workers known to it, before the owner migrates (and distributes) it.
+            local_services.drop_cluster_database(test_name)
+            local_services.prepare_cluster_database(test_name)
+        owner.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False, keepdb=cluster)
         default.close()
     yield
     with django_db_blocker.unblock():
         default.close()
-        owner.creation.destroy_test_db(real_name, verbosity=0)
+        if cluster:
+            owner.close()
+            local_services.drop_cluster_database(test_name)
+        else:
+            owner.creation.destroy_test_db(real_name, verbosity=0)
         default.settings_dict["NAME"] = real_name
         settings.DATABASES["default"]["NAME"] = real_name
 

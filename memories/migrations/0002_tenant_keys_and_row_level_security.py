@@ -78,7 +78,13 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunSQL("CREATE EXTENSION IF NOT EXISTS vector", migrations.RunSQL.noop),
+        # Only when missing: on a Citus cluster even CREATE EXTENSION IF NOT EXISTS is sent to
+        # the workers, where the superuser, not the owner, created it.
+        migrations.RunSQL(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'vector') "
+            "THEN CREATE EXTENSION vector; END IF; END $$",
+            migrations.RunSQL.noop,
+        ),
         *(tenant_keys(table) for table in TENANT_TABLES),
         migrations.RunSQL(
             """

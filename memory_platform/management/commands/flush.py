@@ -1,4 +1,5 @@
 from django.core.management.commands.flush import Command as DjangoFlushCommand
+from django.db import connections
 
 
 class Command(DjangoFlushCommand):
@@ -15,4 +16,9 @@ class Command(DjangoFlushCommand):
         # The runtime connection and the owner connection reach the same database.
         if options["database"] == "default":
             options["database"] = "owner"
-        return super().handle(**options)
+        result = super().handle(**options)
+        with connections[options["database"]].cursor() as cursor:
+            # The lexical statistics are no model's table, and no trigger empties them with
+            # memories (memories migration 0030).
+            cursor.execute("TRUNCATE memory_lexeme_stats, memory_lexeme_deltas")
+        return result

@@ -1,12 +1,13 @@
 from django.core.management.commands.migrate import Command as DjangoMigrateCommand
 
-from memory_platform import database
+from memory_platform import database, distribution
 
 
 class Command(DjangoMigrateCommand):
     help = (
         "Apply migrations as the schema owner (the `owner` connection, DATABASE_OWNER_URL), "
-        "after checking that pgvector is there."
+        "after checking that pgvector is there; on a Citus cluster, then place every new table "
+        "(distributed by organisation, reference or local: memory_platform.distribution)."
     )
 
     def add_arguments(self, parser):
@@ -14,6 +15,13 @@ class Command(DjangoMigrateCommand):
         parser.set_defaults(database="owner")
 
     def handle(self, *args, **options):
-        database.require_pgvector(options["database"])
-        database.grant_default_privileges(options["database"])
-        return super().handle(*args, **options)
+        using = options["database"]
+        database.require_pgvector(using)
+        database.grant_default_privileges(using)
+        result = super().handle(*args, **options)
+        if distribution.citus_present(using):
+            say = self.stdout.write if options["verbosity"] >= 1 else None
+            placed = distribution.distribute(using, progress=say)
+            if placed and say:
+                say(f"Placed {len(placed)} tables on the Citus cluster.")
+        return result

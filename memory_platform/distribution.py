@@ -1,0 +1,278 @@
+"""Where each table lives on a Citus cluster: distributed by organisation, a reference table on
+every node, or a local table on the coordinator (docs/adr/0042).
+
+One rule decides it, from the schema itself rather than a list kept by hand:
+  * every table with an org_id column is distributed by org_id, all colocated: an
+    organisation's rows of every table sit in one shard group on one node, so each of its
+    statements is a router query and its foreign keys and cascades stay there;
+  * the tables those reference that are not an organisation's rows are reference tables,
+    copied to every node, so a distributed table may point at them and join them where it
+    is: `organizations` itself (one small row per tenant, and a slug unique across all of
+    them, which a table distributed by id could not keep), operators' accounts, embedding
+    models;
+  * everything else (migrations, sessions, content types, permissions) stays on the coordinator.
+
+`manage.py migrate` runs `distribute` last on a database with Citus (a no-op elsewhere and for
+tables already placed), so a fresh cluster and the migrations of a new release end the same
+way; `manage.py distribute` converts an existing single-node database in place, with progress.
+On plain PostgreSQL nothing here runs: the schema is the same on both engines.
+"""
+
+from __future__ import annotations
+
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import connections, transaction
+from psycopg import sql
+
+from memory_platform.schema import PER_ROW_SERVICE_ACCOUNT_PREDICATE, tenant_predicate
+
+TENANT_COLUMN = "org_id"
+# Tables without an org_id that tenant tables reference: on every node.
+REFERENCE_TABLES = ("organizations", "auth_user", "embedding_models")
+
+# Set for the database by `distribute`, read by every later connection:
+DATABASE_SETTINGS = {
+    # SET LOCAL (the tenant, the service flag, the search's index settings) travels with the
+    # transaction to every worker it reaches (memory_platform.database.set_local).
+    "citus.propagate_set_commands": "local",
+}
+
+
+@dataclass(frozen=True)
+class Placement:
+    table: str
+    kind: str  # "distributed", "reference" or "local"
+    column: str | None = None  # the distribution column of a distributed table
+
+
+def citus_present(using: str = "default") -> bool:
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
+        return cursor.fetchone() is not None
+
+
+def _tables(cursor) -> list[str]:
+    cursor.execute("""
+        SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+        ORDER BY c.relname
+    """)
+    return [row[0] for row in cursor.fetchall()]
+
+
+def _tenant_tables(cursor) -> set[str]:
+    cursor.execute("""
+        SELECT c.relname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND a.attname = %s AND NOT a.attisdropped
+    """, [TENANT_COLUMN])
+    return {row[0] for row in cursor.fetchall()}
+
+
+def _references(cursor) -> dict[str, set[str]]:
+    """Each table and the other tables its foreign keys point at."""
+    cursor.execute("""
+        SELECT child.relname, parent.relname FROM pg_constraint k
+        JOIN pg_class child ON child.oid = k.conrelid JOIN pg_class parent ON parent.oid = k.confrelid
+        JOIN pg_namespace n ON n.oid = child.relnamespace
+        WHERE k.contype = 'f' AND n.nspname = 'public' AND child.oid <> parent.oid
+    """)
+    references: dict[str, set[str]] = {}
+    for child, parent in cursor.fetchall():
+        references.setdefault(child, set()).add(parent)
+    return references
+
+
+def plan(using: str = "owner") -> list[Placement]:
+    """Every table and where it belongs, in the order they can be placed: reference tables,
+    then each distributed table after the tables it references."""
+    with connections[using].cursor() as cursor:
+        tables = _tables(cursor)
+        tenant = _tenant_tables(cursor)
+        references = _references(cursor)
+    placements = [Placement(table, "reference") for table in REFERENCE_TABLES if table in tables]
+    placed: set[str] = set(REFERENCE_TABLES)
+    pending = sorted(table for table in tables if table in tenant and table not in placed)
+    while pending:
+        ready = [table for table in pending if not (references.get(table, set()) & set(pending)) - {table}]
+        if not ready:
+            raise RuntimeError(f"the foreign keys of {', '.join(pending)} form a cycle")
+        for table in ready:
+            placements.append(Placement(table, "distributed", TENANT_COLUMN))
+            placed.add(table)
+            pending.remove(table)
+    placements += [Placement(table, "local") for table in tables if table not in placed]
+    return placements
+
+
+def placed(using: str = "owner") -> dict[str, Placement]:
+    """Where Citus has each table now (tables it does not know are local)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("""
+            SELECT logicalrelid::regclass::text, partmethod,
+                   CASE WHEN partmethod = 'h' THEN column_to_column_name(logicalrelid, partkey) END
+            FROM pg_dist_partition
+        """)
+        found = {}
+        for table, method, column in cursor.fetchall():
+            if method == "h":
+                found[table] = Placement(table, "distributed", column)
+            elif method == "n" and table in REFERENCE_TABLES:
+                found[table] = Placement(table, "reference")
+            # Citus-managed local tables (method "n", on the coordinator) stay "local".
+        return found
+
+
+def distribute(using: str = "owner", progress: Callable[[str], None] | None = None) -> list[Placement]:
+    """Place every table the plan places and Citus does not have yet; returns those placed.
+    All in one transaction, so a failure leaves the database as it was; a table with rows has
+    them moved to its shards."""
+    say = progress or (lambda message: None)
+    done = placed(using)
+    todo = [p for p in plan(using) if p.kind != "local" and p.table not in done]
+    if not todo:
+        return []
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        # One connection per worker for the whole transaction: its DDL and the foreign keys
+        # made at the end must see the shards it created.
+        cursor.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+        cursor.execute("SELECT current_database()")
+        database = cursor.fetchone()[0]
+        for name, value in DATABASE_SETTINGS.items():
+            cursor.execute(sql.SQL("ALTER DATABASE {} SET {} = {}").format(
+                sql.Identifier(database), sql.SQL(name), sql.Literal(value)).as_string(None))
+        # The memories table's triggers (its updated_at, the lexical statistics' deltas) fire on
+        # its shards, where every row they touch is of the same organisation and so in the same
+        # shard group (docs/adr/0042); Citus asks for the setting before it distributes them.
+        cursor.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+        # Row-level security is forced on the owner too: moving rows to shards reads them all.
+        cursor.execute("SET LOCAL app.service_account = 'on'")
+        tables = [p.table for p in todo]
+        for table, name, predicate in _policies_read_per_row(cursor, tables):
+            cursor.execute(sql.SQL("ALTER POLICY {} ON {} ").format(
+                sql.Identifier(name), sql.Identifier(table)).as_string(None) + predicate)
+        # A local table that points at a table becoming a reference table would be turned into
+        # a Citus-managed local table with it, and with the rest of its foreign-key graph: every
+        # tenant table, whose policies Citus refuses there. So the tenant tables' keys to the
+        # reference tables are held back until both sides are placed, then made again.
+        held = _held_foreign_keys(cursor, [p.table for p in todo if p.kind == "reference"])
+        for table, name, _ in held:
+            cursor.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(
+                sql.Identifier(table), sql.Identifier(name)).as_string(None))
+        # Citus copies a table's rows to its shards with COPY, which row-level security refuses,
+        # even to the owner while it is forced: unforced for the copy, forced again after.
+        forced = _forced_row_security(cursor, tables)
+        for table in forced:
+            cursor.execute(sql.SQL("ALTER TABLE {} NO FORCE ROW LEVEL SECURITY").format(
+                sql.Identifier(table)).as_string(None))
+        for number, placement in enumerate(todo, start=1):
+            say(f"[{number}/{len(todo)}] {placement.table}: {placement.kind}"
+                + (f" by {placement.column}" if placement.column else ""))
+            if placement.kind == "reference":
+                cursor.execute("SELECT create_reference_table(%s)", [placement.table])
+            else:
+                # Colocated by Citus's default rule: the same shard count and column type.
+                cursor.execute("SELECT create_distributed_table(%s, %s)", [placement.table, placement.column])
+        for table in forced:
+            cursor.execute(sql.SQL("ALTER TABLE {} FORCE ROW LEVEL SECURITY").format(
+                sql.Identifier(table)).as_string(None))
+        for table, name, definition in held:
+            cursor.execute(sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} ").format(
+                sql.Identifier(table), sql.Identifier(name)).as_string(None) + definition)
+    return todo
+
+
+def _policies_read_per_row(cursor, tables: list[str]) -> list[tuple[str, str, str]]:
+    """(table, policy, USING ... WITH CHECK ...) for each policy of these tables that reads a
+    setting in a subquery, in the form that reads it per row: Citus refuses subqueries in the
+    policies of distributed tables. The same rows pass (docs/adr/0042)."""
+    cursor.execute("""
+        SELECT tablename, policyname FROM pg_policies
+        WHERE schemaname = 'public' AND tablename = ANY(%s) AND (qual LIKE %s OR with_check LIKE %s)
+        ORDER BY 1, 2
+    """, [tables, "%SELECT%", "%SELECT%"])
+    rewritten = []
+    for table, name in cursor.fetchall():
+        if name == f"{table}_tenant_isolation":
+            predicate = tenant_predicate("id" if table == "organizations" else TENANT_COLUMN, per_row=True)
+        elif name == "embedding_models_service_account":
+            predicate = f"({PER_ROW_SERVICE_ACCOUNT_PREDICATE})"
+        else:
+            raise RuntimeError(f"policy {name} on {table} has a subquery, which Citus refuses: "
+                               "rewrite it with settings alone (docs/adr/0042)")
+        rewritten.append((table, name, f"USING {predicate} WITH CHECK {predicate}"))
+    return rewritten
+
+
+def _forced_row_security(cursor, tables: list[str]) -> list[str]:
+    cursor.execute("""
+        SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relname = ANY(%s) AND c.relforcerowsecurity ORDER BY 1
+    """, [tables])
+    return [row[0] for row in cursor.fetchall()]
+
+
+def _held_foreign_keys(cursor, reference_tables: list[str]) -> list[tuple[str, str, str]]:
+    """(table, constraint, definition) of each foreign key from another table to one of these."""
+    if not reference_tables:
+        return []
+    cursor.execute("""
+        SELECT child.relname, k.conname, pg_get_constraintdef(k.oid) FROM pg_constraint k
+        JOIN pg_class child ON child.oid = k.conrelid JOIN pg_class parent ON parent.oid = k.confrelid
+        JOIN pg_namespace n ON n.oid = child.relnamespace
+        WHERE k.contype = 'f' AND n.nspname = 'public' AND parent.relname = ANY(%s)
+          AND NOT child.relname = ANY(%s) AND child.relname IN (
+              SELECT c.relname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+              WHERE a.attname = %s AND NOT a.attisdropped)
+        ORDER BY 1, 2
+    """, [reference_tables, reference_tables, TENANT_COLUMN])
+    return cursor.fetchall()
+
+
+def nodes(using: str = "owner") -> list[dict]:
+    """The cluster's nodes as Citus knows them, the coordinator first."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("""
+            SELECT nodename, nodeport, groupid = 0 AS coordinator, isactive, shouldhaveshards
+            FROM pg_dist_node WHERE noderole = 'primary' ORDER BY groupid
+        """)
+        return [{"node": f"{name}:{port}", "role": "coordinator" if coordinator else "worker",
+                 "active": active, "holds_shards": shards}
+                for name, port, coordinator, active, shards in cursor.fetchall()]
+
+
+def status(using: str = "owner") -> dict:
+    """The nodes, and each table's kind and each node's rows of it (read as the service
+    account: the counts cross every organisation)."""
+    placements = placed(using)
+    tables = []
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        cursor.execute("SET LOCAL app.service_account = 'on'")
+        cursor.execute("""
+            SELECT table_name::text, nodename || ':' || nodeport, array_agg(shard_name::text ORDER BY shardid)
+            FROM citus_shards GROUP BY 1, 2 ORDER BY 1, 2
+        """)
+        shards: dict[str, dict[str, list[str]]] = {}
+        for table, node, names in cursor.fetchall():
+            shards.setdefault(table, {})[node] = names
+        for placement in plan(using):
+            entry = {"table": placement.table, "kind": placements.get(placement.table, Placement(placement.table, "local")).kind}
+            if entry["kind"] == "distributed":
+                entry["column"] = placements[placement.table].column
+                # Counted per organisation across the shards, then each organisation's count
+                # put on the node of its shard, on the coordinator.
+                cursor.execute(
+                    sql.SQL("WITH counted AS MATERIALIZED (SELECT {column} AS key, count(*) AS n FROM {table} GROUP BY 1) "
+                            "SELECT s.nodename || ':' || s.nodeport, sum(c.n)::bigint FROM counted c "
+                            "JOIN citus_shards s ON s.table_name = {name}::regclass "
+                            "AND s.shardid = get_shard_id_for_distribution_column({name}, c.key) GROUP BY 1").format(
+                        column=sql.Identifier(entry["column"]), table=sql.Identifier(placement.table),
+                        name=sql.Literal(placement.table)).as_string(None))
+                counted = dict(cursor.fetchall())
+                entry["rows_by_node"] = {node: counted.get(node, 0) for node in shards.get(placement.table, {})}
+                entry["shards"] = sum(len(names) for names in shards.get(placement.table, {}).values())
+            tables.append(entry)
+    return {"nodes": nodes(using), "tables": tables}

@@ -1,0 +1,107 @@
+"""The product on a Citus cluster (`scripts/test --citus`): every table placed where ADR-0042
+says, and an organisation's rows kept on the node that holds its shard group, behind the same
+row-level security on every node. Skipped on a single PostgreSQL."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from django.db import connection, connections
+
+from memories.models import EntityAlias, Memory
+from memory_platform import distribution, local_services
+from tenants.context import tenant_context
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def cluster(db):
+    if not distribution.citus_present():
+        pytest.skip("not a Citus cluster (scripts/test --citus runs these)")
+
+
+def worker_of(table: str, org_id) -> str:
+    """The node (its socket folder) holding the organisation's shard of `table`."""
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("SELECT nodename FROM citus_shards WHERE table_name = %s::regclass "
+                       "AND shardid = get_shard_id_for_distribution_column(%s, %s)", [table, table, str(org_id)])
+        return cursor.fetchone()[0]
+
+
+def shard_of(table: str, org_id) -> str:
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("SELECT shard_name FROM citus_shards WHERE table_name = %s::regclass "
+                       "AND shardid = get_shard_id_for_distribution_column(%s, %s)", [table, table, str(org_id)])
+        return cursor.fetchone()[0]
+
+
+@pytest.fixture
+def tenants_on_two_workers():
+    """Two populated organisations whose shard groups sit on different workers."""
+    first = factories.populated_tenant(factories.organization("First"))
+    for number in range(40):
+        second = factories.populated_tenant(factories.organization(f"Second {number}"))
+        if worker_of("memories", second.org.id) != worker_of("memories", first.org.id):
+            return first, second
+    pytest.fail("40 organisations all landed on one worker")
+
+
+def test_every_tenant_table_is_distributed_by_org_id_and_colocated():
+    placements = distribution.placed()
+    planned = distribution.plan()
+    for placement in planned:
+        if placement.kind == "local":
+            assert placement.table not in placements
+        else:
+            assert placements[placement.table] == placement, placement.table
+    distributed = [p.table for p in planned if p.kind == "distributed"]
+    assert {"memories", "memory_versions", "agents", "api_keys", "retrieval_events"} <= set(distributed)
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("SELECT count(DISTINCT colocationid) FROM pg_dist_partition WHERE logicalrelid::text = ANY(%s)",
+                       [distributed])
+        assert cursor.fetchone()[0] == 1
+    references = {p.table for p in planned if p.kind == "reference"}
+    assert references == {"organizations", "auth_user", "embedding_models"}
+
+
+def test_a_tenant_sees_its_rows_on_every_worker_and_never_anothers(tenants_on_two_workers):
+    first, second = tenants_on_two_workers
+    for tenant, other in ((first, second), (second, first)):
+        with tenant_context(tenant.org.id):
+            assert set(Memory.objects.values_list("org_id", flat=True)) == {tenant.org.id}
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT DISTINCT org_id FROM memories UNION SELECT DISTINCT org_id FROM memory_versions")
+                assert {row[0] for row in cursor.fetchall()} == {tenant.org.id}
+                cursor.execute("SELECT count(*) FROM memories WHERE org_id = %s", [other.org.id])
+                assert cursor.fetchone()[0] == 0
+
+
+def test_the_policies_hold_on_the_workers_own_shards(tenants_on_two_workers):
+    """Straight to the worker holding the second organisation's shard, as the runtime role:
+    the shard shows its rows to that organisation only, and nothing with no tenant set."""
+    first, second = tenants_on_two_workers
+    node = worker_of("memories", second.org.id)
+    shard = shard_of("memories", second.org.id)
+    url = local_services.PostgresEndpoint(socket_dir=node, port=local_services.POSTGRES_PORT).url(
+        user=local_services.APP_ROLE, database=connection.settings_dict["NAME"])
+    seen = {}
+    with psycopg.connect(url) as conn:
+        for name, org_id in (("none", ""), ("first", str(first.org.id)), ("second", str(second.org.id))):
+            with conn.transaction():
+                conn.execute(f"SET LOCAL app.current_org_id = '{org_id}'")
+                seen[name] = {row[0] for row in conn.execute(f"SELECT org_id FROM {shard}")}
+    assert seen == {"none": set(), "first": set(), "second": {second.org.id}}
+
+
+def test_a_tenants_join_is_a_router_query_to_one_node(tenants_on_two_workers):
+    """An organisation's statement, with a join along a tenant reference, runs as one task."""
+    first, _ = tenants_on_two_workers
+    query = EntityAlias.objects.filter(org_id=first.org.id, entity__namespace="users/alice").select_related("entity")
+    with tenant_context(first.org.id), connection.cursor() as cursor:
+        sql, params = query.query.sql_with_params()
+        cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+        plan = cursor.fetchone()[0][0]["Plan"]
+    assert plan["Node Type"] == "Custom Scan" and plan["Custom Plan Provider"] == "Citus Adaptive"
+    assert plan["Distributed Query"]["Job"]["Task Count"] == 1
