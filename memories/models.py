@@ -13,7 +13,15 @@ from django.db import models
 from django.db.models import F, Q
 from pgvector.django import VectorField
 
-from tenants.models import Agent, Session, TenantModel, tenant_fk, user_fk
+from tenants.models import (
+    Agent,
+    ReferencedTenantModel,
+    ReferencesClearedQuerySet,
+    Session,
+    TenantModel,
+    tenant_fk,
+    user_fk,
+)
 
 EMBEDDING_DIMENSIONS = 384
 
@@ -90,7 +98,7 @@ class MemoryValidationStatus(models.TextChoices):
     REJECTED = "rejected"
 
 
-class MemoryManager(models.Manager):
+class MemoryManager(models.Manager.from_queryset(ReferencesClearedQuerySet)):
     """Memories with their usage (retrieval_count, last_retrieved_at), read from memory_usage:
     two correlated lookups on its (org_id, memory_id) key per row a query returns."""
 
@@ -107,7 +115,7 @@ class MemoryManager(models.Manager):
         return super().get_queryset()
 
 
-class Memory(TenantModel):
+class Memory(ReferencedTenantModel):
     Category = MemoryCategory
     MemoryType = MemoryType
     Source = MemorySource
@@ -569,7 +577,7 @@ class RetrievalEventKind(models.TextChoices):
     CONTEXT = "context"  # a context assembly: the memories put in a prompt
 
 
-class RetrievalEvent(TenantModel):
+class RetrievalEvent(ReferencedTenantModel):
     """What a caller was shown, in order, for audit and replay (spec §2). Append-only."""
 
     Kind = RetrievalEventKind

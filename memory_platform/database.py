@@ -10,12 +10,15 @@ from django.core.management.base import CommandError
 from django.db import connections
 from psycopg import sql
 
+from memory_platform import references
+
 logger = logging.getLogger(__name__)
 
 MINIMUM_PGVECTOR = (0, 8, 0)
 
 # Tables whose rows, once written, are history: the runtime role may add and erase them but
-# never rewrite them.
+# never rewrite them, only empty their references to a row deleted elsewhere (an agent's, a
+# replayed event's: memory_platform.references, which their append_only triggers allow).
 APPEND_ONLY_TABLES = ("memory_versions", "retrieval_events")
 
 
@@ -150,7 +153,7 @@ def grant_default_privileges(using: str = "owner") -> None:
 
 def restrict_runtime_privileges(sender, using="owner", **kwargs) -> None:
     """After migrate: take back what the runtime role must not do, rewrite history or the
-    migration record."""
+    migration record; of history, it may update only the references a deletion empties."""
     if getattr(sender, "label", None) != "memories":
         return  # post_migrate fires once per app; one pass at the end is enough
     role = _runtime_role(using)
@@ -162,3 +165,6 @@ def restrict_runtime_privileges(sender, using="owner", **kwargs) -> None:
             cursor.execute("SELECT to_regclass(%s)", [table])
             if cursor.fetchone()[0] is not None:  # absent after migrating to zero
                 cursor.execute(sql.SQL("REVOKE UPDATE ON {} FROM {}").format(sql.Identifier(table), role))
+                if columns := references.cleared_columns(table):
+                    cursor.execute(sql.SQL("GRANT UPDATE ({}) ON {} TO {}").format(
+                        sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(table), role))

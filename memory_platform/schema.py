@@ -91,34 +91,89 @@ def tenant_keys(table: str) -> migrations.RunSQL:
     )
 
 
+# The references that were ON DELETE SET NULL (x) until memories 0030 made them NO ACTION: the
+# migrations before it still declare them so, and generate the SQL they always did. No other
+# tenant reference may be SET NULL or SET DEFAULT: a Citus cluster distributed by org_id
+# refuses either on a foreign key that carries org_id. A reference that outlives its row is
+# NO ACTION, emptied by whoever deletes the row (memory_platform.references).
+HISTORICAL_SET_NULL = frozenset({
+    ("sessions", ("agent_id",)),
+    ("memories", ("session_id",)),
+    ("memories", ("superseded_by",)),
+    ("memories", ("merged_into",)),
+    ("memory_versions", ("changed_by_agent_id",)),
+    ("retrieval_events", ("agent_id",)),
+    ("retrieval_events", ("replay_of",)),
+    ("erasures", ("requested_by_agent_id",)),
+})
+TENANT_ON_DELETE = ("CASCADE", "NO ACTION")
+
+
 @dataclass(frozen=True)
 class TenantReference:
-    """(org_id, *columns) -> parent(org_id, *parent_columns): a reference inside one organisation."""
+    """(org_id, *columns) -> parent(org_id, *parent_columns): a reference inside one organisation.
+
+    on_delete: CASCADE (the row goes with its parent) or NO ACTION (the parent cannot go while
+    the row refers to it: a nullable reference that outlives its row, which the deletion empties
+    first, memory_platform.references). "SET NULL" is history: see HISTORICAL_SET_NULL.
+    """
 
     columns: tuple[str, ...]
     parent: str
-    on_delete: str = "CASCADE"  # CASCADE, or SET NULL (then only the referencing columns are nulled)
+    on_delete: str = "CASCADE"
     parent_columns: tuple[str, ...] = field(default=("id",))
     on_update: str = "NO ACTION"
 
+    def __post_init__(self):
+        if self.on_delete not in (*TENANT_ON_DELETE, "SET NULL"):
+            raise ValueError(f"a tenant reference is ON DELETE {' or '.join(TENANT_ON_DELETE)}, not {self.on_delete}")
+
+    def constraint_name(self, table: str) -> str:
+        return f"{table}_{'_'.join(self.columns)}_fkey"
+
+    def key_sql(self) -> str:
+        columns = ", ".join(("org_id", *self.columns))
+        parent_columns = ", ".join(("org_id", *self.parent_columns))
+        return f"FOREIGN KEY ({columns}) REFERENCES {self.parent} ({parent_columns})"
+
+    def actions_sql(self, table: str) -> str:
+        on_delete = self.on_delete
+        if on_delete == "SET NULL":
+            if (table, self.columns) not in HISTORICAL_SET_NULL:
+                raise ValueError(
+                    f"{table}({', '.join(self.columns)}): a tenant reference cannot be ON DELETE SET NULL, which "
+                    "Citus refuses with org_id in the key; make it NO ACTION and clear it in "
+                    "memory_platform.references")
+            # Never null org_id: only the reference itself (PostgreSQL 15+).
+            on_delete = f"SET NULL ({', '.join(self.columns)})"
+        return f"ON DELETE {on_delete} ON UPDATE {self.on_update}"
+
 
 def tenant_foreign_key(table: str, reference: TenantReference) -> migrations.RunSQL:
-    name = f"{table}_{'_'.join(reference.columns)}_fkey"
+    name = reference.constraint_name(table)
     columns = ", ".join(("org_id", *reference.columns))
-    parent_columns = ", ".join(("org_id", *reference.parent_columns))
-    on_delete = reference.on_delete
-    if on_delete == "SET NULL":
-        # Never null org_id: only the reference itself (PostgreSQL 15+).
-        on_delete = f"SET NULL ({', '.join(reference.columns)})"
     return migrations.RunSQL(
         f"""
         ALTER TABLE {table} ADD CONSTRAINT {name}
-            FOREIGN KEY ({columns}) REFERENCES {reference.parent} ({parent_columns})
-            ON DELETE {on_delete} ON UPDATE {reference.on_update};
+            {reference.key_sql()}
+            {reference.actions_sql(table)};
         CREATE INDEX IF NOT EXISTS {name}_idx ON {table} ({columns});
         """,
         f"DROP INDEX IF EXISTS {name}_idx; ALTER TABLE {table} DROP CONSTRAINT {name};",
     )
+
+
+def tenant_reference_replaced(table: str, before: TenantReference, after: TenantReference) -> migrations.RunSQL:
+    """Replace a tenant reference's constraint by another of the same columns and name (its
+    index stays); reversed, back."""
+    assert (before.columns, before.parent) == (after.columns, after.parent)
+    name = after.constraint_name(table)
+
+    def replace(reference: TenantReference) -> str:
+        return (f"ALTER TABLE {table} DROP CONSTRAINT {name}, "
+                f"ADD CONSTRAINT {name} {reference.key_sql()} {reference.actions_sql(table)};")
+
+    return migrations.RunSQL(replace(after), replace(before))
 
 
 def user_foreign_key(table: str, column: str, on_delete: str) -> migrations.RunSQL:
@@ -149,7 +204,8 @@ SET_UPDATED_AT_FUNCTION = migrations.RunSQL(
 )
 
 # Raise when an UPDATE changes anything but the columns named as trigger arguments (the
-# references a foreign key's ON DELETE SET NULL may clear).
+# references a deletion elsewhere empties: memory_platform.references, and auth_user's ON
+# DELETE SET NULL).
 FORBID_REWRITE_FUNCTION = migrations.RunSQL(
     """
     CREATE FUNCTION forbid_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$

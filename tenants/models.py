@@ -6,12 +6,15 @@ organisation, and the tables can be distributed by org_id (docs/adr/0032).
 """
 
 import uuid
+from collections import defaultdict
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.db import models
+from django.db import models, router, transaction
 from django.db.models import Q
 from django.db.models.functions import Length
+
+from memory_platform.references import clear_references
 
 # `content__length__gt=0` and the like, in check constraints and queries.
 models.CharField.register_lookup(Length)
@@ -72,13 +75,54 @@ class TenantForeignKey(models.ForeignKey):
         return name, "django.db.models.ForeignKey", args, kwargs  # the column is the same
 
 
+class ReferencesClearedQuerySet(models.QuerySet):
+    """A delete that first empties the references to the rows it deletes (their composite
+    foreign keys are ON DELETE NO ACTION, memory_platform.references): Django admin's, a
+    command's, a test's. SQL that deletes calls clear_references itself."""
+
+    def delete(self):
+        with transaction.atomic(using=self.db, savepoint=False):
+            _clear_references_to(self.model, self.values_list("org_id", "pk"), using=self.db)
+            return super().delete()
+
+    delete.alters_data = True
+    delete.queryset_only = True
+
+
+def _clear_references_to(model, rows, *, using: str) -> None:
+    ids_by_org = defaultdict(list)
+    for org_id, pk in rows:
+        ids_by_org[org_id].append(pk)
+    for org_id, ids in ids_by_org.items():
+        clear_references(model._meta.db_table, org_id=org_id, rows=ids, using=using)
+
+
+class ReferencedTenantModel(TenantModel):
+    """A tenant row that other rows may refer to and outlive (a session's agent, a memory's
+    superseded_by...): deleting it, one or a queryset of them, empties those references first,
+    in the same transaction."""
+
+    objects = ReferencesClearedQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def delete(self, using=None, keep_parents=False):
+        using = using or router.db_for_write(type(self), instance=self)
+        with transaction.atomic(using=using, savepoint=False):
+            _clear_references_to(type(self), [(self.org_id, self.pk)], using=using)
+            return super().delete(using=using, keep_parents=keep_parents)
+
+
 def tenant_fk(to, *, null=False, related_name="+", db_column=None, **kwargs):
     """A reference to another tenant row.
 
     The database owns the constraint and its ON DELETE action: a composite foreign key
     (org_id, <column>) -> (org_id, id) declared in the migration (memory_platform/schema.py).
     Django neither creates a single-column constraint nor emulates cascades in Python, and
-    joins along it on both columns (TenantForeignKey).
+    joins along it on both columns (TenantForeignKey). A nullable reference that outlives its
+    row is ON DELETE NO ACTION and emptied before the row goes (memory_platform.references;
+    the model referred to is a ReferencedTenantModel).
     """
     return TenantForeignKey(
         to,
@@ -106,7 +150,7 @@ def user_fk(*, null=False, related_name="+"):
     )
 
 
-class Agent(TenantModel):
+class Agent(ReferencedTenantModel):
     name = models.CharField(max_length=128)
     description = models.TextField(blank=True, default="")
     is_active = models.BooleanField(default=True)
@@ -125,7 +169,7 @@ class Agent(TenantModel):
         return self.name
 
 
-class Session(TenantModel):
+class Session(ReferencedTenantModel):
     """A conversation or task run of an agent (spec §0's prerequisite, spec §2's sessions)."""
 
     agent = tenant_fk(Agent, null=True, related_name="sessions")

@@ -16,6 +16,9 @@ What goes, in one transaction, as the organisation (row-level security keeps it 
     organisation erased wrote;
   * the sessions erased (a session, an agent's, those under the namespace, or all);
   * the admin log's lines about the memories and entities erased (they quote the content);
+and what only referred to something erased stays, its reference emptied first
+(memory_platform.references): a memory kept that one erased superseded or merged, a replay
+of an erased retrieval event, a memory out of the scope in an erased session;
 and once it commits: the memories' places in the hot sets and the retrieval counters in
 Redis, the cached embeddings of the erased events' queries by every model (a query matched
 without the name of the person it named is cached under those other words, and expires with
@@ -44,6 +47,7 @@ from memories.lifecycle import tracking
 from memories.models import Erasure
 from memories.retrieval.events import RETRIEVAL_COUNTS_KEY, RETRIEVAL_LAST_KEY
 from memories.understanding import lexicon
+from memory_platform.references import Rows, clear_references
 from tenants.context import tenant_context
 
 logger = logging.getLogger(__name__)
@@ -295,6 +299,9 @@ def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
             OR artifact_id IN (SELECT id FROM erased_artifacts a WHERE NOT EXISTS (
                 SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = a.id)))
     """, [org_id, org_id])
+    # Other memories may point at them (superseded_by, merged_into), and so may one erased in a
+    # later batch than the memory it points at: emptied first, as ON DELETE SET NULL did.
+    clear_references("memories", org_id=org_id, rows=Rows("SELECT id FROM erased_memories"))
     for start in range(1, total + 1, BATCH):
         delete("memories", "DELETE FROM memories WHERE org_id = %s AND id IN "
                            "(SELECT id FROM erased_memories WHERE n BETWEEN %s AND %s)",
@@ -315,6 +322,7 @@ def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
           AND NOT EXISTS (SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = a.id)
           AND NOT EXISTS (SELECT 1 FROM provenance p WHERE p.org_id = %s AND p.artifact_id = a.id)
     """, [org_id, org_id, org_id])
+    clear_references("retrieval_events", org_id=org_id, rows=Rows("SELECT id FROM erased_events"))
     delete("retrieval_events", "DELETE FROM retrieval_events WHERE org_id = %s AND id IN (SELECT id FROM erased_events)",
            [org_id])
     kept, kept_params = _idempotency_written(scope)
@@ -325,6 +333,10 @@ def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
     """, [org_id, *kept_params, UUID_PATTERN])
     sessions, session_params = _sessions(scope)
     if sessions:
+        # The memories of the session out of the scope stay, without it.
+        clear_references("sessions", org_id=org_id,
+                         rows=Rows(f"SELECT s.id FROM sessions s WHERE s.org_id = %s AND {sessions}",
+                                   (org_id, *session_params)))
         delete("sessions", f"DELETE FROM sessions s WHERE s.org_id = %s AND {sessions}", [org_id, *session_params])
     cursor.execute("""
         DELETE FROM django_admin_log WHERE object_id IN (

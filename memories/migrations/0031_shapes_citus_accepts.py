@@ -87,7 +87,7 @@ def links_without_cascade(column: str, parent: str, *, on_update: str = "NO ACTI
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memories", "0029_namespace_fields")]
+    dependencies = [("memories", "0030_tenant_references_no_action")]
 
     operations = [
         *(migrations.RunSQL(links_without_cascade(*link), links_without_cascade(*link, on_update="CASCADE"))

@@ -142,7 +142,7 @@ def test_not_even_the_owner_may_rewrite_versions_only_clear_their_references(ten
         cursor.execute("SET LOCAL app.service_account = 'on'")
         with pytest.raises(IntegrityError, match="memory_versions rows are immutable"), transaction.atomic(using="owner"):
             cursor.execute("UPDATE memory_versions SET content = 'rewritten' WHERE id = %s", [tenant_a.version.pk])
-        # What ON DELETE SET NULL does when the agent that made the change is deleted.
+        # What deleting the agent that made the change does first (memory_platform.references).
         cursor.execute("UPDATE memory_versions SET changed_by_agent_id = NULL WHERE id = %s", [tenant_a.version.pk])
         assert cursor.rowcount == 1
 
