@@ -12,8 +12,9 @@ from memories.models import EntityAlias, Memory
 from memory_platform import distribution, local_services
 from tenants.context import tenant_context
 from tests import factories
+from tests.markers import committing
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(databases=["default", "owner"])
 
 
 @pytest.fixture(autouse=True)
@@ -78,6 +79,7 @@ def test_a_tenant_sees_its_rows_on_every_worker_and_never_anothers(tenants_on_tw
                 assert cursor.fetchone()[0] == 0
 
 
+@committing
 def test_the_policies_hold_on_the_workers_own_shards(tenants_on_two_workers):
     """Straight to the worker holding the second organisation's shard, as the runtime role:
     the shard shows its rows to that organisation only, and nothing with no tenant set."""
