@@ -1,4 +1,5 @@
 from django.core.management.commands.migrate import Command as DjangoMigrateCommand
+from django.db import connections
 
 from memory_platform import database, distribution
 
@@ -24,4 +25,7 @@ class Command(DjangoMigrateCommand):
             placed = distribution.distribute(using, progress=say)
             if placed and say:
                 say(f"Placed {len(placed)} tables on the Citus cluster.")
+            # The database's settings (SET LOCAL sent to the workers) reach new sessions only:
+            # this process's next statement, `manage.py run`'s demo data say, opens one.
+            connections.close_all()
         return result
