@@ -20,7 +20,7 @@ from memories.errors import OutOfReach
 from memory_platform.database import set_local
 from tenants import context, throttles
 from tenants.models import Agent, ApiKey, Organization
-from tenants.services import api_key_hash
+from tenants.services import api_key_hash, api_key_org
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one write per key per minute
 
@@ -52,18 +52,24 @@ class AgentPrincipal:
 # The two reads of every API request, as SQL through Model.objects.raw: built and compiled by
 # the ORM they were about half of authentication's 6 ms p50 on a slow machine (docs/adr/0035).
 KEY_SQL = "SELECT * FROM api_keys WHERE key_hash = %s ORDER BY created_at DESC LIMIT 1"
+ORG_KEY_SQL = "SELECT * FROM api_keys WHERE org_id = %s AND key_hash = %s"
 ACTIVE_AGENT_SQL = """
     SELECT a.* FROM agents a JOIN organizations o ON o.id = a.org_id
     WHERE a.org_id = %s AND a.id = %s AND a.is_active AND o.is_active
 """
 
 
-def _find_key(key_hash: str) -> ApiKey | None:
-    """The key row with this hash, visible through the lookup policy until the next statement
-    that sets a tenant closes it again."""
+def _find_key(key: str) -> ApiKey | None:
+    """The key row with this key's hash, visible through the lookup policy until the next
+    statement that sets a tenant closes it again: among the keys of the organisation the key
+    names (one shard of a cluster), or, for a key issued before keys named one, among all."""
+    key_hash = api_key_hash(key)
     with connection.cursor() as cursor:
         set_local(cursor, {context.API_KEY_HASH_SETTING: key_hash})
-    return next(iter(ApiKey.objects.raw(KEY_SQL, [key_hash])), None)
+    org_id = api_key_org(key)
+    if org_id is None:
+        return next(iter(ApiKey.objects.raw(KEY_SQL, [key_hash])), None)
+    return next(iter(ApiKey.objects.raw(ORG_KEY_SQL, [org_id, key_hash])), None)
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -126,7 +132,7 @@ def authenticate_key(key: str) -> AgentPrincipal:
     transaction; AuthenticationFailed says why not. Every door that takes an API key (the REST
     API, with it in `Authorization: Bearer` or `x-api-key`; the MCP server) calls this one
     function."""
-    api_key = _find_key(api_key_hash(key))
+    api_key = _find_key(key)
     if api_key is None:
         raise exceptions.AuthenticationFailed("unknown API key")
     if api_key.revoked_at is not None:

@@ -83,3 +83,30 @@ def test_knowing_a_hash_policy_shows_only_that_key(tenant_a, tenant_b):
         memories = cursor.fetchone()[0]
     assert rows == [(tenant_b.org.id,)]
     assert memories == 0
+
+
+def test_a_key_names_its_organisation_and_is_looked_for_there_only(tenant_a, tenant_b, api_a):
+    """A key ends with its organisation's id; the same secret ending with another
+    organisation's id is unknown there (the lookup reads that organisation's keys only)."""
+    assert services.api_key_org(api_a.key) == tenant_a.org.id
+    with tenant_context(tenant_a.org.id):  # the displayed prefix is the secret's start, not the organisation
+        stored = ApiKey.objects.get(key_hash=services.api_key_hash(api_a.key))
+    assert stored.prefix == api_a.key[:services.DISPLAY_PREFIX_LENGTH]
+    assert services._org_part(tenant_a.org.id) not in stored.prefix
+    moved = api_a.key[:-services.ORG_PART_LENGTH] + services._org_part(tenant_b.org.id)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {moved}")
+    assert client.get("/api/v1/memories").status_code == 401
+    assert api_a.get("/api/v1/memories").status_code == 200
+
+
+def test_a_key_issued_before_keys_named_their_organisation_still_works(tenant_a):
+    """Keys of the earlier shape (no organisation at the end) are looked for among all keys."""
+    old_key = services.API_KEY_PREFIX + "x" * services.SECRET_LENGTH
+    with tenant_context(tenant_a.org.id):
+        ApiKey.objects.create(org_id=tenant_a.org.id, agent=tenant_a.agent, name="old", prefix=old_key[:11],
+                              key_hash=services.api_key_hash(old_key))
+    assert services.api_key_org(old_key) is None
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {old_key}")
+    assert client.get("/api/v1/memories").status_code == 200
