@@ -98,21 +98,49 @@ class MemoryValidationStatus(models.TextChoices):
     REJECTED = "rejected"
 
 
-class MemoryManager(models.Manager.from_queryset(ReferencesClearedQuerySet)):
-    """Memories with their usage (retrieval_count, last_retrieved_at), read from memory_usage:
-    two correlated lookups on its (org_id, memory_id) key per row a query returns."""
+class MemoryQuerySet(ReferencesClearedQuerySet):
+    """Memories with their usage (retrieval_count, last_retrieved_at), read from memory_usage
+    once the rows are loaded: one query per organisation among them, on its (org_id,
+    memory_id) key. Not correlated subqueries in the statement, as before: on a Citus cluster a
+    statement with those asks every shard, and a locking read with them is refused
+    (docs/adr/0042). Filters and order never used them; values() and iterator() read no usage."""
 
-    def get_queryset(self):
-        usage = MemoryUsage.objects.filter(org_id=models.OuterRef("org_id"), memory_id=models.OuterRef("pk"))
-        return super().get_queryset().annotate(
-            retrieval_count=models.functions.Coalesce(models.Subquery(usage.values("retrieval_count")[:1]), 0),
-            last_retrieved_at=models.Subquery(usage.values("last_retrieved_at")[:1]),
-        )
+    _with_usage = True
 
     def without_usage(self):
-        """Memories without the two lookups, for a caller that has the usage already and sets
-        it on them (a search reads it for its ranking); unset, they read 0 and None."""
-        return super().get_queryset()
+        """These memories without their usage, for a caller that has it already and sets it on
+        them (a search reads it for its ranking); unset, they read 0 and None."""
+        clone = self._chain()
+        clone._with_usage = False
+        return clone
+
+    def _clone(self):
+        clone = super()._clone()
+        clone._with_usage = self._with_usage
+        return clone
+
+    def _fetch_all(self):
+        loading = self._result_cache is None
+        super()._fetch_all()
+        if loading and self._with_usage and self._iterable_class is models.query.ModelIterable:
+            read_usage(self._result_cache, using=self.db)
+
+
+def read_usage(memories: list, *, using: str = "default") -> None:
+    """Set each memory's retrieval_count and last_retrieved_at from memory_usage."""
+    by_org: dict = {}
+    for memory in memories:
+        by_org.setdefault(memory.org_id, []).append(memory)
+    for org_id, rows in by_org.items():
+        usage = {memory_id: (count, last) for memory_id, count, last in MemoryUsage.objects.using(using).filter(
+            org_id=org_id, memory_id__in=[memory.pk for memory in rows]).values_list(
+            "memory_id", "retrieval_count", "last_retrieved_at")}
+        for memory in rows:
+            memory.retrieval_count, memory.last_retrieved_at = usage.get(memory.pk, (0, None))
+
+
+class MemoryManager(models.Manager.from_queryset(MemoryQuerySet)):
+    """Memories with their usage (MemoryQuerySet)."""
 
 
 class Memory(ReferencedTenantModel):

@@ -21,6 +21,7 @@ On plain PostgreSQL nothing here runs: the schema is the same on both engines.
 from __future__ import annotations
 
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -46,6 +47,13 @@ class Placement:
     table: str
     kind: str  # "distributed", "reference" or "local"
     column: str | None = None  # the distribution column of a distributed table
+
+
+@functools.cache
+def on_citus(using: str = "default") -> bool:
+    """citus_present, asked once per process: a running process never changes engine. For the
+    statements that spell a condition differently on a cluster."""
+    return citus_present(using)
 
 
 def citus_present(using: str = "default") -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from memories import cache, strength
@@ -86,7 +87,8 @@ def weak_memories(*, org_id, below: float | None = None, namespace: str | None =
         """, [org_id, *params, below, limit, offset])
         rows = cursor.fetchall()
     total = rows[0][2] if rows else 0
-    memories = Memory.objects.filter(org_id=org_id, pk__in=[row[0] for row in rows]).prefetch_related("tags")
+    memories = Memory.objects.filter(org_id=org_id, pk__in=[row[0] for row in rows]).prefetch_related(
+        Prefetch("tags", queryset=MemoryTag.objects.filter(org_id=org_id)))
     by_id = {memory.pk: memory for memory in memories}
     threshold = config().decay_threshold
     fading = [Fading(by_id[memory_id], held, strength.fades_at(by_id[memory_id], threshold))

@@ -18,7 +18,7 @@ from memories.store import values
 def store_get(*, org_id, namespace: str, key: str) -> Memory:
     """The store item at namespace and key."""
     memory = with_tags(Memory.objects.filter(NOT_EXPIRED, org_id=org_id, namespace=namespace, key=key,
-                                              deleted_at__isnull=True)).first()
+                                              deleted_at__isnull=True), org_id).first()
     if memory is None:
         raise NotFound(f"no item {key!r} in namespace {namespace!r}", field="key")
     return memory

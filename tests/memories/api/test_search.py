@@ -281,7 +281,7 @@ def test_a_search_records_the_artifacts_its_results_refer_to_and_shows_their_tag
 
 def _counts(org_id, ids) -> dict:
     with tenant_context(org_id):
-        return {str(pk): n for pk, n in Memory.objects.filter(pk__in=ids).values_list("id", "retrieval_count")}
+        return {str(memory.pk): memory.retrieval_count for memory in Memory.objects.filter(pk__in=ids)}
 
 
 def test_search_counts_retrievals_in_batches(tenant_a, tenant_b, api_a, facts, django_capture_on_commit_callbacks):
