@@ -275,7 +275,7 @@ def status(using: str = "owner") -> dict:
                 entry["rows_by_node"] = {node: counted.get(node, 0) for node in shards.get(placement.table, {})}
                 entry["shards"] = sum(len(names) for names in shards.get(placement.table, {}).values())
             tables.append(entry)
-    return {"nodes": nodes(using), "tables": tables}
+    return {"nodes": nodes(using), "tables": tables, "isolated_organizations": isolated_organizations(using)}
 
 
 # --------------------------------------------------------------------------- operations
