@@ -283,4 +283,72 @@ def status(using: str = "owner") -> dict:
                 entry["rows_by_node"] = {node: counted.get(node, 0) for node in shards.get(placement.table, {})}
                 entry["shards"] = sum(len(names) for names in shards.get(placement.table, {}).values())
             tables.append(entry)
-    return {"nodes": nodes(using), "tables": tables}
+    return {"nodes": nodes(using), "tables": tables, "isolated_organizations": isolated_organizations(using)}
+
+
+# --------------------------------------------------------------------------- operations
+# Moving shard groups between nodes while the product runs (docs/adr/0042, "Operations").
+# Every shard move and split copies a shard group; how writes to it are held meanwhile is
+# Citus's shard_transfer_mode: "block_writes" (COPY; writes to that one shard group wait until
+# it is copied, then go to its new place) or "force_logical" (logical replication; writes go on
+# and only wait for the final switch; needs wal_level = logical on every node). "auto" is
+# logical when every table of the group has a replica identity, and refuses otherwise.
+TRANSFER_MODES = ("auto", "force_logical", "block_writes")
+
+
+def _transfer_mode(mode: str) -> str:
+    if mode not in TRANSFER_MODES:
+        raise ValueError(f"shard transfer mode must be one of {', '.join(TRANSFER_MODES)}, not {mode!r}")
+    return mode
+
+
+def rebalance(using: str = "owner", *, transfer_mode: str = "block_writes",
+              progress: Callable[[str], None] | None = None) -> int:
+    """Spread the shard groups evenly over the workers that hold shards (a worker added since
+    gets its share), in the background jobs Citus runs, and wait for them. Returns the number
+    of shard moves it made. The reference tables are copied to new workers first."""
+    say = progress or (lambda message: None)
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM get_rebalance_table_shards_plan()")
+        moves = cursor.fetchone()[0]
+        if not moves:
+            return 0
+        say(f"rebalancing: {moves} shard moves ({transfer_mode})")
+        cursor.execute("SELECT citus_rebalance_start(shard_transfer_mode => %s)",
+                       [_transfer_mode(transfer_mode)])
+        cursor.execute("SELECT citus_rebalance_wait()")
+    return moves
+
+
+def isolate_organization(org_id, using: str = "owner", *, transfer_mode: str = "block_writes") -> int:
+    """Give one organisation a shard group of its own (isolate_tenant_to_new_shard on every
+    colocated table, CASCADE): its rows, and only its, in one shard of each table, which can then
+    be moved to a node of its own (citus_move_shard_placement). Returns the new shard of
+    `memories`. Already alone in its shards: returns that shard, and nothing moves."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("""
+            SELECT s.shardid, s.shardminvalue::bigint = s.shardmaxvalue::bigint FROM pg_dist_shard s
+            WHERE s.shardid = get_shard_id_for_distribution_column('memories', %s)
+        """, [str(org_id)])
+        shard, alone = cursor.fetchone()
+        if alone:
+            return shard
+        cursor.execute("SELECT isolate_tenant_to_new_shard('memories', %s, 'CASCADE', "
+                       "shard_transfer_mode => %s)",
+                       [str(org_id), _transfer_mode(transfer_mode)])
+        return cursor.fetchone()[0]
+
+
+def isolated_organizations(using: str = "owner") -> list[dict]:
+    """Each organisation with a shard group of its own (`memories`' shard holds one hash value,
+    which only isolate_organization makes), and the node holding it."""
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        cursor.execute("SET LOCAL app.service_account = 'on'")
+        cursor.execute("""
+            SELECT o.id, s.shardid, p.nodename || ':' || p.nodeport
+            FROM pg_dist_shard s JOIN pg_dist_shard_placement p ON p.shardid = s.shardid
+            JOIN organizations o ON get_shard_id_for_distribution_column('memories', o.id) = s.shardid
+            WHERE s.logicalrelid = 'memories'::regclass AND s.shardminvalue::bigint = s.shardmaxvalue::bigint
+            ORDER BY s.shardid
+        """)
+        return [{"org_id": str(org_id), "shard": shard, "node": node} for org_id, shard, node in cursor.fetchall()]

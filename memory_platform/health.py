@@ -3,11 +3,13 @@
 200 "ok": everything is up. 200 "degraded": Redis or the worker is down; the app still serves
 (writes are stored with their embedding pending, searches skip the cache), so a load balancer
 keeps sending it traffic. 503 "down": the database is unreachable, nothing can be served.
+On a Citus cluster `database.nodes` lists the coordinator and the workers (cluster_nodes).
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import PurePosixPath
 
 from django.conf import settings
 from django.db import connection
@@ -29,11 +31,29 @@ def _timed(check):
     return report
 
 
+def cluster_nodes(cursor) -> list[dict] | None:
+    """On a Citus cluster, its nodes as the coordinator knows them (each one's name, role, and
+    whether Citus counts it active and places shards on it); None on a single PostgreSQL.
+
+    /health answers anyone: a node is named by its host alone, no port, and a local node (a
+    Unix socket folder) by the folder's last part (`worker-1`), never the path; what
+    `manage.py cluster_status` shows operators in full."""
+    cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
+    if cursor.fetchone() is None:
+        return None
+    cursor.execute("SELECT nodename, groupid = 0, isactive, shouldhaveshards FROM pg_dist_node "
+                   "WHERE noderole = 'primary' ORDER BY groupid, nodeid")
+    return [{"name": PurePosixPath(name).name if name.startswith("/") else name,
+             "role": "coordinator" if coordinator else "worker", "active": active, "holds_shards": shards}
+            for name, coordinator, active, shards in cursor.fetchall()]
+
+
 def check_database() -> dict:
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('server_version'), current_user, "
                        "(SELECT proleakproof FROM pg_proc WHERE oid = 'ts_match_vq'::regproc)")
         server_version, role, fulltext_indexable = cursor.fetchone()
+        nodes = cluster_nodes(cursor)
     pgvector = database.pgvector_version()
     return {
         "ok": pgvector is not None,
@@ -44,6 +64,7 @@ def check_database() -> dict:
         # wrong); a superuser runs ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF.
         "fulltext_index_usable": fulltext_indexable,
         "embedded": settings.EMBEDDED_POSTGRES,
+        **({} if nodes is None else {"nodes": nodes}),
         **({} if pgvector else {"error": "pgvector extension is not installed"}),
     }
 

@@ -60,7 +60,9 @@ CITUS_WORKERS_VARIABLE = "MEMORY_PLATFORM_CITUS_WORKERS"
 MAX_CITUS_WORKERS = 8
 # Every node of the local cluster: Citus loaded, and enough connections for the coordinator's
 # to each worker besides the application's own.
-CITUS_NODE_SETTINGS = ("shared_preload_libraries=citus", "max_connections=200")
+# wal_level=logical: Citus moves and splits shards without blocking writes by logical
+# replication (shard_transfer_mode force_logical / auto; docs/adr/0042, "Operations").
+CITUS_NODE_SETTINGS = ("shared_preload_libraries=citus", "max_connections=200", "wal_level=logical")
 # A Unix socket's path must fit in sockaddr_un: 108 bytes on Linux, 104 on macOS.
 SOCKET_PATH_MAX = 100
 
@@ -243,6 +245,10 @@ def _start_postgres(node: Node) -> None:
 
             bin_path = citus_build.ensure_built(progress=logger.info)
             options += " " + " ".join(f"-c {setting}" for setting in CITUS_NODE_SETTINGS)
+            # How a node reaches itself (the rebalancer's background tasks, a shard move's
+            # subscription): its own socket, not Citus's default localhost:5432, which is no node
+            # here and may be another server.
+            options += f" -c citus.local_hostname={shlex.quote(str(endpoint.socket_dir))}"
         if endpoint.socket_dir != pgdata:
             _private_folder(endpoint.socket_dir, user=server.system_user)
         # pg_ctl itself rather than pgserver's start(), which chooses the socket's folder as it
@@ -338,6 +344,71 @@ def prepare_cluster_database(name: str) -> None:
             if str(worker.endpoint.socket_dir) not in known:
                 logger.info("adding Citus worker %s to %s", worker.name, name)
                 conn.execute("SELECT citus_add_node(%s, %s)", [str(worker.endpoint.socket_dir), worker.endpoint.port])
+
+
+def add_worker() -> Node:
+    """Start one more worker of the local cluster, beside the N of MEMORY_PLATFORM_CITUS_WORKERS
+    (worker-N+1, then N+2, ...; the first number with no running server), by the same path as
+    the others (started, roles provisioned). Its databases are made, and Citus told of it, per
+    database by add_worker_to_database. Not in nodes(): the settings' cluster stays N workers,
+    and supervise_postgres does not watch it."""
+    cluster = data_dir() / "citus"
+    number = citus_workers() + 1
+    while _node_running(Node(f"worker-{number}", cluster / f"worker-{number}", citus=True)) is not None:
+        number += 1
+    node = Node(f"worker-{number}", cluster / f"worker-{number}", citus=True)
+    with _one_at_a_time("postgres"):
+        _start_postgres(node)
+        _provision_postgres(node)
+    return node
+
+
+def add_worker_to_database(node: Node, name: str) -> None:
+    """Make database `name` on the worker `node`, with Citus and pgvector, and add it to the
+    coordinator's node list of that database (citus_add_node: it then holds no shards until a
+    rebalance moves some there; the reference tables are copied to it then)."""
+    import psycopg
+
+    coordinator = nodes()[0]
+    _create_database(node.endpoint, name)
+    with psycopg.connect(node.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone():
+            _prepare_schema(conn, citus=True)
+    with psycopg.connect(coordinator.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_dist_node WHERE nodename = %s AND nodeport = %s",
+                            [str(node.endpoint.socket_dir), node.endpoint.port]).fetchone():
+            logger.info("adding Citus worker %s to %s", node.name, name)
+            conn.execute("SELECT citus_add_node(%s, %s)", [str(node.endpoint.socket_dir), node.endpoint.port])
+
+
+def remove_worker_from_database(node: Node, name: str, *, transfer_mode: str = "block_writes") -> None:
+    """Move every shard of database `name` off the worker `node` to the others
+    (citus_drain_node), then take it out of the coordinator's node list (citus_remove_node).
+    A no-op when the database does not know it."""
+    import psycopg
+
+    coordinator = nodes()[0]
+    host, port = str(node.endpoint.socket_dir), node.endpoint.port
+    with psycopg.connect(coordinator.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_dist_node WHERE nodename = %s AND nodeport = %s",
+                            [host, port]).fetchone():
+            return
+        logger.info("draining Citus worker %s of %s", node.name, name)
+        conn.execute("SELECT citus_drain_node(%s, %s, %s::citus.shard_transfer_mode)", [host, port, transfer_mode])
+        conn.execute("SELECT citus_remove_node(%s, %s)", [host, port])
+
+
+def stop_worker(node: Node, *, delete: bool = False) -> None:
+    """Stop a worker add_worker started (after remove_worker_from_database for each of its
+    databases); `delete` removes its data folder too."""
+    import shutil
+
+    if node in nodes():
+        raise LocalServiceError(f"{node.name} is one of the cluster's own nodes ({CITUS_WORKERS_VARIABLE}), "
+                                "not one add_worker started")
+    _stop_node(node)
+    if delete:
+        shutil.rmtree(node.pgdata, ignore_errors=True)
 
 
 def drop_cluster_database(name: str) -> None:

@@ -100,3 +100,13 @@ def test_without_the_database_the_app_is_down_and_says_so_in_json(client):
     assert int(response["Retry-After"]) > 0  # as every door answers meanwhile
     body = response.json()
     assert body["status"] == "down" and not body["database"]["ok"] and body["redis"]["ok"]
+
+
+@pytest.mark.django_db
+def test_health_lists_no_nodes_on_a_single_postgresql(client):
+    """The cluster's nodes are listed on Citus alone (tests/citus/test_operations.py)."""
+    from memory_platform import distribution
+
+    if distribution.citus_present():
+        pytest.skip("a Citus cluster: its nodes are listed")
+    assert "nodes" not in client.get("/health").json()["database"]
