@@ -29,6 +29,11 @@ from tenants.context import tenant_context
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "owner"])
+# Minutes each, and known to fail today (ADR-0042, "Not done yet": requests of a moving shard
+# group fail for ~20 s; one acknowledged write was missing after isolating an organisation).
+# Run by hand until they pass: MEMORY_PLATFORM_CLUSTER_OPERATIONS=1 scripts/test --citus 2 tests/citus
+BY_HAND = pytest.mark.skipif(not os.environ.get("MEMORY_PLATFORM_CLUSTER_OPERATIONS"),
+                             reason="cluster operations under load: run by hand (ADR-0042)")
 
 # Writes to a shard group wait while it is copied (block_writes): a plain COPY, no replica
 # identity needed (memory_lexeme_deltas has none, so "auto" refuses: docs/adr/0042).
@@ -196,7 +201,7 @@ def warm(keys: dict[uuid.UUID, str]) -> None:
 # events hit foreign-key violations and distributed deadlocks, for up to ~20 s per
 # organisation; force_logical left the first move running for 12 minutes under this traffic;
 # "auto" refuses memory_lexeme_deltas, which has no primary key. Kept running, not required.
-@pytest.mark.xfail(strict=False, reason="requests of a moving shard group fail for up to ~20 s (see above)")
+@BY_HAND
 def test_a_worker_added_and_rebalanced_while_agents_write_and_search(extra_worker):
     keys = organisations_with_keys(6)
     warm(keys)
@@ -210,8 +215,7 @@ def test_a_worker_added_and_rebalanced_while_agents_write_and_search(extra_worke
     traffic.assert_served_and_nothing_lost()
 
 
-@pytest.mark.xfail(strict=False, reason="an acknowledged write was missing after isolate + move (block_writes), "
-                   "2026-11-26: to be found before this is relied on")
+@BY_HAND
 def test_a_large_organisation_gets_a_shard_group_then_a_node_of_its_own(extra_worker):
     keys = organisations_with_keys(3, memories_of_first=200)
     large = next(iter(keys))
