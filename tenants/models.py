@@ -58,6 +58,14 @@ class TenantModel(models.Model):
     class Meta:
         abstract = True
 
+    def _do_update(self, base_qs, using, pk_val, values, update_fields, forced_update):
+        """Saving a row updates it by organisation and id, (org_id, id) being its key: on a
+        Citus cluster the UPDATE then goes to the organisation's shard only, as a router
+        statement (an UPDATE by id alone asks every shard, and with the memories' triggers is
+        refused there: docs/adr/0042)."""
+        return super()._do_update(base_qs.filter(org_id=self.org_id), using, pk_val, values, update_fields,
+                                  forced_update)
+
 
 class TenantForeignKey(models.ForeignKey):
     """A foreign key whose joins also match org_id: `JOIN entities e ON e.id = a.entity_id AND

@@ -23,6 +23,7 @@ from memories.models import (
     Entity,
     Memory,
     MemoryRelationship,
+    MemoryTag,
     MemoryVersion,
     RetrievalEvent,
 )
@@ -308,7 +309,14 @@ class MemorySerializer(serializers.ModelSerializer):
     def get_tags(self, memory) -> list[str]:
         # A search loads the names with the memory (retrieval.records.load); lists prefetch the tags.
         names = getattr(memory, "tag_names", None)
-        return sorted(tag.tag for tag in memory.tags.all()) if names is None else sorted(names)
+        if names is None:
+            prefetched = getattr(memory, "_prefetched_objects_cache", {}).get("tags")
+            # Not memory.tags.all(), which names the memory alone: with its organisation too, a
+            # Citus cluster asks that organisation's shard only (docs/adr/0042).
+            tags = prefetched if prefetched is not None else MemoryTag.objects.filter(
+                org_id=memory.org_id, memory_id=memory.pk)
+            names = [tag.tag for tag in tags]
+        return sorted(names)
 
     def get_embedding_status(self, memory) -> str:
         if not memory.indexed:  # never embedded: a store item kept out of search by meaning

@@ -20,19 +20,20 @@ from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit
 
 # For each seed, one step back and one forward along memories_namespace_order (org, scope,
-# created_at, id; live rows), each an index scan that stops at its first row.
+# created_at, id; live rows), each an index scan that stops at its first row. The organisation
+# is a literal in every part: on a Citus cluster that is what keeps it on one shard.
 NEIGHBOURS_SQL = """
     SELECT seed.id, near.id, near.side
     FROM unnest(%s::uuid[]) WITH ORDINALITY AS wanted(id, position)
     JOIN memories seed ON seed.org_id = %s AND seed.id = wanted.id
     CROSS JOIN LATERAL (
         (SELECT m.id, 'previous' AS side FROM memories m
-         WHERE m.org_id = seed.org_id AND m.scope = seed.scope AND {live}
+         WHERE m.org_id = %s AND m.scope = seed.scope AND {live}
            AND (m.created_at, m.id) < (seed.created_at, seed.id)
          ORDER BY m.created_at DESC, m.id DESC LIMIT 1)
         UNION ALL
         (SELECT m.id, 'next' FROM memories m
-         WHERE m.org_id = seed.org_id AND m.scope = seed.scope AND {live}
+         WHERE m.org_id = %s AND m.scope = seed.scope AND {live}
            AND (m.created_at, m.id) > (seed.created_at, seed.id)
          ORDER BY m.created_at, m.id LIMIT 1)
     ) near
@@ -52,7 +53,7 @@ def search(org_id, seeds: list, filters: SearchFilters) -> list[Hit]:
     where, params = filters.where(org_id)
     with connection.cursor() as cursor:
         cursor.execute(NEIGHBOURS_SQL.format(live=live_sql("m"), where=where),
-                       [[str(seed) for seed in seeds], org_id, org_id, *params])
+                       [[str(seed) for seed in seeds], org_id, org_id, org_id, org_id, *params])
         rows = cursor.fetchall()
     hits, seen = [], set(seeds)
     for seed, memory_id, side in rows:

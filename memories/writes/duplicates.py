@@ -17,7 +17,7 @@ NEAR_DUPLICATES_SQL = f"""
     FROM memories written
     CROSS JOIN LATERAL (
         SELECT other.id, other.embedding FROM memories other
-        WHERE other.org_id = written.org_id AND other.agent_id = written.agent_id AND other.scope = written.scope
+        WHERE other.org_id = %(org_id)s AND other.agent_id = written.agent_id AND other.scope = written.scope
           AND {live_sql("other")} AND other.id <> written.id
         ORDER BY other.embedding <=> written.embedding
         LIMIT %(limit)s
