@@ -83,7 +83,7 @@ def load(rows: int, texts: list[str], vectors: np.ndarray, tenants: dict) -> Non
     import psycopg
     from pgvector.psycopg import register_vector
 
-    from benchmarks.search.run import augmented
+    from benchmarks.search.run import MEMORY_COLUMNS, augmented, insert_tenants
     from memory_platform import local_services
 
     vectors, source = augmented(vectors, rows)
@@ -94,17 +94,8 @@ def load(rows: int, texts: list[str], vectors: np.ndarray, tenants: dict) -> Non
     url = local_services.postgres_endpoint().url(user="postgres")
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
-        for name, (org_id, agent_id, _) in tenants.items():
-            conn.execute("INSERT INTO organizations (id, name, slug, is_active, redact_personal_data, created_at, "
-                         "updated_at) VALUES (%s, %s, %s, true, false, now(), now())",
-                         [org_id, f"bench {name}", f"bench-{name}"])
-            conn.execute("INSERT INTO agents (id, org_id, name, description, is_active, created_at, updated_at) "
-                         "VALUES (%s, %s, 'bench-agent', '', true, now(), now())", [agent_id, org_id])
-        columns = ("id, org_id, agent_id, content, content_hash, embedding, embedding_model, embedding_dimensions, "
-                   "embedded_at, category, memory_type, source, status, confidence, usefulness_score, importance, "
-                   "sensitivity, validation_status, scope, provenance, metadata, decay_rate, "
-                   "is_protected, version, created_at, updated_at")
-        with conn.cursor() as cursor, cursor.copy(f"COPY memories ({columns}) FROM STDIN") as copy:
+        insert_tenants(conn, tenants)
+        with conn.cursor() as cursor, cursor.copy(f"COPY memories ({MEMORY_COLUMNS}) FROM STDIN") as copy:
             for row in range(rows):
                 org_id, agent_id, _ = tenants[names[owners[row]]]
                 content = texts[source[row]] + ("" if row < len(texts) else f" (variant {row})")

@@ -155,6 +155,24 @@ def configure() -> None:
         local_services.ensure_postgres()
 
 
+
+# The columns the loaders COPY into memories (here and benchmarks/cluster).
+MEMORY_COLUMNS = ("id, org_id, agent_id, content, content_hash, embedding, embedding_model, embedding_dimensions, "
+                  "embedded_at, category, memory_type, source, status, confidence, usefulness_score, importance, "
+                  "sensitivity, validation_status, scope, provenance, metadata, decay_rate, "
+                  "is_protected, version, created_at, updated_at")
+
+
+def insert_tenants(conn, tenants: dict) -> None:
+    """Each benchmark tenant's organisation and agent: tenants[name] = (org_id, agent_id, rows)."""
+    for name, (org_id, agent_id, _) in tenants.items():
+        conn.execute("INSERT INTO organizations (id, name, slug, is_active, redact_personal_data, created_at, "
+                     "updated_at) VALUES (%s, %s, %s, true, false, now(), now())",
+                     [org_id, f"bench {name}", f"bench-{name}"])
+        conn.execute("INSERT INTO agents (id, org_id, name, description, is_active, created_at, updated_at) "
+                     "VALUES (%s, %s, 'bench-agent', '', true, now(), now())", [agent_id, org_id])
+
+
 def load(rows: int, texts: list[str], vectors: np.ndarray) -> dict:
     """Organisations, agents and `rows` memories spread over tenants of the planned sizes,
     loaded with COPY. Returns {tenant name: (org_id, agent_id, row count)}."""
@@ -172,17 +190,8 @@ def load(rows: int, texts: list[str], vectors: np.ndarray) -> dict:
         conn.execute("TRUNCATE organizations CASCADE")
         conn.execute("DROP INDEX IF EXISTS memories_embedding_ann")
         conn.execute("DROP INDEX IF EXISTS memories_tenant_fts")
-        for name, (org_id, agent_id, _) in tenants.items():
-            conn.execute("INSERT INTO organizations (id, name, slug, is_active, redact_personal_data, created_at, "
-                         "updated_at) VALUES (%s, %s, %s, true, false, now(), now())",
-                         [org_id, f"bench {name}", f"bench-{name}"])
-            conn.execute("INSERT INTO agents (id, org_id, name, description, is_active, created_at, updated_at) "
-                         "VALUES (%s, %s, 'bench-agent', '', true, now(), now())", [agent_id, org_id])
-        columns = ("id, org_id, agent_id, content, content_hash, embedding, embedding_model, embedding_dimensions, "
-                   "embedded_at, category, memory_type, source, status, confidence, usefulness_score, importance, "
-                   "sensitivity, validation_status, scope, provenance, metadata, decay_rate, "
-                   "is_protected, version, created_at, updated_at")
-        with conn.cursor() as cursor, cursor.copy(f"COPY memories ({columns}) FROM STDIN") as copy:
+        insert_tenants(conn, tenants)
+        with conn.cursor() as cursor, cursor.copy(f"COPY memories ({MEMORY_COLUMNS}) FROM STDIN") as copy:
             for row in tqdm(range(rows), desc=f"loading {rows:,} memories", mininterval=2):
                 org_id, agent_id, _ = tenants[names[owners[row]]]
                 content = texts[source[row]] + ("" if row < len(texts) else f" (variant {row})")
