@@ -302,41 +302,52 @@ def _transfer_mode(mode: str) -> str:
     return mode
 
 
-def rebalance(using: str = "owner", *, transfer_mode: str = "block_writes",
-              progress: Callable[[str], None] | None = None) -> int:
+def _moves_every_row(cursor) -> None:
+    """Refuse unless the current role bypasses row-level security. Citus copies a shard's rows
+    to its new place as the role that asked; row-level security is forced on every tenant
+    table, so as the owner or the runtime role the copy would read no row, and the shard would
+    arrive empty: every row of the organisations in it lost."""
+    cursor.execute("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+    if not cursor.fetchone()[0]:
+        raise PermissionError("moving or splitting shards copies their rows as the current role, which row-level "
+                              "security would show none of: run it as a superuser or a BYPASSRLS role")
+
+
+def rebalance(cursor, *, transfer_mode: str = "block_writes", progress: Callable[[str], None] | None = None) -> int:
     """Spread the shard groups evenly over the workers that hold shards (a worker added since
     gets its share), in the background jobs Citus runs, and wait for them. Returns the number
-    of shard moves it made. The reference tables are copied to new workers first."""
+    of shard moves it made. The reference tables are copied to new workers first. `cursor`:
+    of a connection to the coordinator as a role that bypasses row-level security, in
+    autocommit (_moves_every_row)."""
     say = progress or (lambda message: None)
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM get_rebalance_table_shards_plan()")
-        moves = cursor.fetchone()[0]
-        if not moves:
-            return 0
-        say(f"rebalancing: {moves} shard moves ({transfer_mode})")
-        cursor.execute("SELECT citus_rebalance_start(shard_transfer_mode => %s)",
-                       [_transfer_mode(transfer_mode)])
-        cursor.execute("SELECT citus_rebalance_wait()")
+    _moves_every_row(cursor)
+    cursor.execute("SELECT count(*) FROM get_rebalance_table_shards_plan()")
+    moves = cursor.fetchone()[0]
+    if not moves:
+        return 0
+    say(f"rebalancing: {moves} shard moves ({transfer_mode})")
+    cursor.execute("SELECT citus_rebalance_start(shard_transfer_mode => %s)", [_transfer_mode(transfer_mode)])
+    cursor.execute("SELECT citus_rebalance_wait()")
     return moves
 
 
-def isolate_organization(org_id, using: str = "owner", *, transfer_mode: str = "block_writes") -> int:
+def isolate_organization(cursor, org_id, *, transfer_mode: str = "block_writes") -> int:
     """Give one organisation a shard group of its own (isolate_tenant_to_new_shard on every
     colocated table, CASCADE): its rows, and only its, in one shard of each table, which can then
     be moved to a node of its own (citus_move_shard_placement). Returns the new shard of
-    `memories`. Already alone in its shards: returns that shard, and nothing moves."""
-    with connections[using].cursor() as cursor:
-        cursor.execute("""
-            SELECT s.shardid, s.shardminvalue::bigint = s.shardmaxvalue::bigint FROM pg_dist_shard s
-            WHERE s.shardid = get_shard_id_for_distribution_column('memories', %s)
-        """, [str(org_id)])
-        shard, alone = cursor.fetchone()
-        if alone:
-            return shard
-        cursor.execute("SELECT isolate_tenant_to_new_shard('memories', %s, 'CASCADE', "
-                       "shard_transfer_mode => %s)",
-                       [str(org_id), _transfer_mode(transfer_mode)])
-        return cursor.fetchone()[0]
+    `memories`. Already alone in its shards: returns that shard, and nothing moves. `cursor` as
+    for rebalance."""
+    _moves_every_row(cursor)
+    cursor.execute("""
+        SELECT s.shardid, s.shardminvalue::bigint = s.shardmaxvalue::bigint FROM pg_dist_shard s
+        WHERE s.shardid = get_shard_id_for_distribution_column('memories', %s::uuid)
+    """, [str(org_id)])
+    shard, alone = cursor.fetchone()
+    if alone:
+        return shard
+    cursor.execute("SELECT isolate_tenant_to_new_shard('memories', %s::uuid, 'CASCADE', shard_transfer_mode => %s)",
+                   [str(org_id), _transfer_mode(transfer_mode)])
+    return cursor.fetchone()[0]
 
 
 def isolated_organizations(using: str = "owner") -> list[dict]:

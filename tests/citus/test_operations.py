@@ -11,6 +11,7 @@ cluster of MEMORY_PLATFORM_CITUS_WORKERS workers."""
 from __future__ import annotations
 
 import io
+from contextlib import contextmanager
 import os
 import json
 import threading
@@ -18,6 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connections
@@ -201,6 +203,21 @@ def warm(keys: dict[uuid.UUID, str]) -> None:
 # events hit foreign-key violations and distributed deadlocks, for up to ~20 s per
 # organisation; force_logical left the first move running for 12 minutes under this traffic;
 # "auto" refuses memory_lexeme_deltas, which has no primary key. Kept running, not required.
+@contextmanager
+def superuser():
+    """A cursor on the coordinator as its superuser, in autocommit: shard moves copy rows as the
+    role that asks, so only a role that bypasses row-level security may ask."""
+    url = local_services.postgres_endpoint().url(user="postgres", database=connections["default"].settings_dict["NAME"])
+    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cursor:
+        yield cursor
+
+
+def test_the_owner_may_not_move_shards_its_row_security_would_empty():
+    """As the owner (row-level security forced on it), a move would copy no row: refused."""
+    with connections["owner"].cursor() as cursor, pytest.raises(PermissionError, match="row-level security"):
+        distribution.rebalance(cursor)
+
+
 @BY_HAND
 def test_a_worker_added_and_rebalanced_while_agents_write_and_search(extra_worker):
     keys = organisations_with_keys(6)
@@ -208,7 +225,8 @@ def test_a_worker_added_and_rebalanced_while_agents_write_and_search(extra_worke
     worker = str(extra_worker.endpoint.socket_dir)
     assert shard_groups_by_node().get(worker, 0) == 0
     with Traffic(keys) as traffic:
-        moves = distribution.rebalance(transfer_mode=TRANSFER_MODE)
+        with superuser() as cursor:
+            moves = distribution.rebalance(cursor, transfer_mode=TRANSFER_MODE)
     assert moves > 0
     spread = shard_groups_by_node()
     assert spread[worker] > 0 and max(spread.values()) - min(spread.values()) <= 1, spread
@@ -222,8 +240,8 @@ def test_a_large_organisation_gets_a_shard_group_then_a_node_of_its_own(extra_wo
     warm(keys)
     worker = str(extra_worker.endpoint.socket_dir)
     with Traffic(keys) as traffic:
-        shard = distribution.isolate_organization(large, transfer_mode=TRANSFER_MODE)
-        with connections["owner"].cursor() as cursor:
+        with superuser() as cursor:
+            shard = distribution.isolate_organization(cursor, large, transfer_mode=TRANSFER_MODE)
             # Its shard group to the added worker, whatever the rebalance left there.
             cursor.execute("SELECT nodename, nodeport FROM citus_shards WHERE shardid = %s", [shard])
             node, port = cursor.fetchone()
