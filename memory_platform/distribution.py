@@ -241,13 +241,14 @@ def _held_foreign_keys(cursor, reference_tables: list[str]) -> list[tuple[str, s
 
 
 def nodes(using: str = "owner") -> list[dict]:
-    """The cluster's nodes as Citus knows them, the coordinator first."""
+    """The cluster's nodes as Citus knows them, the coordinator first: each one's name (host,
+    or socket folder) and port, role, and whether Citus counts it active and places shards on it."""
     with connections[using].cursor() as cursor:
         cursor.execute("""
             SELECT nodename, nodeport, groupid = 0 AS coordinator, isactive, shouldhaveshards
-            FROM pg_dist_node WHERE noderole = 'primary' ORDER BY groupid
+            FROM pg_dist_node WHERE noderole = 'primary' ORDER BY groupid, nodeid
         """)
-        return [{"node": f"{name}:{port}", "role": "coordinator" if coordinator else "worker",
+        return [{"name": name, "port": port, "role": "coordinator" if coordinator else "worker",
                  "active": active, "holds_shards": shards}
                 for name, port, coordinator, active, shards in cursor.fetchall()]
 

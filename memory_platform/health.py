@@ -16,7 +16,7 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
-from memory_platform import database
+from memory_platform import database, distribution
 from memory_platform.security import hide_url_passwords
 
 
@@ -31,21 +31,17 @@ def _timed(check):
     return report
 
 
-def cluster_nodes(cursor) -> list[dict] | None:
-    """On a Citus cluster, its nodes as the coordinator knows them (each one's name, role, and
-    whether Citus counts it active and places shards on it); None on a single PostgreSQL.
+def cluster_nodes() -> list[dict] | None:
+    """On a Citus cluster, its nodes (distribution.nodes); None on a single PostgreSQL.
 
     /health answers anyone: a node is named by its host alone, no port, and a local node (a
     Unix socket folder) by the folder's last part (`worker-1`), never the path; what
     `manage.py cluster_status` shows operators in full."""
-    cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
-    if cursor.fetchone() is None:
+    if not distribution.citus_present():
         return None
-    cursor.execute("SELECT nodename, groupid = 0, isactive, shouldhaveshards FROM pg_dist_node "
-                   "WHERE noderole = 'primary' ORDER BY groupid, nodeid")
-    return [{"name": PurePosixPath(name).name if name.startswith("/") else name,
-             "role": "coordinator" if coordinator else "worker", "active": active, "holds_shards": shards}
-            for name, coordinator, active, shards in cursor.fetchall()]
+    return [{"name": PurePosixPath(node["name"]).name if node["name"].startswith("/") else node["name"],
+             **{key: node[key] for key in ("role", "active", "holds_shards")}}
+            for node in distribution.nodes("default")]
 
 
 def check_database() -> dict:
@@ -53,8 +49,8 @@ def check_database() -> dict:
         cursor.execute("SELECT current_setting('server_version'), current_user, "
                        "(SELECT proleakproof FROM pg_proc WHERE oid = 'ts_match_vq'::regproc)")
         server_version, role, fulltext_indexable = cursor.fetchone()
-        nodes = cluster_nodes(cursor)
     pgvector = database.pgvector_version()
+    nodes = cluster_nodes()
     return {
         "ok": pgvector is not None,
         "server_version": server_version,

@@ -329,21 +329,30 @@ def prepare_cluster_database(name: str) -> None:
     import psycopg
 
     coordinator, *workers = nodes()
-    for node in (*workers, coordinator):  # the workers first: adding one connects to it
-        _create_database(node.endpoint, name)
-        with psycopg.connect(node.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
-            # Once a worker is in the cluster it refuses DDL of its own: prepare each node once.
-            if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone():
-                _prepare_schema(conn, citus=True)
+    _prepare_node_database(coordinator, name)
     with psycopg.connect(coordinator.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
-        known = {row[0] for row in conn.execute("SELECT nodename FROM pg_dist_node")}
-        if str(coordinator.endpoint.socket_dir) not in known:
+        if not _known(conn, coordinator):
             conn.execute("SELECT citus_set_coordinator_host(%s, %s)",
                          [str(coordinator.endpoint.socket_dir), coordinator.endpoint.port])
-        for worker in workers:
-            if str(worker.endpoint.socket_dir) not in known:
-                logger.info("adding Citus worker %s to %s", worker.name, name)
-                conn.execute("SELECT citus_add_node(%s, %s)", [str(worker.endpoint.socket_dir), worker.endpoint.port])
+    for worker in workers:
+        add_worker_to_database(worker, name)
+
+
+def _prepare_node_database(node: Node, name: str) -> None:
+    """Database `name` on `node`, with Citus and pgvector."""
+    import psycopg
+
+    _create_database(node.endpoint, name)
+    with psycopg.connect(node.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
+        # Once a worker is in the cluster it refuses DDL of its own: prepare each node once.
+        if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone():
+            _prepare_schema(conn, citus=True)
+
+
+def _known(conn, node: Node) -> bool:
+    """Whether the coordinator's database on `conn` lists `node` among its nodes."""
+    return conn.execute("SELECT 1 FROM pg_dist_node WHERE nodename = %s AND nodeport = %s",
+                        [str(node.endpoint.socket_dir), node.endpoint.port]).fetchone() is not None
 
 
 def add_worker() -> Node:
@@ -365,18 +374,14 @@ def add_worker() -> Node:
 
 def add_worker_to_database(node: Node, name: str) -> None:
     """Make database `name` on the worker `node`, with Citus and pgvector, and add it to the
-    coordinator's node list of that database (citus_add_node: it then holds no shards until a
-    rebalance moves some there; the reference tables are copied to it then)."""
+    coordinator's node list of that database (citus_add_node: a worker added to a running
+    cluster holds no shards until a rebalance moves some there; the reference tables are
+    copied to it then). A no-op for a worker the database knows."""
     import psycopg
 
-    coordinator = nodes()[0]
-    _create_database(node.endpoint, name)
-    with psycopg.connect(node.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone():
-            _prepare_schema(conn, citus=True)
-    with psycopg.connect(coordinator.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_dist_node WHERE nodename = %s AND nodeport = %s",
-                            [str(node.endpoint.socket_dir), node.endpoint.port]).fetchone():
+    _prepare_node_database(node, name)
+    with psycopg.connect(nodes()[0].endpoint.url(user="postgres", database=name), autocommit=True) as conn:
+        if not _known(conn, node):
             logger.info("adding Citus worker %s to %s", node.name, name)
             conn.execute("SELECT citus_add_node(%s, %s)", [str(node.endpoint.socket_dir), node.endpoint.port])
 
@@ -387,11 +392,9 @@ def remove_worker_from_database(node: Node, name: str, *, transfer_mode: str = "
     A no-op when the database does not know it."""
     import psycopg
 
-    coordinator = nodes()[0]
     host, port = str(node.endpoint.socket_dir), node.endpoint.port
-    with psycopg.connect(coordinator.endpoint.url(user="postgres", database=name), autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_dist_node WHERE nodename = %s AND nodeport = %s",
-                            [host, port]).fetchone():
+    with psycopg.connect(nodes()[0].endpoint.url(user="postgres", database=name), autocommit=True) as conn:
+        if not _known(conn, node):
             return
         logger.info("draining Citus worker %s of %s", node.name, name)
         conn.execute("SELECT citus_drain_node(%s, %s, %s::citus.shard_transfer_mode)", [host, port, transfer_mode])

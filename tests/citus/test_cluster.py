@@ -23,19 +23,16 @@ def cluster(db):
         pytest.skip("not a Citus cluster (scripts/test --citus runs these)")
 
 
+def placement_of(table: str, org_id) -> tuple[str, str]:
+    """The node (its socket folder) holding the organisation's shard of `table`, and the shard."""
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("SELECT nodename, shard_name FROM citus_shards WHERE table_name = %s::regclass "
+                       "AND shardid = get_shard_id_for_distribution_column(%s, %s)", [table, table, str(org_id)])
+        return cursor.fetchone()
+
+
 def worker_of(table: str, org_id) -> str:
-    """The node (its socket folder) holding the organisation's shard of `table`."""
-    with connections["owner"].cursor() as cursor:
-        cursor.execute("SELECT nodename FROM citus_shards WHERE table_name = %s::regclass "
-                       "AND shardid = get_shard_id_for_distribution_column(%s, %s)", [table, table, str(org_id)])
-        return cursor.fetchone()[0]
-
-
-def shard_of(table: str, org_id) -> str:
-    with connections["owner"].cursor() as cursor:
-        cursor.execute("SELECT shard_name FROM citus_shards WHERE table_name = %s::regclass "
-                       "AND shardid = get_shard_id_for_distribution_column(%s, %s)", [table, table, str(org_id)])
-        return cursor.fetchone()[0]
+    return placement_of(table, org_id)[0]
 
 
 @pytest.fixture
@@ -84,8 +81,7 @@ def test_the_policies_hold_on_the_workers_own_shards(tenants_on_two_workers):
     """Straight to the worker holding the second organisation's shard, as the runtime role:
     the shard shows its rows to that organisation only, and nothing with no tenant set."""
     first, second = tenants_on_two_workers
-    node = worker_of("memories", second.org.id)
-    shard = shard_of("memories", second.org.id)
+    node, shard = placement_of("memories", second.org.id)
     url = local_services.PostgresEndpoint(socket_dir=node, port=local_services.POSTGRES_PORT).url(
         user=local_services.APP_ROLE, database=connection.settings_dict["NAME"])
     seen = {}

@@ -23,7 +23,7 @@ class Command(BaseCommand):
         self.stdout.write("nodes")
         for node in report["nodes"]:
             state = "active" if node["active"] else "INACTIVE"
-            self.stdout.write(f"  {node['role']:<12} {node['node']}  {state}")
+            self.stdout.write(f"  {node['role']:<12} {node['name']}:{node['port']}  {state}")
         self.stdout.write("tables")
         for table in report["tables"]:
             kind = table["kind"] + (f" by {table['column']}" if table.get("column") else "")
