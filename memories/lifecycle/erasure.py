@@ -244,93 +244,92 @@ def erase_status(*, org_id, job_id: str) -> ErasureStatus | None:
 
 
 def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
+    """The deletes, as arrays of ids named in each statement (a statement that names the
+    organisation and its ids goes to the one node holding it on a Citus cluster, which
+    refuses a temporary table joined into a DELETE of a distributed one)."""
     counts = {"memories": 0}  # first: what a reader looks for
     where, params = scope.memories("m")
-    # The memories of the scope, numbered so that they can go in batches.
-    cursor.execute("DROP TABLE IF EXISTS erased_memories, erased_entities, erased_artifacts, erased_events")
-    cursor.execute("CREATE TEMP TABLE erased_memories (n bigserial, id uuid PRIMARY KEY) ON COMMIT DROP")
-    cursor.execute(f"INSERT INTO erased_memories (id) SELECT m.id FROM memories m WHERE m.org_id = %s AND {where}"
-                   " ORDER BY m.created_at, m.id", [org_id, *params])
-    total = cursor.rowcount
-    ids = "(SELECT id FROM erased_memories)"
+    cursor.execute(f"SELECT m.id FROM memories m WHERE m.org_id = %s AND {where} ORDER BY m.created_at, m.id",
+                   [org_id, *params])
+    memory_ids = [row[0] for row in cursor.fetchall()]
+    total = len(memory_ids)
 
     # What only they (or the scope) hold: entities, artifacts, retrieval events.
     own_entities, own_params = _or_under(scope, "e.scope")
     cursor.execute(f"""
-        CREATE TEMP TABLE erased_entities ON COMMIT DROP AS
         SELECT DISTINCT e.id FROM entities e
         WHERE e.org_id = %s AND (e.id IN (SELECT me.entity_id FROM memory_entities me
-                                          WHERE me.org_id = %s AND me.memory_id IN {ids}) OR {own_entities})
-    """, [org_id, org_id, *own_params])
+                                          WHERE me.org_id = %s AND me.memory_id = ANY(%s::uuid[])) OR {own_entities})
+    """, [org_id, org_id, memory_ids, *own_params])
+    entity_ids = [row[0] for row in cursor.fetchall()]
     own_artifacts, own_artifact_params = _or_under(scope, "a.scope")
     cursor.execute(f"""
-        CREATE TEMP TABLE erased_artifacts ON COMMIT DROP AS
         SELECT a.id FROM artifacts a
         WHERE a.org_id = %s AND (a.id IN (SELECT ma.artifact_id FROM memory_artifacts ma
-                                          WHERE ma.org_id = %s AND ma.memory_id IN {ids}) OR {own_artifacts})
-    """, [org_id, org_id, *own_artifact_params])
+                                          WHERE ma.org_id = %s AND ma.memory_id = ANY(%s::uuid[])) OR {own_artifacts})
+    """, [org_id, org_id, memory_ids, *own_artifact_params])
+    artifact_ids = [row[0] for row in cursor.fetchall()]
     asked, asked_params = _events_asked(scope)
     cursor.execute(f"""
-        CREATE TEMP TABLE erased_events ON COMMIT DROP AS
         SELECT r.id, r.query FROM retrieval_events r
-        WHERE r.org_id = %s AND (r.returned_memory_ids && (SELECT coalesce(array_agg(id), '{{}}') FROM erased_memories)
-                                 OR {asked})
-    """, [org_id, *asked_params])
+        WHERE r.org_id = %s AND (r.returned_memory_ids && %s::uuid[] OR {asked})
+    """, [org_id, memory_ids, *asked_params])
+    events = cursor.fetchall()
+    event_ids = [row[0] for row in events]
 
     def delete(name: str, sql: str, values: list) -> None:
         cursor.execute(sql, values)
         counts[name] = counts.get(name, 0) + cursor.rowcount
 
-    # What refers to the memories, then the memories in batches.
-    delete("versions", f"DELETE FROM memory_versions WHERE org_id = %s AND memory_id IN {ids}", [org_id])
-    delete("relationships", f"DELETE FROM memory_relationships WHERE org_id = %s "
-                            f"AND (source_id IN {ids} OR target_id IN {ids})", [org_id])
-    delete("tags", f"DELETE FROM memory_tags WHERE org_id = %s AND memory_id IN {ids}", [org_id])
-    delete("usage", f"DELETE FROM memory_usage WHERE org_id = %s AND memory_id IN {ids}", [org_id])
-    delete("artifact_links", f"DELETE FROM memory_artifacts WHERE org_id = %s AND memory_id IN {ids}", [org_id])
-    delete("duplicate_candidates", f"DELETE FROM memory_duplicate_candidates WHERE org_id = %s "
-                                   f"AND (memory_id IN {ids} OR candidate_id IN {ids})", [org_id])
-    delete("entity_links", f"DELETE FROM memory_entities WHERE org_id = %s AND memory_id IN {ids}", [org_id])
-    delete("other_model_vectors", f"DELETE FROM memory_embeddings WHERE org_id = %s AND memory_id IN {ids}",
-           [org_id])
-    delete("provenance", f"""
-        DELETE FROM provenance WHERE org_id = %s AND (memory_id IN {ids}
-            OR retrieval_event_id IN (SELECT id FROM erased_events)
-            OR artifact_id IN (SELECT id FROM erased_artifacts a WHERE NOT EXISTS (
-                SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = a.id)))
-    """, [org_id, org_id])
-    # Other memories may point at them (superseded_by, merged_into), and so may one erased in a
-    # later batch than the memory it points at: emptied first, as ON DELETE SET NULL did.
-    clear_references("memories", org_id=org_id, rows=Rows("SELECT id FROM erased_memories"))
-    for start in range(1, total + 1, BATCH):
-        delete("memories", "DELETE FROM memories WHERE org_id = %s AND id IN "
-                           "(SELECT id FROM erased_memories WHERE n BETWEEN %s AND %s)",
-               [org_id, start, start + BATCH - 1])
+    # The memories in batches, each with what refers to it first. Other memories may point at
+    # them (superseded_by, merged_into), and so may one erased in a later batch than the
+    # memory it points at: emptied first, as ON DELETE SET NULL did.
+    for start in range(0, total, BATCH):
+        batch = memory_ids[start:start + BATCH]
+        referring = [("versions", "memory_versions", "memory_id = ANY(%s)"),
+                     ("relationships", "memory_relationships", "(source_id = ANY(%s) OR target_id = ANY(%s))"),
+                     ("tags", "memory_tags", "memory_id = ANY(%s)"),
+                     ("usage", "memory_usage", "memory_id = ANY(%s)"),
+                     ("artifact_links", "memory_artifacts", "memory_id = ANY(%s)"),
+                     ("duplicate_candidates", "memory_duplicate_candidates",
+                      "(memory_id = ANY(%s) OR candidate_id = ANY(%s))"),
+                     ("entity_links", "memory_entities", "memory_id = ANY(%s)"),
+                     ("other_model_vectors", "memory_embeddings", "memory_id = ANY(%s)"),
+                     ("provenance", "provenance", "memory_id = ANY(%s)")]
+        for name, table, condition in referring:
+            delete(name, f"DELETE FROM {table} WHERE org_id = %s AND {condition}",
+                   [org_id, *[batch] * condition.count("%s")])
+        clear_references("memories", org_id=org_id, rows=batch)
+        delete("memories", "DELETE FROM memories WHERE org_id = %s AND id = ANY(%s)", [org_id, batch])
         if progress:
             progress(counts["memories"], total)
 
     # What nothing refers to any more.
+    delete("provenance", """
+        DELETE FROM provenance p WHERE p.org_id = %s AND (p.retrieval_event_id = ANY(%s)
+            OR p.artifact_id = ANY(%s) AND NOT EXISTS (
+                SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = p.artifact_id))
+    """, [org_id, event_ids, artifact_ids, org_id])
     unreferenced = "NOT EXISTS (SELECT 1 FROM memory_entities me WHERE me.org_id = %s AND me.entity_id = e.id)"
     delete("entity_aliases", f"""
         DELETE FROM entity_aliases WHERE org_id = %s AND entity_id IN (
-            SELECT id FROM erased_entities e WHERE {unreferenced})
-    """, [org_id, org_id])
-    delete("entities", f"DELETE FROM entities e WHERE e.org_id = %s AND e.id IN (SELECT id FROM erased_entities) "
-                       f"AND {unreferenced}", [org_id, org_id])
+            SELECT e.id FROM entities e WHERE e.org_id = %s AND e.id = ANY(%s) AND {unreferenced})
+    """, [org_id, org_id, entity_ids, org_id])
+    delete("entities", f"DELETE FROM entities e WHERE e.org_id = %s AND e.id = ANY(%s) AND {unreferenced}",
+           [org_id, entity_ids, org_id])
     delete("artifacts", """
-        DELETE FROM artifacts a WHERE a.org_id = %s AND a.id IN (SELECT id FROM erased_artifacts)
+        DELETE FROM artifacts a WHERE a.org_id = %s AND a.id = ANY(%s)
           AND NOT EXISTS (SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = a.id)
           AND NOT EXISTS (SELECT 1 FROM provenance p WHERE p.org_id = %s AND p.artifact_id = a.id)
-    """, [org_id, org_id, org_id])
-    clear_references("retrieval_events", org_id=org_id, rows=Rows("SELECT id FROM erased_events"))
-    delete("retrieval_events", "DELETE FROM retrieval_events WHERE org_id = %s AND id IN (SELECT id FROM erased_events)",
-           [org_id])
+    """, [org_id, artifact_ids, org_id, org_id])
+    clear_references("retrieval_events", org_id=org_id, rows=event_ids)
+    delete("retrieval_events", "DELETE FROM retrieval_events WHERE org_id = %s AND id = ANY(%s)", [org_id, event_ids])
     kept, kept_params = _idempotency_written(scope)
     delete("idempotency_records", f"""
         DELETE FROM idempotency_records i WHERE i.org_id = %s AND ({kept} OR EXISTS (
             SELECT 1 FROM regexp_matches(i.response_body::text, %s, 'g') AS found(id)
-            WHERE found.id[1]::uuid IN (SELECT id FROM erased_memories)))
-    """, [org_id, *kept_params, UUID_PATTERN])
+            WHERE found.id[1]::uuid = ANY(%s::uuid[])))
+    """, [org_id, *kept_params, UUID_PATTERN, memory_ids])
     sessions, session_params = _sessions(scope)
     if sessions:
         # The memories of the session out of the scope stay, without it.
@@ -338,17 +337,13 @@ def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
                          rows=Rows(f"SELECT s.id FROM sessions s WHERE s.org_id = %s AND {sessions}",
                                    (org_id, *session_params)))
         delete("sessions", f"DELETE FROM sessions s WHERE s.org_id = %s AND {sessions}", [org_id, *session_params])
-    cursor.execute("""
-        DELETE FROM django_admin_log WHERE object_id IN (
-            SELECT id::text FROM erased_memories UNION ALL SELECT id::text FROM erased_entities)
-    """)
+    cursor.execute("DELETE FROM django_admin_log WHERE object_id = ANY(%s)",
+                   [[str(id) for id in [*memory_ids, *entity_ids]]])
     counts["admin_log"] = cursor.rowcount
 
-    cursor.execute("SELECT query FROM erased_events")
-    queries = [row[0] for row in cursor.fetchall()]
-    cursor.execute("SELECT id FROM erased_memories")
-    memory_ids = [str(row[0]) for row in cursor.fetchall()]
-    transaction.on_commit(lambda: forget_in_redis(org_id, memory_ids, queries))
+    queries = [row[1] for row in events]
+    erased = [str(id) for id in memory_ids]
+    transaction.on_commit(lambda: forget_in_redis(org_id, erased, queries))
     return counts
 
 

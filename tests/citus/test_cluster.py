@@ -162,14 +162,9 @@ REQUESTS = {
     "store get": ("get", "/api/v1/store/items", {"namespace": "users.alice", "key": "hives"}),
     "erase": ("post", "/api/v1/erase", {"namespace": ["users", "alice"]}),
 }
-# Not yet (ADR-0042, "Not done yet"): erasure joins its temporary tables of what it erases into
-# its DELETEs, which Citus refuses. Strict: fixing it fails this mark.
-NOT_YET = {"erase"}
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="erasure's temporary tables"))
-    if name in NOT_YET else name for name in REQUESTS])
+@pytest.mark.parametrize("name", REQUESTS)
 def test_each_request_of_an_organisation_goes_to_the_one_worker_holding_it(tenants_on_two_workers, api_client_for,
                                                                           workers_reached, name):
     """Every statement a request sends to a worker goes to the organisation's own (reference
