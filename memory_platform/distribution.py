@@ -182,6 +182,7 @@ def distribute(using: str = "owner", progress: Callable[[str], None] | None = No
             if placement.kind == "reference":
                 cursor.execute("SELECT create_reference_table(%s)", [placement.table])
             else:
+                _generated_columns_after(cursor, placement.table, placement.column)
                 # Colocated by Citus's default rule: the same shard count and column type.
                 cursor.execute("SELECT create_distributed_table(%s, %s)", [placement.table, placement.column])
         for table in forced:
@@ -191,6 +192,65 @@ def distribute(using: str = "owner", progress: Callable[[str], None] | None = No
             cursor.execute(sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} ").format(
                 sql.Identifier(table), sql.Identifier(name)).as_string(None) + definition)
     return todo
+
+
+def _generated_columns_after(cursor, table: str, column: str) -> None:
+    """Make each generated column of `table` that comes before its distribution column come
+    after it, with its indexes. Citus 14's shard split (isolate_tenant_to_new_shard) streams a
+    shard's rows without its generated and dropped columns but finds the distribution column
+    by its place among all of them, so a generated column before org_id makes every split of
+    the table fail ("the partition column value cannot be NULL") or route rows by the wrong
+    column (docs/adr/0042). Shards are created from the table's definition, where a column
+    re-added comes last and a dropped one is gone; on one node the order changes nothing."""
+    cursor.execute("""
+        SELECT a.attname, format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid), a.attgenerated
+        FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+        WHERE a.attrelid = %s::regclass AND a.attgenerated <> '' AND NOT a.attisdropped
+          AND a.attnum < (SELECT attnum FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s)
+        ORDER BY a.attnum
+    """, [table, table, column])
+    for name, type_, expression, kind in cursor.fetchall():
+        # What depends on the column (its indexes, the triggers that name it) goes with it, and
+        # is made again after.
+        cursor.execute("""
+            SELECT pg_get_indexdef(d.objid) FROM pg_depend d JOIN pg_attribute a
+              ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+            WHERE d.classid = 'pg_class'::regclass AND d.refobjid = %s::regclass AND a.attname = %s
+            UNION
+            SELECT pg_get_triggerdef(d.objid) FROM pg_depend d JOIN pg_attribute a
+              ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+            WHERE d.classid = 'pg_trigger'::regclass AND d.refobjid = %s::regclass AND a.attname = %s
+        """, [table, name, table, name])
+        dependents = [row[0] for row in cursor.fetchall()]
+        cursor.execute(sql.SQL("ALTER TABLE {} DROP COLUMN {} CASCADE").format(
+            sql.Identifier(table), sql.Identifier(name)).as_string(None))
+        cursor.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} ").format(
+            sql.Identifier(table), sql.Identifier(name)).as_string(None)
+            + f"{type_} GENERATED ALWAYS AS ({expression}) " + ("STORED" if kind == "s" else "VIRTUAL"))
+        for definition in dependents:
+            cursor.execute(definition)
+
+
+def columns_skipped_before_distribution_column(cursor, org_id) -> list[str]:
+    """The shards of the organisation's shard group that a split would misread: those with a
+    generated or dropped column before org_id (_generated_columns_after). A shard's own column
+    order is what counts; a shard created by a move is compact again."""
+    cursor.execute("""
+        SELECT r.shardid, r.result FROM pg_dist_partition p
+        CROSS JOIN LATERAL run_command_on_shards(p.logicalrelid, $$
+            SELECT count(*) FROM pg_attribute a WHERE a.attrelid = '%1$s'::regclass AND a.attnum > 0
+              AND (a.attisdropped OR a.attgenerated <> '')
+              AND a.attnum < (SELECT attnum FROM pg_attribute WHERE attrelid = '%1$s'::regclass AND attname = 'org_id')
+        $$) r
+        WHERE p.partmethod = 'h' AND r.shardid = get_shard_id_for_distribution_column(p.logicalrelid, %s::uuid)
+          AND r.result <> '0'
+    """, [str(org_id)])
+    found = cursor.fetchall()
+    if not found:
+        return []
+    cursor.execute("SELECT shard_name::text FROM citus_shards WHERE shardid = ANY(%s) ORDER BY 1",
+                   [[shard for shard, _ in found]])
+    return [row[0] for row in cursor.fetchall()]
 
 
 def _policies_read_per_row(cursor, tables: list[str]) -> list[tuple[str, str, str]]:
@@ -346,6 +406,12 @@ def isolate_organization(cursor, org_id, *, transfer_mode: str = "block_writes")
     shard, alone = cursor.fetchone()
     if alone:
         return shard
+    misread = columns_skipped_before_distribution_column(cursor, org_id)
+    if misread:
+        raise RuntimeError(
+            f"{', '.join(misread)} have a generated or dropped column before org_id, which Citus's split "
+            "would misread: move the shard group to another node first (citus_move_shard_placement makes "
+            "its shards again without the gap), then isolate it (docs/adr/0042)")
     cursor.execute("SELECT isolate_tenant_to_new_shard('memories', %s::uuid, 'CASCADE', shard_transfer_mode => %s)",
                    [str(org_id), _transfer_mode(transfer_mode)])
     return cursor.fetchone()[0]

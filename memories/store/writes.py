@@ -68,8 +68,12 @@ def store_refresh_ttl(*, org_id, items) -> int:
     written with a time to live, and has not expired, expires that long from now again. Not a
     change of the item: no version, the same ETag; an item without one costs no write. Returns
     how many moved."""
-    expiring = [item.pk for item in items if item.ttl_seconds]
-    if not expiring:
-        return 0
-    return (Memory.objects.filter(NOT_EXPIRED, org_id=org_id, pk__in=expiring, ttl_seconds__isnull=False)
-            .update(expires_at=RawSQL("now() + make_interval(secs => ttl_seconds)", [])))
+    by_ttl: dict[int, list] = {}
+    for item in items:
+        if item.ttl_seconds:
+            by_ttl.setdefault(item.ttl_seconds, []).append(item.pk)
+    # One statement per time to live, named as a value: a Citus cluster refuses now() beside a
+    # column reference in an UPDATE (it evaluates now() once, on the coordinator).
+    return sum(Memory.objects.filter(NOT_EXPIRED, org_id=org_id, pk__in=ids, ttl_seconds=ttl)
+               .update(expires_at=RawSQL("now() + make_interval(secs => %s)", [ttl]))
+               for ttl, ids in by_ttl.items())
