@@ -13,14 +13,17 @@ from django.utils import timezone
 from memories.models import LIVE_SQL
 from memories.retrieval.filters import SearchFilters
 from memory_platform.config import config
+from memory_platform.distribution import on_citus
 
 _tenant_size_cache: dict = {}
+_shard_rows_cache: dict = {}  # "at": when counted, "rows": {shard id: its estimated rows}
 TENANT_SIZE_CACHE_SECONDS = 3600
 
 
 def reset_caches() -> None:
     """Forget the tenants' sizes this process has counted (tenant_size)."""
     _tenant_size_cache.clear()
+    _shard_rows_cache.clear()
 
 
 @dataclass(frozen=True)
@@ -40,13 +43,27 @@ def tenant_size(org_id) -> TenantSize:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM memories WHERE org_id = %s AND {LIVE_SQL}", [org_id])
         rows = cursor.fetchone()[0]
-        cursor.execute("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'memories'::regclass")
-        table_rows = cursor.fetchone()[0]
+        table_rows = _rows_beside(cursor, org_id, now)
     size = TenantSize(rows=rows, share=min(rows / table_rows, 1.0))
     if len(_tenant_size_cache) >= 10_000:  # many tenants: start over rather than grow without bound
         _tenant_size_cache.clear()
     _tenant_size_cache[str(org_id)] = (now, size)
     return size
+
+
+def _rows_beside(cursor, org_id, now) -> float:
+    """The estimated rows of the table whose HNSW index the tenant's searches walk: the whole
+    table on one node; on a Citus cluster its shard of memories, where the index is (the
+    estimates of every shard asked at once, at most hourly: one statement run on each)."""
+    if not on_citus():
+        cursor.execute("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'memories'::regclass")
+        return cursor.fetchone()[0]
+    if not _shard_rows_cache or now - _shard_rows_cache["at"] >= timedelta(seconds=TENANT_SIZE_CACHE_SECONDS):
+        cursor.execute("SELECT shardid, result FROM run_command_on_shards('memories', "
+                       "$$SELECT reltuples FROM pg_class WHERE oid = '%s'::regclass$$) WHERE success")
+        _shard_rows_cache.update(at=now, rows={shard: float(rows) for shard, rows in cursor.fetchall()})
+    cursor.execute("SELECT get_shard_id_for_distribution_column('memories', %s)", [org_id])
+    return max(_shard_rows_cache["rows"].get(cursor.fetchone()[0], 1.0), 1.0)
 
 
 def capped_count(cursor, where: str, params: list, cap: int) -> int:

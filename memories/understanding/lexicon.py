@@ -132,7 +132,11 @@ def rebuild(org_id) -> int:
         cursor.execute("LOCK TABLE memories IN SHARE MODE")
         cursor.execute("DELETE FROM memory_lexeme_deltas WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_lexeme_stats WHERE org_id = %s", [org_id])
-        cursor.execute(f"INSERT INTO memory_lexeme_stats (org_id, lexeme, docs, tokens) "
-                       f"SELECT %s, lexeme, docs, tokens FROM ({RECOUNT}) counted", [org_id, org_id])
+        # ON CONFLICT (never met: the rows were just deleted) also keeps a Citus cluster from
+        # writing the count to the shard by COPY, which row-level security refuses.
+        cursor.execute(f"INSERT INTO memory_lexeme_stats AS s (org_id, lexeme, docs, tokens) "
+                       f"SELECT %s, lexeme, docs, tokens FROM ({RECOUNT}) counted "
+                       f"ON CONFLICT (org_id, lexeme) DO UPDATE SET docs = excluded.docs, tokens = excluded.tokens",
+                       [org_id, org_id])
         return cursor.rowcount
 

@@ -103,4 +103,6 @@ def test_the_hot_score_is_the_same_in_python_and_in_sql(tenant_a, api_a):
         in_python = {str(m.pk): cache.hot_score(confidence=m.confidence, created_at=m.created_at,
                                                 retrieval_count=m.retrieval_count, now=now) for m in memories}
     assert set(ids) <= set(in_sql)
-    assert in_sql == pytest.approx(in_python, abs=1e-9)
+    # On a Citus cluster the worker's now() is its own transaction's, a few milliseconds after
+    # the coordinator's: scores of memories hours old move by ~1e-9 in that time.
+    assert in_sql == pytest.approx(in_python, abs=1e-7)
