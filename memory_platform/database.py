@@ -70,6 +70,26 @@ def unreachable(exc: BaseException | None) -> bool:
     return False
 
 
+# A transaction the database rolled back whole to settle a conflict with another: a deadlock
+# (40P01; also how a Citus cluster ends a transaction caught in a distributed deadlock, as with
+# a shard move's switch, docs/adr/0042) or a serialization failure (40001). Nothing it wrote
+# remains, so the client may send the same request again at once.
+CONTENDED_RETRY_SECONDS = 1
+_CONTENDED_SQLSTATES = ("40P01", "40001")
+
+
+def contended(exc: BaseException | None) -> bool:
+    """Whether this exception (or one it was raised from) is a transaction rolled back for a
+    deadlock or a serialization failure."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, psycopg.Error):
+            return exc.sqlstate in _CONTENDED_SQLSTATES
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".") if part.isdigit())
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -141,7 +142,10 @@ def distribute(using: str = "owner", progress: Callable[[str], None] | None = No
     say = progress or (lambda message: None)
     done = placed(using)
     todo = [p for p in plan(using) if p.kind != "local" and p.table not in done]
+    with connections[using].cursor() as cursor:
+        forced = _forced_row_security(cursor, [*done, *(p.table for p in todo)])
     if not todo:
+        _owner_not_forced(using, forced)
         return []
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         # One connection per worker for the whole transaction: its DDL and the foreign keys
@@ -156,7 +160,8 @@ def distribute(using: str = "owner", progress: Callable[[str], None] | None = No
         # its shards, where every row they touch is of the same organisation and so in the same
         # shard group (docs/adr/0042); Citus asks for the setting before it distributes them.
         cursor.execute("SET LOCAL citus.enable_unsafe_triggers = on")
-        # Row-level security is forced on the owner too: moving rows to shards reads them all.
+        # For the statements below that read rows while row-level security is still forced on
+        # the owner (as on one node, until _owner_not_forced).
         cursor.execute("SET LOCAL app.service_account = 'on'")
         tables = [p.table for p in todo]
         for table, name, predicate in _policies_read_per_row(cursor, tables):
@@ -171,11 +176,8 @@ def distribute(using: str = "owner", progress: Callable[[str], None] | None = No
             cursor.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(
                 sql.Identifier(table), sql.Identifier(name)).as_string(None))
         # Citus copies a table's rows to its shards with COPY, which row-level security refuses,
-        # even to the owner while it is forced: unforced for the copy, forced again after.
-        forced = _forced_row_security(cursor, tables)
-        for table in forced:
-            cursor.execute(sql.SQL("ALTER TABLE {} NO FORCE ROW LEVEL SECURITY").format(
-                sql.Identifier(table)).as_string(None))
+        # even to the owner while it is forced.
+        _owner_not_forced(using, forced)
         for number, placement in enumerate(todo, start=1):
             say(f"[{number}/{len(todo)}] {placement.table}: {placement.kind}"
                 + (f" by {placement.column}" if placement.column else ""))
@@ -185,9 +187,6 @@ def distribute(using: str = "owner", progress: Callable[[str], None] | None = No
                 _generated_columns_after(cursor, placement.table, placement.column)
                 # Colocated by Citus's default rule: the same shard count and column type.
                 cursor.execute("SELECT create_distributed_table(%s, %s)", [placement.table, placement.column])
-        for table in forced:
-            cursor.execute(sql.SQL("ALTER TABLE {} FORCE ROW LEVEL SECURITY").format(
-                sql.Identifier(table)).as_string(None))
         for table, name, definition in held:
             cursor.execute(sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} ").format(
                 sql.Identifier(table), sql.Identifier(name)).as_string(None) + definition)
@@ -238,9 +237,9 @@ def columns_skipped_before_distribution_column(cursor, org_id) -> list[str]:
     cursor.execute("""
         SELECT r.shardid, r.result FROM pg_dist_partition p
         CROSS JOIN LATERAL run_command_on_shards(p.logicalrelid, $$
-            SELECT count(*) FROM pg_attribute a WHERE a.attrelid = '%1$s'::regclass AND a.attnum > 0
+            SELECT count(*) FROM pg_attribute a WHERE a.attrelid = '%%1$s'::regclass AND a.attnum > 0
               AND (a.attisdropped OR a.attgenerated <> '')
-              AND a.attnum < (SELECT attnum FROM pg_attribute WHERE attrelid = '%1$s'::regclass AND attname = 'org_id')
+              AND a.attnum < (SELECT attnum FROM pg_attribute WHERE attrelid = '%%1$s'::regclass AND attname = 'org_id')
         $$) r
         WHERE p.partmethod = 'h' AND r.shardid = get_shard_id_for_distribution_column(p.logicalrelid, %s::uuid)
           AND r.result <> '0'
@@ -273,6 +272,22 @@ def _policies_read_per_row(cursor, tables: list[str]) -> list[tuple[str, str, st
                                "rewrite it with settings alone (docs/adr/0042)")
         rewritten.append((table, name, f"USING {predicate} WITH CHECK {predicate}"))
     return rewritten
+
+
+def _owner_not_forced(using: str, tables: list[str]) -> None:
+    """Row-level security no longer forced on the owner of these tables (it still holds every
+    other role, the application's included). On one node it is forced on the owner too, so a
+    migration or maintenance command is held by the tenant policies like a request. A cluster
+    cannot keep that: a shard move or split that lets writes go on (logical replication)
+    applies the changes made meanwhile as the table's owner, and PostgreSQL refuses to
+    replicate into a table whose row-level security holds that role ("cannot replicate into
+    relation with row-level security enabled"), so the move never catches up; and the first
+    copy of a table into its shards is a COPY, which it refuses too (docs/adr/0042). So on a
+    cluster the owner, which serves no request, reads and writes every row."""
+    with connections[using].cursor() as cursor:
+        for table in tables:
+            cursor.execute(sql.SQL("ALTER TABLE {} NO FORCE ROW LEVEL SECURITY").format(
+                sql.Identifier(table)).as_string(None))
 
 
 def _forced_row_security(cursor, tables: list[str]) -> list[str]:
@@ -364,17 +379,23 @@ def _transfer_mode(mode: str) -> str:
 
 
 def _moves_every_row(cursor) -> None:
-    """Refuse unless the current role bypasses row-level security. Citus copies a shard's rows
-    to its new place as the role that asked; row-level security is forced on every tenant
-    table, so as the owner or the runtime role the copy would read no row, and the shard would
-    arrive empty: every row of the organisations in it lost."""
-    cursor.execute("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+    """Refuse unless row-level security hides no row from the current role: a superuser, a
+    BYPASSRLS role, or the owner of every distributed table (on a cluster no longer held by
+    its policies, _owner_not_forced). Citus copies a shard's rows to its new place as the role
+    that asked; as the runtime role the copy would read no row, and the shard would arrive
+    empty, every row of the organisations in it lost (checked: docs/adr/0042)."""
+    cursor.execute("""
+        SELECT r.rolsuper OR r.rolbypassrls OR NOT EXISTS (
+            SELECT 1 FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid
+            WHERE c.relowner <> r.oid OR c.relforcerowsecurity)
+        FROM pg_roles r WHERE r.rolname = current_user
+    """)
     if not cursor.fetchone()[0]:
         raise PermissionError("moving or splitting shards copies their rows as the current role, which row-level "
-                              "security would show none of: run it as a superuser or a BYPASSRLS role")
+                              "security would show none of: run it as the tables' owner or a superuser")
 
 
-def rebalance(cursor, *, transfer_mode: str = "block_writes", progress: Callable[[str], None] | None = None) -> int:
+def rebalance(cursor, *, transfer_mode: str = "auto", progress: Callable[[str], None] | None = None) -> int:
     """Spread the shard groups evenly over the workers that hold shards (a worker added since
     gets its share), in the background jobs Citus runs, and wait for them. Returns the number
     of shard moves it made. The reference tables are copied to new workers first. `cursor`:
@@ -392,12 +413,48 @@ def rebalance(cursor, *, transfer_mode: str = "block_writes", progress: Callable
     return moves
 
 
+# A move or split whose final switch the cluster cancels to break a distributed deadlock with
+# requests (their writes wait on the switch's locks while it waits on theirs) is tried again,
+# as Citus's own rebalancer does with its tasks.
+OPERATION_ATTEMPTS = 5
+
+
+def _retried(cursor, statement: str, params: list):
+    """Run one shard operation, again after a pause while the cluster ends it for a deadlock;
+    its first row."""
+    from memory_platform.database import contended
+
+    for attempt in range(1, OPERATION_ATTEMPTS + 1):
+        try:
+            cursor.execute(statement, params)
+            return cursor.fetchone()
+        except Exception as exc:
+            if not contended(exc) or attempt == OPERATION_ATTEMPTS:
+                raise
+            time.sleep(attempt)
+
+
+def move_shard_group(cursor, shard: int, *, node: str, port: int, transfer_mode: str = "auto") -> bool:
+    """Move the shard group of `shard` (every colocated table's) to the worker at node:port;
+    False when it is there already. `cursor` as for rebalance."""
+    _moves_every_row(cursor)
+    cursor.execute("SELECT nodename, nodeport FROM citus_shards WHERE shardid = %s", [shard])
+    source = cursor.fetchone()
+    if tuple(source) == (node, port):
+        return False
+    _retried(cursor, "SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, shard_transfer_mode => %s)",
+             [shard, *source, node, port, _transfer_mode(transfer_mode)])
+    return True
+
+
 def isolate_organization(cursor, org_id, *, transfer_mode: str = "block_writes") -> int:
     """Give one organisation a shard group of its own (isolate_tenant_to_new_shard on every
     colocated table, CASCADE): its rows, and only its, in one shard of each table, which can then
-    be moved to a node of its own (citus_move_shard_placement). Returns the new shard of
-    `memories`. Already alone in its shards: returns that shard, and nothing moves. `cursor` as
-    for rebalance."""
+    be moved to a node of its own (move_shard_group). Returns the new shard of `memories`.
+    Already alone in its shards: returns that shard, and nothing moves. `cursor` as for
+    rebalance. By default the split holds the group's writes while it copies: its non-blocking
+    form (logical replication through Citus's split decoder) crashed a worker under writes
+    (docs/adr/0042); a move, which is logical by default, lets them go on."""
     _moves_every_row(cursor)
     cursor.execute("""
         SELECT s.shardid, s.shardminvalue::bigint = s.shardmaxvalue::bigint FROM pg_dist_shard s
@@ -412,9 +469,8 @@ def isolate_organization(cursor, org_id, *, transfer_mode: str = "block_writes")
             f"{', '.join(misread)} have a generated or dropped column before org_id, which Citus's split "
             "would misread: move the shard group to another node first (citus_move_shard_placement makes "
             "its shards again without the gap), then isolate it (docs/adr/0042)")
-    cursor.execute("SELECT isolate_tenant_to_new_shard('memories', %s::uuid, 'CASCADE', shard_transfer_mode => %s)",
-                   [str(org_id), _transfer_mode(transfer_mode)])
-    return cursor.fetchone()[0]
+    return _retried(cursor, "SELECT isolate_tenant_to_new_shard('memories', %s::uuid, 'CASCADE', "
+                            "shard_transfer_mode => %s)", [str(org_id), _transfer_mode(transfer_mode)])[0]
 
 
 def isolated_organizations(using: str = "owner") -> list[dict]:

@@ -3,7 +3,7 @@ import logging
 from django.db import transaction
 from django.http import HttpResponse, JsonResponse
 
-from memories.api.errors import database_unreachable_body
+from memories.api.errors import database_contended_body, database_unreachable_body
 from memory_platform import database
 from memory_platform.log_format import request_route
 from tenants import context
@@ -12,6 +12,9 @@ logger = logging.getLogger(__name__)
 
 UNREACHABLE_PAGE = ("<!doctype html><title>Service unavailable</title><h1>Service unavailable</h1>"
                     "<p>The database cannot be reached. Try again in a few seconds.</p>")
+CONTENDED_PAGE = ("<!doctype html><title>Service unavailable</title><h1>Service unavailable</h1>"
+                  "<p>The request met another one's locks and was rolled back: nothing was changed. "
+                  "Send it again.</p>")
 
 
 class TenantTransactionMiddleware:
@@ -23,7 +26,9 @@ class TenantTransactionMiddleware:
 
     While the database is out of reach (down, restarting, the connection lost), whether that
     shows as the transaction opens, in the view or as it commits, the answer is 503 with
-    Retry-After: JSON under /api/, a plain page elsewhere.
+    Retry-After: JSON under /api/, a plain page elsewhere. So is a request the database rolled
+    back whole to settle a deadlock with another (database.contended): it changed nothing, and
+    the same request sent again goes through.
 
     /health is left out: it reads no tenant data, and it must answer (503, in JSON) when the
     database does not, which a transaction opened first would turn into an error page.
@@ -44,16 +49,34 @@ class TenantTransactionMiddleware:
                 if response.status_code >= 400:
                     transaction.set_rollback(True)
         except Exception as exc:
-            if not database.unreachable(exc):
+            answer = database_unavailable(request, exc)
+            if answer is None:
                 raise
-            return database_unreachable(request, exc)
+            return answer
         return response
 
     def process_exception(self, request, exception):
-        """A view's (or the API-key lookup's) failure to reach the database."""
-        if database.unreachable(exception):
-            return database_unreachable(request, exception)
+        """A view's (or the API-key lookup's) failure to reach the database, or its
+        transaction rolled back for a deadlock."""
+        return database_unavailable(request, exception)
+
+
+def database_unavailable(request, exc: BaseException) -> HttpResponse | None:
+    """503 with Retry-After for a database out of reach or a transaction it rolled back for a
+    deadlock; None for any other failure."""
+    if database.unreachable(exc):
+        return database_unreachable(request, exc)
+    if not database.contended(exc):
         return None
+    logger.warning("transaction rolled back for a deadlock (%s): %s %s answered 503", type(exc).__name__,
+                   request.method, request_route(request))
+    if request.path.startswith("/api/"):
+        response = JsonResponse(database_contended_body(), status=503)
+    else:
+        response = HttpResponse(CONTENDED_PAGE, status=503)
+    response["Retry-After"] = str(database.CONTENDED_RETRY_SECONDS)
+    response._has_been_logged = True
+    return response
 
 
 def database_unreachable(request, exc: BaseException) -> HttpResponse:

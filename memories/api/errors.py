@@ -35,6 +35,14 @@ def database_unreachable_body() -> dict:
                       f"the database cannot be reached; retry in {database.UNREACHABLE_RETRY_SECONDS} s")
 
 
+def database_contended_body() -> dict:
+    """What every door answers, with 503 and Retry-After, for a request the database rolled
+    back to settle a deadlock with another (memory_platform.database.contended)."""
+    return error_body("database_contended",
+                      "the request met another one's locks and was rolled back: nothing was changed; "
+                      f"send it again in {database.CONTENDED_RETRY_SECONDS} s")
+
+
 def flatten(detail, prefix: str = "") -> dict[str, list[str]]:
     """DRF's nested error detail as {"memories[2].content": ["..."]}."""
     if isinstance(detail, dict):
@@ -112,7 +120,7 @@ class JsonErrorMiddleware:
     def process_exception(self, request, exception):
         if not request.path.startswith("/api/"):
             return None
-        if database.unreachable(exception):
+        if database.unreachable(exception) or database.contended(exception):
             return None  # the request's transaction middleware answers 503 (tenants.middleware)
         # Django's own refusals of a request (outside DRF's handler, e.g. a body read through
         # request.body above DATA_UPLOAD_MAX_MEMORY_SIZE) are the client's fault, not ours.
