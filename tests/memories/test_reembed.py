@@ -137,6 +137,19 @@ def test_a_build_goes_on_where_it_stopped_and_embeds_only_what_changed(written, 
     assert digest == embeddings.text_hash("The user drinks black coffee now") and added in kept(INT8)
 
 
+def test_a_build_walks_the_organisations_in_order_a_batch_at_a_time(written, monkeypatch):
+    """A batch reads one organisation after another (a router statement each on a cluster) and
+    may end inside one: where it ends is where the next starts, so every memory is embedded
+    exactly once, whichever batch it falls in."""
+    monkeypatch.setattr(reembed, "BATCH", 3)  # each organisation has 7 memories: batches cross them
+    embedder, at, sizes = embeddings.embedder_for(INT8), reembed.START, []
+    while at is not None:
+        embedded, at = reembed._embed_batch(embedder, INT8, at)
+        sizes.append(embedded)
+    assert max(sizes) == 3 and sum(sizes) == len(memory_ids()) and set(kept(INT8)) == memory_ids()
+    assert reembed.build(model=INT8).embedded == 0
+
+
 def test_searches_answer_from_the_active_model_while_a_build_runs(written, tenant_a, api_a, monkeypatch):
     monkeypatch.setattr(reembed, "BATCH", 2)
     float32 = np.array(embeddings.embedder_for(FLOAT32).embed([QUESTION])[0])
