@@ -444,7 +444,11 @@ def rollback(*, progress: Progress | None = None, threads: int = 0) -> Switched:
 
 def _switch(model: str) -> Switched:
     """The switch itself, in one transaction, as the service account (it moves every
-    organisation's vectors)."""
+    organisation's vectors). On a Citus cluster its statements of memories and
+    memory_embeddings are multi-shard (each runs in every shard group at once, joined on
+    org_id), those of embedding_models write the reference table on every node, and the
+    transaction commits on every node together (two-phase commit): readers see every old
+    vector or every new one, as on one node."""
     started = time.perf_counter()
     digest = text_hash_sql("m.content")
     with transaction.atomic(), service_account(), connection.cursor() as cursor:
@@ -452,11 +456,13 @@ def _switch(model: str) -> Switched:
         cursor.execute("SELECT name, state FROM embedding_models ORDER BY name FOR UPDATE")
         # No active row: the memories hold the default model's vectors (as before migration 0026).
         previous = next((name for name, state in cursor.fetchall() if state == State.ACTIVE), MODEL_NAME)
-        # The active model's vectors, kept under its name (a rollback's).
+        # The active model's vectors, kept under its name (a rollback's). A new row's id is made
+        # from its memory's and model's: with a volatile gen_random_uuid() Citus would not run the
+        # statement in each shard group but repartition every vector through intermediate results.
         cursor.execute(f"""
             INSERT INTO memory_embeddings (id, org_id, memory_id, model, dimensions, embedding, text_hash, embedded_at)
-            SELECT gen_random_uuid(), m.org_id, m.id, m.embedding_model, m.embedding_dimensions, m.embedding,
-                   {digest}, coalesce(m.embedded_at, now())
+            SELECT md5(m.id::text || m.embedding_model)::uuid, m.org_id, m.id, m.embedding_model,
+                   m.embedding_dimensions, m.embedding, {digest}, coalesce(m.embedded_at, now())
             FROM memories m WHERE m.embedding IS NOT NULL AND m.embedding_model <> %s
             ON CONFLICT (org_id, model, memory_id) DO UPDATE
                 SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
@@ -468,8 +474,7 @@ def _switch(model: str) -> Switched:
             UPDATE memories m SET embedding = e.embedding, embedding_model = e.model,
                    embedding_dimensions = e.dimensions, embedded_at = e.embedded_at
             FROM memory_embeddings e
-            WHERE e.model = %s AND e.org_id = m.org_id AND e.memory_id = m.id AND e.text_hash = {digest}
-              AND m.indexed
+            WHERE {current_vector("m.org_id")} AND m.indexed
         """, [model])
         switched = cursor.rowcount
         # Any other (a memory written or changed since the catch-up) waits for the sweep.
@@ -480,17 +485,20 @@ def _switch(model: str) -> Switched:
         pending = cursor.rowcount
         # The active model's vectors are memories' own: memory_embeddings holds the others'.
         cursor.execute("DELETE FROM memory_embeddings WHERE model = %s", [model])
+        # The time as a value: Citus wants an ON CONFLICT's SET immutable.
+        switched_at = timezone.now()
         cursor.execute("""
             INSERT INTO embedding_models (name, state, memories_total, memories_done, task, job_id, error, replaced,
                                           retired_at, updated_at)
-            VALUES (%s, %s, 0, 0, '', '', '', '', now(), now())
-            ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, retired_at = now(), task = '', updated_at = now()
-        """, [previous, State.RETIRED])
+            VALUES (%s, %s, 0, 0, '', '', '', '', %s, %s)
+            ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, retired_at = EXCLUDED.retired_at, task = '',
+                                             updated_at = EXCLUDED.updated_at
+        """, [previous, State.RETIRED, switched_at, switched_at])
         cursor.execute("""
-            UPDATE embedding_models SET state = %s, activated_at = now(), retired_at = NULL, replaced = %s,
-                   task = '', error = '', updated_at = now()
+            UPDATE embedding_models SET state = %s, activated_at = %s, retired_at = NULL, replaced = %s,
+                   task = '', error = '', updated_at = %s
             WHERE name = %s
-        """, [State.ACTIVE, previous, model])
+        """, [State.ACTIVE, switched_at, previous, switched_at, model])
         # Every process reads the switch within ACTIVE_MODEL_SECONDS; this one at once (and
         # again once it commits, in case it read the model meanwhile).
         forget_active_model()
@@ -526,6 +534,7 @@ def drop(*, model: str) -> int:
     if row is None:
         raise InvalidInput(f"{model} has no vectors here to drop", field="model")
     with exclusive(), transaction.atomic(), service_account(), connection.cursor() as cursor:
+        # Multi-shard: every organisation's vectors of the model, in every shard group at once.
         cursor.execute("DELETE FROM memory_embeddings WHERE model = %s", [model])
         dropped = cursor.rowcount
         cursor.execute("DELETE FROM embedding_models WHERE name = %s AND state <> %s", [model, State.ACTIVE])
