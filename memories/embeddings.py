@@ -52,8 +52,11 @@ def text_hash(text: str) -> str:
 
 
 def text_hash_sql(column: str) -> str:
-    """text_hash of a text column, in SQL."""
-    return f"encode(sha256(convert_to({column}, 'UTF8')), 'hex')"
+    """text_hash of a text column, in SQL, with IMMUTABLE functions only: the text's own bytes
+    (UTF-8 in the product's databases, as Python's text_hash encodes), read by bytea's escape
+    format once its backslashes are doubled. convert_to(..., 'UTF8'), which gives the same bytes,
+    is STABLE, and Citus refuses a STABLE function of a column in an UPDATE's WHERE."""
+    return f"encode(sha256(decode(replace({column}, '\\', '\\\\'), 'escape')), 'hex')"
 
 
 def model_path() -> Path:

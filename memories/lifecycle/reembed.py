@@ -23,6 +23,11 @@ under way as it committed, a process that had not yet read the switch) keeps a v
 that model; the embedding sweep finds such vectors by memories' embedding_model index and
 embeds them again with the active model (memories.jobs.embed_pending).
 
+On a Citus cluster (docs/adr/0042) the same statements run: a build reads and writes one
+organisation at a time (router statements, the only ones in which Citus locks rows), while
+the counts, the switch and a drop are multi-shard statements of the service account, run in
+every shard group at once.
+
 One re-embedding runs at a time in the deployment (a PostgreSQL advisory lock), whether the
 command started it or the console (a job on the maintenance queue, which hands the worker
 back every JOB_SECONDS so the other jobs go on). Progress is kept in the model's
@@ -67,16 +72,19 @@ QUEUE = "maintenance"
 JOB_SECONDS = 30  # how long a job step keeps the worker before it queues the next step
 JOB_KEPT_SECONDS = 24 * 3600
 START = ("00000000-0000-0000-0000-000000000000",) * 2  # before every (org_id, id)
+PAST = "ffffffff-ffff-ffff-ffff-ffffffffffff"  # after every id: (org_id, PAST) is past the organisation
 
 State = EmbeddingModel.State
 Progress = Callable[[int, int], None]  # (memories with a current vector, memories)
 
 
-# A vector of `model` for the memory m's current text.
-CURRENT_VECTOR = f"""
-    SELECT 1 FROM memory_embeddings e
-    WHERE e.org_id = m.org_id AND e.model = %s AND e.memory_id = m.id AND e.text_hash = {text_hash_sql("m.content")}
-"""
+# The memory m's vector e of a model (%s) for its current text: at most one row
+# (memory_embeddings_unique). `org` names the organisation as the statement does: the column
+# m.org_id where it reads every organisation, a parameter (%s, before the model's) where it
+# reads one, so that on a Citus cluster each part of the statement routes to its node.
+def current_vector(org: str) -> str:
+    return (f"e.org_id = {org} AND e.model = %s AND e.memory_id = m.id "
+            f"AND e.text_hash = {text_hash_sql('m.content')}")
 
 
 class Busy(Conflict):
@@ -251,9 +259,10 @@ class Built:
 
 def counts(model: str) -> tuple[int, int]:
     """(memories with a current vector of the model, memories), of every organisation."""
+    # Multi-shard: every organisation at once, in each shard group (the subquery joins on org_id).
     with service_account(), connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FILTER (WHERE EXISTS ({CURRENT_VECTOR})), count(*) FROM memories m "
-                       "WHERE m.indexed", [model])
+        cursor.execute(f"SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM memory_embeddings e "
+                       f"WHERE {current_vector('m.org_id')})), count(*) FROM memories m WHERE m.indexed", [model])
         return cursor.fetchone()
 
 
@@ -316,21 +325,15 @@ def _embed_missing(model: str, *, progress: Progress | None, seconds: float | No
 
 def _embed_batch(embedder, model: str, after: tuple[str, str]) -> tuple[int, tuple[str, str] | None]:
     """Embed the next BATCH memories after `after` that lack a current vector of the model;
-    (how many, the last one's (org_id, id)), or (0, None) at the end of the memories. The
-    memories are held FOR KEY SHARE until the vectors are written (an erasure of one waits
-    that long; those being erased are skipped); their text may change meanwhile, and the
-    vector is then stale by its text_hash, and made again by the next pass or the switch."""
+    (how many, where the next batch starts: an (org_id, id) cursor), or (0, None) at the end of
+    the memories. The memories are held FOR KEY SHARE until the vectors are written (an
+    erasure of one waits that long; those being erased are skipped); their text may change
+    meanwhile, and the vector is then stale by its text_hash, and made again by the next pass
+    or the switch."""
     with transaction.atomic():
-        with service_account(), connection.cursor() as cursor:
-            cursor.execute(f"""
-                SELECT m.org_id, m.id, m.content FROM memories m
-                WHERE m.indexed AND (m.org_id, m.id) > (%s::uuid, %s::uuid) AND NOT EXISTS ({CURRENT_VECTOR})
-                ORDER BY m.org_id, m.id LIMIT %s
-                FOR KEY SHARE OF m SKIP LOCKED
-            """, [*after, model, BATCH])
-            rows = cursor.fetchall()
+        rows, next_after = _lock_missing(model, after)
         if not rows:
-            return 0, None
+            return 0, next_after
         vectors = embedder.embed([content for _, _, content in rows])
         by_org: dict = {}
         for (org_id, memory_id, content), vector in zip(rows, vectors):
@@ -339,22 +342,60 @@ def _embed_batch(embedder, model: str, after: tuple[str, str]) -> tuple[int, tup
                                    f"{EMBEDDING_DIMENSIONS}", field="model")
             by_org.setdefault(org_id, []).append((memory_id, vector_literal(vector), text_hash(content)))
         for org_id, batch in by_org.items():
+            # One organisation's statement, which Citus sends whole to the organisation's node: it
+            # reads the organisation's memories, and the new rows' ids come from here (with
+            # gen_random_uuid(), or from unnest alone, Citus would collect the rows on the
+            # coordinator and copy them to the node first).
             with tenant_context(org_id), connection.cursor() as cursor:
                 ids, literals, hashes = zip(*batch)
                 cursor.execute("""
                     INSERT INTO memory_embeddings (id, org_id, memory_id, model, dimensions, embedding, text_hash,
                                                    embedded_at)
-                    SELECT gen_random_uuid(), %s, b.id, %s, %s, b.embedding::vector, b.text_hash, now()
-                    FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS b(id, embedding, text_hash)
+                    SELECT b.new_id, m.org_id, m.id, %s, %s, b.embedding::vector, b.text_hash, now()
+                    FROM unnest(%s::uuid[], %s::uuid[], %s::text[], %s::text[]) AS b(new_id, id, embedding, text_hash)
+                    JOIN memories m ON m.org_id = %s AND m.id = b.id
                     ON CONFLICT (org_id, model, memory_id) DO UPDATE
                         SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
                             text_hash = EXCLUDED.text_hash, embedded_at = EXCLUDED.embedded_at
-                """, [org_id, model, EMBEDDING_DIMENSIONS, [str(i) for i in ids], list(literals), list(hashes)])
+                """, [model, EMBEDDING_DIMENSIONS, [str(uuid.uuid4()) for _ in ids], [str(i) for i in ids],
+                      list(literals), list(hashes), org_id])
         with service_account(), connection.cursor() as cursor:
             cursor.execute("UPDATE embedding_models SET memories_done = memories_done + %s, updated_at = now() "
                            "WHERE name = %s", [len(rows), model])
-    org_id, memory_id, _ = rows[-1]
-    return len(rows), (str(org_id), str(memory_id))
+    return len(rows), next_after
+
+
+# One organisation's memories after an id that lack a current vector of a model, locked: a
+# router query on a cluster (Citus takes FOR KEY SHARE only in a statement of one organisation).
+MISSING_IN_ORGANISATION = f"""
+    SELECT m.org_id, m.id, m.content FROM memories m
+    WHERE m.org_id = %s AND m.indexed AND m.id > %s::uuid
+      AND NOT EXISTS (SELECT 1 FROM memory_embeddings e WHERE {current_vector("%s")})
+    ORDER BY m.id LIMIT %s
+    FOR KEY SHARE OF m SKIP LOCKED
+"""
+
+
+def _lock_missing(model: str, after: tuple[str, str]) -> tuple[list[tuple], tuple[str, str] | None]:
+    """The next BATCH memories in (org_id, id) order after `after` that lack a current vector of
+    the model, locked FOR KEY SHARE; and where the next batch starts (None: at the end). One
+    organisation at a time, in the order of their ids, reading BATCH organisations at most, so
+    that a batch ends soon even where thousands of organisations have nothing to embed."""
+    org_after, id_after = str(uuid.UUID(str(after[0]))), after[1]
+    rows: list[tuple] = []
+    with service_account(), connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM organizations WHERE id >= %s ORDER BY id LIMIT %s", [org_after, BATCH])
+        organisations = [str(org_id) for (org_id,) in cursor.fetchall()]
+        for org_id in organisations:
+            cursor.execute(MISSING_IN_ORGANISATION, [org_id, id_after if org_id == org_after else START[1],
+                                                     org_id, model, BATCH - len(rows)])
+            found = cursor.fetchall()
+            rows += found
+            if len(rows) == BATCH:
+                return rows, (org_id, str(found[-1][1]))
+    if len(organisations) < BATCH and not rows:  # no organisation after these
+        return rows, None
+    return rows, (organisations[-1], PAST) if organisations else None
 
 
 # --------------------------------------------------------------------------- switching
@@ -403,7 +444,11 @@ def rollback(*, progress: Progress | None = None, threads: int = 0) -> Switched:
 
 def _switch(model: str) -> Switched:
     """The switch itself, in one transaction, as the service account (it moves every
-    organisation's vectors)."""
+    organisation's vectors). On a Citus cluster its statements of memories and
+    memory_embeddings are multi-shard (each runs in every shard group at once, joined on
+    org_id), those of embedding_models write the reference table on every node, and the
+    transaction commits on every node together (two-phase commit): readers see every old
+    vector or every new one, as on one node."""
     started = time.perf_counter()
     digest = text_hash_sql("m.content")
     with transaction.atomic(), service_account(), connection.cursor() as cursor:
@@ -411,11 +456,13 @@ def _switch(model: str) -> Switched:
         cursor.execute("SELECT name, state FROM embedding_models ORDER BY name FOR UPDATE")
         # No active row: the memories hold the default model's vectors (as before migration 0026).
         previous = next((name for name, state in cursor.fetchall() if state == State.ACTIVE), MODEL_NAME)
-        # The active model's vectors, kept under its name (a rollback's).
+        # The active model's vectors, kept under its name (a rollback's). A new row's id is made
+        # from its memory's and model's: with a volatile gen_random_uuid() Citus would not run the
+        # statement in each shard group but repartition every vector through intermediate results.
         cursor.execute(f"""
             INSERT INTO memory_embeddings (id, org_id, memory_id, model, dimensions, embedding, text_hash, embedded_at)
-            SELECT gen_random_uuid(), m.org_id, m.id, m.embedding_model, m.embedding_dimensions, m.embedding,
-                   {digest}, coalesce(m.embedded_at, now())
+            SELECT md5(m.id::text || m.embedding_model)::uuid, m.org_id, m.id, m.embedding_model,
+                   m.embedding_dimensions, m.embedding, {digest}, coalesce(m.embedded_at, now())
             FROM memories m WHERE m.embedding IS NOT NULL AND m.embedding_model <> %s
             ON CONFLICT (org_id, model, memory_id) DO UPDATE
                 SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
@@ -427,8 +474,7 @@ def _switch(model: str) -> Switched:
             UPDATE memories m SET embedding = e.embedding, embedding_model = e.model,
                    embedding_dimensions = e.dimensions, embedded_at = e.embedded_at
             FROM memory_embeddings e
-            WHERE e.model = %s AND e.org_id = m.org_id AND e.memory_id = m.id AND e.text_hash = {digest}
-              AND m.indexed
+            WHERE {current_vector("m.org_id")} AND m.indexed
         """, [model])
         switched = cursor.rowcount
         # Any other (a memory written or changed since the catch-up) waits for the sweep.
@@ -439,17 +485,20 @@ def _switch(model: str) -> Switched:
         pending = cursor.rowcount
         # The active model's vectors are memories' own: memory_embeddings holds the others'.
         cursor.execute("DELETE FROM memory_embeddings WHERE model = %s", [model])
+        # The time as a value: Citus wants an ON CONFLICT's SET immutable.
+        switched_at = timezone.now()
         cursor.execute("""
             INSERT INTO embedding_models (name, state, memories_total, memories_done, task, job_id, error, replaced,
                                           retired_at, updated_at)
-            VALUES (%s, %s, 0, 0, '', '', '', '', now(), now())
-            ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, retired_at = now(), task = '', updated_at = now()
-        """, [previous, State.RETIRED])
+            VALUES (%s, %s, 0, 0, '', '', '', '', %s, %s)
+            ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, retired_at = EXCLUDED.retired_at, task = '',
+                                             updated_at = EXCLUDED.updated_at
+        """, [previous, State.RETIRED, switched_at, switched_at])
         cursor.execute("""
-            UPDATE embedding_models SET state = %s, activated_at = now(), retired_at = NULL, replaced = %s,
-                   task = '', error = '', updated_at = now()
+            UPDATE embedding_models SET state = %s, activated_at = %s, retired_at = NULL, replaced = %s,
+                   task = '', error = '', updated_at = %s
             WHERE name = %s
-        """, [State.ACTIVE, previous, model])
+        """, [State.ACTIVE, switched_at, previous, switched_at, model])
         # Every process reads the switch within ACTIVE_MODEL_SECONDS; this one at once (and
         # again once it commits, in case it read the model meanwhile).
         forget_active_model()
@@ -485,6 +534,7 @@ def drop(*, model: str) -> int:
     if row is None:
         raise InvalidInput(f"{model} has no vectors here to drop", field="model")
     with exclusive(), transaction.atomic(), service_account(), connection.cursor() as cursor:
+        # Multi-shard: every organisation's vectors of the model, in every shard group at once.
         cursor.execute("DELETE FROM memory_embeddings WHERE model = %s", [model])
         dropped = cursor.rowcount
         cursor.execute("DELETE FROM embedding_models WHERE name = %s AND state <> %s", [model, State.ACTIVE])

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
+from django.db import connection
 from django.test import override_settings
 
 from memories import cache, embeddings
@@ -141,3 +142,14 @@ def test_the_query_cache_never_serves_one_precision_for_the_other(int8_queries, 
     assert float32_key != int8_key
     assert np.allclose(float32_vector, embeddings.get_embedder().embed([text])[0], atol=1e-6)
     assert not np.allclose(int8_vector, float32_vector, atol=1e-4)
+
+
+def test_the_databases_text_hash_is_pythons_for_any_text():
+    """The switch compares memory_embeddings.text_hash, made in Python, with the hash of each
+    memory's content made in SQL: both are SHA-256 of the UTF-8 bytes, backslashes and
+    bytea's own escapes included."""
+    texts = [*TEXTS, "back\\slash", "\\x41", "\\001\\377", "ends in \\", "\\\\", "", "Grüße ☕ 𝄞"]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {embeddings.text_hash_sql('t')} FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) "
+                       "ORDER BY n", [texts])
+        assert [digest for (digest,) in cursor.fetchall()] == [embeddings.text_hash(text) for text in texts]
