@@ -74,18 +74,22 @@ def unreachable(exc: BaseException | None) -> bool:
 # (40P01; also how a Citus cluster ends a transaction caught in a distributed deadlock, as with
 # a shard move's switch, docs/adr/0042) or a serialization failure (40001). Nothing it wrote
 # remains, so the client may send the same request again at once.
+# So is a statement Citus planned for a shard that a split retired as it ran (an internal
+# error, XX000, told by its message).
 CONTENDED_RETRY_SECONDS = 1
 _CONTENDED_SQLSTATES = ("40P01", "40001")
+_SHARD_RETIRED = "could not find valid entry for shard"
 
 
 def contended(exc: BaseException | None) -> bool:
     """Whether this exception (or one it was raised from) is a transaction rolled back for a
-    deadlock or a serialization failure."""
+    deadlock or a serialization failure, or a statement sent to a shard a split retired."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, psycopg.Error):
-            return exc.sqlstate in _CONTENDED_SQLSTATES
+            return exc.sqlstate in _CONTENDED_SQLSTATES or (
+                exc.sqlstate == "XX000" and (exc.diag.message_primary or "").startswith(_SHARD_RETIRED))
         exc = exc.__cause__ or exc.__context__
     return False
 

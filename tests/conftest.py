@@ -35,6 +35,22 @@ def embedded_servers():
     local_services.start_for_settings()
 
 
+# The suite's cluster splits each table into 8 shard groups instead of Citus's 32: the shards
+# are made again for every test database and moved by the operations tests (tests/citus), and
+# fewer keep those minutes shorter while two workers still hold several each.
+SUITE_SHARD_COUNT = 8
+
+
+def suite_shard_count(database: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    endpoint = local_services.postgres_endpoint()
+    with psycopg.connect(endpoint.url(user="postgres", database=database), autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER DATABASE {} SET citus.shard_count = {}").format(
+            sql.Identifier(database), sql.Literal(SUITE_SHARD_COUNT)))
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(django_test_environment, django_db_blocker, embedded_servers):
     """Create the test database as the owner role, and point the runtime role at it.
@@ -58,6 +74,7 @@ def django_db_setup(django_test_environment, django_db_blocker, embedded_servers
             # with the workers known to it, before the owner migrates (and distributes) it.
             local_services.drop_cluster_database(test_name)
             local_services.prepare_cluster_database(test_name)
+            suite_shard_count(test_name)
         owner.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False, keepdb=cluster)
         default.close()
     yield

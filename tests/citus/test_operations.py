@@ -31,12 +31,6 @@ from tenants.context import tenant_context
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "owner"])
-# Minutes each, and known to fail today (ADR-0042, "Not done yet": requests of a moving shard
-# group fail for ~20 s; one acknowledged write was missing after isolating an organisation).
-# Run by hand until they pass: MEMORY_PLATFORM_CLUSTER_OPERATIONS=1 scripts/test --citus 2 tests/citus
-BY_HAND = pytest.mark.skipif(not os.environ.get("MEMORY_PLATFORM_CLUSTER_OPERATIONS"),
-                             reason="cluster operations under load: run by hand (ADR-0042)")
-
 # Logical replication: writes to a moving shard group go on while it is copied, and wait only
 # for the switch at its end (every tenant table has a replica identity, so "auto" is logical).
 TRANSFER_MODE = os.environ.get("MEMORY_PLATFORM_TEST_TRANSFER_MODE", "auto")
@@ -198,15 +192,10 @@ def warm(keys: dict[uuid.UUID, str]) -> None:
                        content_type="application/json").status_code == 200
 
 
-# Findings of 2026-11-26 (2 shared cores, block_writes): while an organisation's shard group
-# moves, its API key is not found by hash (401 "unknown API key") and searches' retrieval
-# events hit foreign-key violations and distributed deadlocks, for up to ~20 s per
-# organisation; force_logical left the first move running for 12 minutes under this traffic;
-# "auto" refuses memory_lexeme_deltas, which has no primary key. Kept running, not required.
 @contextmanager
 def superuser():
-    """A cursor on the coordinator as its superuser, in autocommit: shard moves copy rows as the
-    role that asks, so only a role that bypasses row-level security may ask."""
+    """A cursor on the coordinator as its superuser, in autocommit: what an operator moves
+    shard groups as (the tables' owner may too; the runtime role may not)."""
     url = local_services.postgres_endpoint().url(user="postgres", database=connections["default"].settings_dict["NAME"])
     with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cursor:
         yield cursor
@@ -221,7 +210,6 @@ def test_the_runtime_role_may_not_move_shards_its_row_security_would_empty():
         assert distribution.rebalance(cursor) == 0  # balanced already: nothing to move
 
 
-@BY_HAND
 def test_a_worker_added_and_rebalanced_while_agents_write_and_search(extra_worker):
     keys = organisations_with_keys(6)
     warm(keys)
@@ -236,7 +224,6 @@ def test_a_worker_added_and_rebalanced_while_agents_write_and_search(extra_worke
     traffic.assert_served_and_nothing_lost()
 
 
-@BY_HAND
 def test_a_large_organisation_gets_a_shard_group_then_a_node_of_its_own(extra_worker):
     keys = organisations_with_keys(3, memories_of_first=200)
     large = next(iter(keys))
