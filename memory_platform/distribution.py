@@ -200,15 +200,19 @@ def _generated_columns_after(cursor, table: str, column: str) -> None:
     by its place among all of them, so a generated column before org_id makes every split of
     the table fail ("the partition column value cannot be NULL") or route rows by the wrong
     column (docs/adr/0042). Shards are created from the table's definition, where a column
-    re-added comes last and a dropped one is gone; on one node the order changes nothing."""
+    re-added comes last and a dropped one is gone; on one node the order changes nothing.
+    The column keeps its storage (memories.search_vector is MAIN, kept in the row: memories
+    0013), which Citus refuses to change once the table is distributed."""
     cursor.execute("""
-        SELECT a.attname, format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid), a.attgenerated
+        SELECT a.attname, format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid), a.attgenerated,
+               CASE a.attstorage WHEN 'p' THEN 'PLAIN' WHEN 'e' THEN 'EXTERNAL' WHEN 'm' THEN 'MAIN'
+                   ELSE 'EXTENDED' END
         FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
         WHERE a.attrelid = %s::regclass AND a.attgenerated <> '' AND NOT a.attisdropped
           AND a.attnum < (SELECT attnum FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s)
         ORDER BY a.attnum
     """, [table, table, column])
-    for name, type_, expression, kind in cursor.fetchall():
+    for name, type_, expression, kind, storage in cursor.fetchall():
         # What depends on the column (its indexes, the triggers that name it) goes with it, and
         # is made again after.
         cursor.execute("""
@@ -226,6 +230,8 @@ def _generated_columns_after(cursor, table: str, column: str) -> None:
         cursor.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} ").format(
             sql.Identifier(table), sql.Identifier(name)).as_string(None)
             + f"{type_} GENERATED ALWAYS AS ({expression}) " + ("STORED" if kind == "s" else "VIRTUAL"))
+        cursor.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} SET STORAGE {}").format(
+            sql.Identifier(table), sql.Identifier(name), sql.SQL(storage)).as_string(None))
         for definition in dependents:
             cursor.execute(definition)
 

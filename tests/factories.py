@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+import uuid
 from dataclasses import dataclass
 from itertools import count
 
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.utils import timezone
 
 from memories.embeddings import text_hash
@@ -31,6 +33,7 @@ from memories.models import (
     RetrievalEvent,
 )
 from memories.writes.kernel import content_hash
+from memory_platform import distribution
 from tenants import services
 from tenants.context import service_account, tenant_context
 from tenants.models import Agent, ApiKey, Membership, Organization, Session
@@ -38,9 +41,26 @@ from tenants.models import Agent, ApiKey, Membership, Organization, Session
 _sequence = count(1)
 
 
-def organization(name: str) -> Organization:
+def organization(name: str, *, beside: Organization | None = None) -> Organization:
+    """A new organisation; beside another, its rows go to that one's shard on a Citus cluster
+    (ids are drawn until Citus hashes one there), so a worker plans its statements over the
+    same rows as one PostgreSQL, where every organisation shares each table."""
+    slug = f"{name.lower().replace(' ', '-')}-{next(_sequence)}"
     with service_account():
-        return services.organization_create(name=name, slug=f"{name.lower().replace(' ', '-')}-{next(_sequence)}")
+        if beside is None or not distribution.on_citus():
+            return services.organization_create(name=name, slug=slug)
+        return Organization.objects.create(id=_id_in_shard_of(beside.id), name=name, slug=slug)
+
+
+def _id_in_shard_of(org_id) -> uuid.UUID:
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            SELECT drawn FROM (SELECT gen_random_uuid() AS drawn FROM generate_series(1, 10000)) candidates
+            WHERE get_shard_id_for_distribution_column('memories', drawn)
+                = get_shard_id_for_distribution_column('memories', %s::uuid)
+            LIMIT 1
+        """, [str(org_id)])
+        return cursor.fetchone()[0]
 
 
 def agent(*, org: Organization, name: str) -> Agent:

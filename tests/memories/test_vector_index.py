@@ -1,8 +1,6 @@
 """EXPLAIN (ANALYZE) of the vector search query, through the runtime role with row-level
 security on, shows the approximate index in use: HNSW (the default) and IVFFlat."""
 
-import json
-
 import numpy as np
 import pytest
 from django.db import connection, connections, transaction
@@ -17,6 +15,7 @@ from tenants.context import tenant_context
 from tests import factories
 from tests.knobs import with_search_knobs
 from tests.markers import committing
+from tests.plans import explained, plan_nodes, task_count
 
 ROWS_PER_TENANT = 3000
 
@@ -36,10 +35,13 @@ def bulk_memories(org, agent, count, seed):
         Memory.objects.bulk_create(rows, batch_size=1000)
 
 
-def plan_nodes(node):
-    yield node
-    for child in node.get("Plans", []):
-        yield from plan_nodes(child)
+def read_plan(result) -> tuple[dict, list[dict]]:
+    """The top node of an EXPLAIN (FORMAT JSON) result and all its nodes. On a Citus cluster a
+    statement of one organisation is one task, and the nodes are those of the plan its worker
+    ran on the organisation's shard (tests.plans)."""
+    plan = explained(result)
+    assert task_count(plan) in (None, 1), f"{task_count(plan)} tasks"
+    return plan, list(plan_nodes(plan))
 
 
 def explain_search(org_id, query_vector, knob_sql):
@@ -56,14 +58,21 @@ def explain_search(org_id, query_vector, knob_sql):
             """,
             [str(query_vector), org_id, str(query_vector)],
         )
-        plan = cursor.fetchone()[0]
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-    return list(plan_nodes(plan[0]["Plan"])), plan[0]["Plan"]["Actual Rows"]
+        plan, nodes = read_plan(cursor.fetchone()[0])
+    return nodes, plan["Actual Rows"]
 
 
 def analyze():
     with connections["owner"].cursor() as cursor:
         cursor.execute("ANALYZE memories")
+
+
+@pytest.fixture
+def org_b(org_a):
+    """B in A's shard on a Citus cluster: there each worker plans for its shard, and these tests
+    are about a tenant's search in a table other tenants' rows share, as on one PostgreSQL. Alone
+    in a shard, a tenant of a few thousand rows is the whole table, which a scan rightly reads."""
+    return factories.organization("Beta Corp", beside=org_a)
 
 
 @pytest.fixture
@@ -116,15 +125,14 @@ def search_plan(org_id, embedding, filters, k):
         query = vector.statement(cursor, org_id, embedding, filters, k)
         set_local(cursor, query.knobs)
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + query.sql, query.params)
-        plan = cursor.fetchone()[0]
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-    return query.method, list(plan_nodes(plan[0]["Plan"]))
+        _, nodes = read_plan(cursor.fetchone()[0])
+    return query.method, nodes
 
 
 @committing
 def test_the_search_uses_the_index_for_a_large_tenant_and_an_exact_scan_for_a_small_one(populated, org_b, settings):
     hnsw_searching_with(settings, exact_scan_rows=1000)
-    small = factories.organization("Small tenant")
+    small = factories.organization("Small tenant", beside=populated)
     small_agent = factories.agent(org=small, name="tiny")
     bulk_memories(small, small_agent, 20, seed=9)
     query = factories.unit_vector(11)
@@ -144,7 +152,7 @@ def test_an_exact_search_reads_only_the_covering_index_of_live_vectors(populated
     holding id, vector, expiry and the columns the ranking reads) by an index-only scan, not
     from the heap rows."""
     hnsw_searching_with(settings, exact_scan_rows=1000)
-    small = factories.organization("Mid-size tenant")
+    small = factories.organization("Mid-size tenant", beside=populated)
     bulk_memories(small, factories.agent(org=small, name="mid"), 300, seed=20)
     with connections["owner"].cursor() as cursor:
         cursor.execute("VACUUM ANALYZE memories")  # marks pages all-visible, as autovacuum does
@@ -160,7 +168,7 @@ def test_a_tiny_tenant_gets_k_results_even_through_the_index(populated, settings
     """Force the approximate path for a tenant holding 0.3% of the rows: the iterative scan
     keeps going past the other tenants' rows until it has k of this one's."""
     hnsw_searching_with(settings, exact_scan_rows=0)
-    tiny = factories.organization("Tiny tenant")
+    tiny = factories.organization("Tiny tenant", beside=populated)
     agent = factories.agent(org=tiny, name="tiny")
     bulk_memories(tiny, agent, 20, seed=12)
     with tenant_context(tiny.id):
@@ -203,10 +211,9 @@ def test_full_text_reads_only_its_own_tenants_posting_lists_under_row_level_secu
         sql, params = fulltext.statement(tenant_a.org.id, ["planning"], SearchFilters(), 5)
         with connection.cursor() as cursor:
             cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-            plan = cursor.fetchone()[0]
+            _, nodes = read_plan(cursor.fetchone()[0])
         hits = fulltext.search(tenant_a.org.id, ["planning"], SearchFilters(), 5)
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-    scans = [node for node in plan_nodes(plan[0]["Plan"]) if node.get("Index Name") == "memories_tenant_fts"]
+    scans = [node for node in nodes if node.get("Index Name") == "memories_tenant_fts"]
     assert scans and all(node["Actual Rows"] == 3 for node in scans if node["Actual Loops"])
     assert len(hits) == 3
 
