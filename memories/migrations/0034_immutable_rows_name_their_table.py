@@ -50,6 +50,6 @@ $$;
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memories", "0032_lexeme_deltas_replica_identity")]
+    dependencies = [("memories", "0033_lexeme_deltas_primary_key")]
 
     operations = [migrations.RunSQL(NAMING_THE_TABLE, NAMING_THE_RELATION)]
