@@ -22,6 +22,7 @@ from __future__ import annotations
 
 
 import functools
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -401,21 +402,30 @@ def _moves_every_row(cursor) -> None:
                               "security would show none of: run it as the tables' owner or a superuser")
 
 
-def rebalance(cursor, *, transfer_mode: str = "auto", progress: Callable[[str], None] | None = None) -> int:
+def rebalance(cursor, *, transfer_mode: str = "auto", progress: Callable[[int, int], None] | None = None) -> int:
     """Spread the shard groups evenly over the workers that hold shards (a worker added since
-    gets its share), in the background jobs Citus runs, and wait for them. Returns the number
-    of shard moves it made. The reference tables are copied to new workers first. `cursor`:
-    of a connection to the coordinator as a role that bypasses row-level security, in
-    autocommit (_moves_every_row)."""
-    say = progress or (lambda message: None)
+    gets its share), in the background jobs Citus runs (a move cancelled for a deadlock is
+    tried again there), and wait for them; progress(moves done, moves). Returns the number
+    of shard moves. The reference tables are copied to new workers first. `cursor`: of a
+    connection to the coordinator as the tables' owner or a superuser, in autocommit
+    (_moves_every_row)."""
     _moves_every_row(cursor)
     cursor.execute("SELECT count(*) FROM get_rebalance_table_shards_plan()")
     moves = cursor.fetchone()[0]
     if not moves:
         return 0
-    say(f"rebalancing: {moves} shard moves ({transfer_mode})")
     cursor.execute("SELECT citus_rebalance_start(shard_transfer_mode => %s)", [_transfer_mode(transfer_mode)])
-    cursor.execute("SELECT citus_rebalance_wait()")
+    while progress:
+        cursor.execute("SELECT state, details FROM citus_rebalance_status() ORDER BY job_id DESC LIMIT 1")
+        state, details = cursor.fetchone()
+        if isinstance(details, str):  # Django's cursor leaves jsonb as text
+            details = json.loads(details)
+        counts = (details or {}).get("task_state_counts", {})
+        progress(counts.get("done", 0), sum(counts.values()) or moves)
+        if state not in ("scheduled", "running", "cancelling", "failing"):
+            break
+        time.sleep(2)
+    cursor.execute("SELECT citus_rebalance_wait()")  # raises if a move failed for good
     return moves
 
 

@@ -11,7 +11,6 @@ cluster of MEMORY_PLATFORM_CITUS_WORKERS workers."""
 from __future__ import annotations
 
 import io
-from contextlib import contextmanager
 import os
 import json
 import threading
@@ -19,9 +18,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-import psycopg
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connections
 from django.test import Client
 
@@ -192,15 +190,6 @@ def warm(keys: dict[uuid.UUID, str]) -> None:
                        content_type="application/json").status_code == 200
 
 
-@contextmanager
-def superuser():
-    """A cursor on the coordinator as its superuser, in autocommit: what an operator moves
-    shard groups as (the tables' owner may too; the runtime role may not)."""
-    url = local_services.postgres_endpoint().url(user="postgres", database=connections["default"].settings_dict["NAME"])
-    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cursor:
-        yield cursor
-
-
 def test_the_runtime_role_may_not_move_shards_its_row_security_would_empty():
     """As the application's role (held by the tenant policies), a move would copy no row:
     refused. The owner, which the policies no longer hold on a cluster, may."""
@@ -215,10 +204,11 @@ def test_a_worker_added_and_rebalanced_while_agents_write_and_search(extra_worke
     warm(keys)
     worker = str(extra_worker.endpoint.socket_dir)
     assert shard_groups_by_node().get(worker, 0) == 0
+    out = io.StringIO()
     with Traffic(keys) as traffic:
-        with superuser() as cursor:
-            moves = distribution.rebalance(cursor, transfer_mode=TRANSFER_MODE)
-    assert moves > 0
+        # As the tables' owner, as an operator runs it.
+        call_command("cluster_rebalance", "--transfer-mode", TRANSFER_MODE, stdout=out)
+    assert out.getvalue().split()[0].isdigit() and int(out.getvalue().split()[0]) > 0, out.getvalue()
     spread = shard_groups_by_node()
     assert spread[worker] > 0 and max(spread.values()) - min(spread.values()) <= 1, spread
     traffic.assert_served_and_nothing_lost()
@@ -230,13 +220,14 @@ def test_a_large_organisation_gets_a_shard_group_then_a_node_of_its_own(extra_wo
     warm(keys)
     worker = str(extra_worker.endpoint.socket_dir)
     with Traffic(keys) as traffic:
-        with superuser() as cursor:
-            # The split holds the organisation's writes while it copies (its non-blocking form
-            # crashed a worker: docs/adr/0042); the move lets them go on.
-            shard = distribution.isolate_organization(cursor, large)
-            # Its shard group to the added worker, whatever the rebalance left there.
-            distribution.move_shard_group(cursor, shard, node=worker, port=local_services.POSTGRES_PORT,
-                                          transfer_mode=TRANSFER_MODE)
+        # The split holds the organisation's writes while it copies (its non-blocking form
+        # crashed a worker: docs/adr/0042); the move to the added worker lets them go on. As
+        # the tables' owner, as an operator runs it.
+        call_command("cluster_isolate", str(large), "--node", f"{worker}:{local_services.POSTGRES_PORT}",
+                     stdout=io.StringIO())
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("SELECT get_shard_id_for_distribution_column('memories', %s)", [str(large)])
+        shard = cursor.fetchone()[0]
     traffic.assert_served_and_nothing_lost()
     with connections["owner"].cursor() as cursor:
         # Every one of its tables in a shard of one hash value, and nobody else's rows there.
@@ -252,6 +243,17 @@ def test_a_large_organisation_gets_a_shard_group_then_a_node_of_its_own(extra_wo
         report["isolated_organizations"]
     memories = next(table for table in report["tables"] if table["table"] == "memories")
     assert memories["rows_by_node"][f"{worker}:{local_services.POSTGRES_PORT}"] >= 200
+
+
+def test_isolating_says_what_is_wrong_and_changes_nothing():
+    org = factories.organization("Solo")
+    before = distribution.isolated_organizations()
+    for args, message in ((["not-an-id"], "organization: not an id"),
+                          ([str(uuid.uuid4())], "organization: no organisation"),
+                          ([str(org.id), "--node", "nowhere:5432"], "node: no worker 'nowhere:5432'")):
+        with pytest.raises(CommandError, match=message):
+            call_command("cluster_isolate", *args)
+    assert distribution.isolated_organizations() == before
 
 
 def test_health_lists_every_node_by_name_alone(client, extra_worker):
