@@ -205,7 +205,7 @@ SET_UPDATED_AT_FUNCTION = migrations.RunSQL(
 
 # Raise when an UPDATE changes anything but the columns named as trigger arguments (the
 # references a deletion elsewhere empties: memory_platform.references, and auth_user's ON
-# DELETE SET NULL). Memories 0033 redefines it to name the table, not the shard, on Citus.
+# DELETE SET NULL). Memories 0034 redefines it to name the table, not the shard, on Citus.
 FORBID_REWRITE_FUNCTION = migrations.RunSQL(
     """
     CREATE FUNCTION forbid_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -65,28 +65,21 @@ def database_unavailable(request, exc: BaseException) -> HttpResponse | None:
     """503 with Retry-After for a database out of reach or a transaction it rolled back for a
     deadlock; None for any other failure."""
     if database.unreachable(exc):
-        return database_unreachable(request, exc)
-    if not database.contended(exc):
-        return None
-    logger.warning("transaction rolled back for a deadlock (%s): %s %s answered 503", type(exc).__name__,
-                   request.method, request_route(request))
-    if request.path.startswith("/api/"):
-        response = JsonResponse(database_contended_body(), status=503)
-    else:
-        response = HttpResponse(CONTENDED_PAGE, status=503)
-    response["Retry-After"] = str(database.CONTENDED_RETRY_SECONDS)
-    response._has_been_logged = True
-    return response
+        return _unavailable(request, exc, "database unreachable", database_unreachable_body(), UNREACHABLE_PAGE,
+                            database.UNREACHABLE_RETRY_SECONDS)
+    if database.contended(exc):
+        return _unavailable(request, exc, "transaction rolled back for a deadlock", database_contended_body(),
+                            CONTENDED_PAGE, database.CONTENDED_RETRY_SECONDS)
+    return None
 
 
-def database_unreachable(request, exc: BaseException) -> HttpResponse:
+def _unavailable(request, exc: BaseException, why: str, body: dict, page: str, retry_seconds: int) -> HttpResponse:
     # One line, by type, route and no value; Django would log the response again, with its path.
-    logger.warning("database unreachable (%s): %s %s answered 503", type(exc).__name__, request.method,
-                   request_route(request))
+    logger.warning("%s (%s): %s %s answered 503", why, type(exc).__name__, request.method, request_route(request))
     if request.path.startswith("/api/"):
-        response = JsonResponse(database_unreachable_body(), status=503)
+        response = JsonResponse(body, status=503)
     else:
-        response = HttpResponse(UNREACHABLE_PAGE, status=503)
-    response["Retry-After"] = str(database.UNREACHABLE_RETRY_SECONDS)
+        response = HttpResponse(page, status=503)
+    response["Retry-After"] = str(retry_seconds)
     response._has_been_logged = True
     return response
