@@ -119,6 +119,7 @@ def measure_layout(layout: str, rows: int, queries: int, writes: int) -> dict:
     from django.db import connection
 
     from benchmarks.search.run import approximate, exact_neighbours
+    from memories.models import Memory
     from memories.writes.create import memory_create
     from memory_platform import local_services
     from tenants.context import tenant_context
@@ -153,7 +154,8 @@ def measure_layout(layout: str, rows: int, queries: int, writes: int) -> dict:
         for number in range(writes):
             began = time.perf_counter()
             with tenant_context(org_id):
-                memory_create(org_id=org_id, agent_id=agent_id, content=f"Benchmark write {number} on {layout}")
+                memory_create(org_id=org_id, agent_id=agent_id, content=f"Benchmark write {number} on {layout}",
+                              category=Memory.Category.FACTUAL)
             timings.append((time.perf_counter() - began) * 1000)
         result["write_p50_ms"] = round(percentile(timings, 50), 2)
         result["write_p95_ms"] = round(percentile(timings, 95), 2)
