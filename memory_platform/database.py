@@ -60,14 +60,22 @@ def unreachable(exc: BaseException | None) -> bool:
     """Whether this exception (or one it was raised from) says the database is out of reach:
     it cannot be connected to, the connection was lost, or the server is not accepting work.
     psycopg raises these without an SQLSTATE when no server answered at all."""
+    error = _raised_from(exc, psycopg.OperationalError)
+    if error is None:
+        return False
+    state = error.sqlstate
+    return state is None or state.startswith("08") or state in _UNREACHABLE_SQLSTATES
+
+
+def _raised_from(exc: BaseException | None, kind: type[psycopg.Error]) -> psycopg.Error | None:
+    """The first exception of `kind` among this one and those it was raised from."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, psycopg.OperationalError):
-            state = exc.sqlstate
-            return state is None or state.startswith("08") or state in _UNREACHABLE_SQLSTATES
+        if isinstance(exc, kind):
+            return exc
         exc = exc.__cause__ or exc.__context__
-    return False
+    return None
 
 
 # A transaction the database rolled back whole to settle a conflict with another: a deadlock
@@ -84,14 +92,11 @@ _SHARD_RETIRED = "could not find valid entry for shard"
 def contended(exc: BaseException | None) -> bool:
     """Whether this exception (or one it was raised from) is a transaction rolled back for a
     deadlock or a serialization failure, or a statement sent to a shard a split retired."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, psycopg.Error):
-            return exc.sqlstate in _CONTENDED_SQLSTATES or (
-                exc.sqlstate == "XX000" and (exc.diag.message_primary or "").startswith(_SHARD_RETIRED))
-        exc = exc.__cause__ or exc.__context__
-    return False
+    error = _raised_from(exc, psycopg.Error)
+    if error is None:
+        return False
+    return error.sqlstate in _CONTENDED_SQLSTATES or (
+        error.sqlstate == "XX000" and (error.diag.message_primary or "").startswith(_SHARD_RETIRED))
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:

@@ -145,9 +145,9 @@ def distribute(using: str = "owner", progress: Callable[[str], None] | None = No
     todo = [p for p in plan(using) if p.kind != "local" and p.table not in done]
     with connections[using].cursor() as cursor:
         forced = _forced_row_security(cursor, [*done, *(p.table for p in todo)])
-    if not todo:
-        _owner_not_forced(using, forced)
-        return []
+        if not todo:
+            _owner_not_forced(cursor, forced)
+            return []
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         # One connection per worker for the whole transaction: its DDL and the foreign keys
         # made at the end must see the shards it created.
@@ -178,7 +178,7 @@ def distribute(using: str = "owner", progress: Callable[[str], None] | None = No
                 sql.Identifier(table), sql.Identifier(name)).as_string(None))
         # Citus copies a table's rows to its shards with COPY, which row-level security refuses,
         # even to the owner while it is forced.
-        _owner_not_forced(using, forced)
+        _owner_not_forced(cursor, forced)
         for number, placement in enumerate(todo, start=1):
             say(f"[{number}/{len(todo)}] {placement.table}: {placement.kind}"
                 + (f" by {placement.column}" if placement.column else ""))
@@ -281,7 +281,7 @@ def _policies_read_per_row(cursor, tables: list[str]) -> list[tuple[str, str, st
     return rewritten
 
 
-def _owner_not_forced(using: str, tables: list[str]) -> None:
+def _owner_not_forced(cursor, tables: list[str]) -> None:
     """Row-level security no longer forced on the owner of these tables (it still holds every
     other role, the application's included). On one node it is forced on the owner too, so a
     migration or maintenance command is held by the tenant policies like a request. A cluster
@@ -291,10 +291,9 @@ def _owner_not_forced(using: str, tables: list[str]) -> None:
     relation with row-level security enabled"), so the move never catches up; and the first
     copy of a table into its shards is a COPY, which it refuses too (docs/adr/0042). So on a
     cluster the owner, which serves no request, reads and writes every row."""
-    with connections[using].cursor() as cursor:
-        for table in tables:
-            cursor.execute(sql.SQL("ALTER TABLE {} NO FORCE ROW LEVEL SECURITY").format(
-                sql.Identifier(table)).as_string(None))
+    for table in tables:
+        cursor.execute(sql.SQL("ALTER TABLE {} NO FORCE ROW LEVEL SECURITY").format(
+            sql.Identifier(table)).as_string(None))
 
 
 def _forced_row_security(cursor, tables: list[str]) -> list[str]:

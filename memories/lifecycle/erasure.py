@@ -53,6 +53,19 @@ from tenants.context import tenant_context
 logger = logging.getLogger(__name__)
 
 BATCH = 5_000  # memories deleted per statement, so a long erasure can show its progress
+# What refers to a memory, deleted before it: (the count's name, the table, the condition on a
+# batch of memory ids, each %s the batch).
+REFERRING = (
+    ("versions", "memory_versions", "memory_id = ANY(%s)"),
+    ("relationships", "memory_relationships", "(source_id = ANY(%s) OR target_id = ANY(%s))"),
+    ("tags", "memory_tags", "memory_id = ANY(%s)"),
+    ("usage", "memory_usage", "memory_id = ANY(%s)"),
+    ("artifact_links", "memory_artifacts", "memory_id = ANY(%s)"),
+    ("duplicate_candidates", "memory_duplicate_candidates", "(memory_id = ANY(%s) OR candidate_id = ANY(%s))"),
+    ("entity_links", "memory_entities", "memory_id = ANY(%s)"),
+    ("other_model_vectors", "memory_embeddings", "memory_id = ANY(%s)"),
+    ("provenance", "provenance", "memory_id = ANY(%s)"),
+)
 UUID_PATTERN = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
@@ -286,17 +299,7 @@ def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
     # memory it points at: emptied first, as ON DELETE SET NULL did.
     for start in range(0, total, BATCH):
         batch = memory_ids[start:start + BATCH]
-        referring = [("versions", "memory_versions", "memory_id = ANY(%s)"),
-                     ("relationships", "memory_relationships", "(source_id = ANY(%s) OR target_id = ANY(%s))"),
-                     ("tags", "memory_tags", "memory_id = ANY(%s)"),
-                     ("usage", "memory_usage", "memory_id = ANY(%s)"),
-                     ("artifact_links", "memory_artifacts", "memory_id = ANY(%s)"),
-                     ("duplicate_candidates", "memory_duplicate_candidates",
-                      "(memory_id = ANY(%s) OR candidate_id = ANY(%s))"),
-                     ("entity_links", "memory_entities", "memory_id = ANY(%s)"),
-                     ("other_model_vectors", "memory_embeddings", "memory_id = ANY(%s)"),
-                     ("provenance", "provenance", "memory_id = ANY(%s)")]
-        for name, table, condition in referring:
+        for name, table, condition in REFERRING:
             delete(name, f"DELETE FROM {table} WHERE org_id = %s AND {condition}",
                    [org_id, *[batch] * condition.count("%s")])
         clear_references("memories", org_id=org_id, rows=batch)
