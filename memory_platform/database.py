@@ -47,6 +47,18 @@ def set_local(cursor, settings: dict[str, object]) -> None:
     cursor.execute("; ".join(statements))
 
 
+def reset_local(cursor, names) -> None:
+    """Undo set_local for these settings before the transaction ends (SET LOCAL ... TO DEFAULT,
+    propagated to a cluster's workers as set_local is): for a setting that must hold for one
+    statement only, not for the rest of the request."""
+    names = list(names)
+    for name in names:
+        if not _SETTING_NAME.fullmatch(name):
+            raise ValueError(f"not a setting name: {name!r}")
+    if names:
+        cursor.execute("; ".join(f"SET LOCAL {name} TO DEFAULT" for name in names))
+
+
 # What a request refused for want of the database tells its client to wait: the embedded
 # PostgreSQL restarts in about 3 s (docs/adr/0036), a managed one fails over in tens of seconds.
 UNREACHABLE_RETRY_SECONDS = 5

@@ -107,7 +107,27 @@ def load(rows: int, texts: list[str], vectors: np.ndarray, tenants: dict) -> Non
         conn.execute("VACUUM ANALYZE memories")
 
 
-def measure_layout(layout: str, rows: int, queries: int, writes: int) -> dict:
+def plan(org_id: str, embedding: np.ndarray) -> list[str]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the vector search's statement for one query, run as the
+    search runs it; on a cluster with the worker's own plan of its task."""
+    from django.db import connection
+
+    from memories.retrieval import vector
+    from memories.retrieval.filters import SearchFilters
+    from memory_platform.database import set_local
+    from memory_platform.distribution import on_citus
+    from tenants.context import tenant_context
+
+    with tenant_context(org_id), connection.cursor() as cursor:
+        query = vector.statement(cursor, org_id, embedding.tolist(), SearchFilters(), K)
+        set_local(cursor, query.knobs)
+        if on_citus():
+            cursor.execute("SET LOCAL citus.explain_all_tasks = on")
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {query.sql}", query.params)
+        return [line for (line,) in cursor.fetchall()]
+
+
+def measure_layout(layout: str, rows: int, queries: int, writes: int, explain: bool = False) -> dict:
     """In this process: new servers for the layout, the rows, then every figure."""
     workers = LAYOUTS[layout]
     data_dir = DATA_DIR / layout
@@ -147,6 +167,8 @@ def measure_layout(layout: str, rows: int, queries: int, writes: int) -> dict:
                 # The exact top 10s themselves: the same in every layout, or the data differ.
                 "exact_top10_sha256": hashlib.sha256(json.dumps(exact).encode()).hexdigest()[:16],
             }
+            if explain:
+                result["tenants"][name]["plan"] = plan(org_id, query_vectors[0])
             print(layout, name, result["tenants"][name], flush=True)
         # Writes through the product's own service (the embedding left to the worker, as the API does).
         org_id, agent_id, _ = tenants["medium"]
@@ -177,10 +199,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--writes", type=int, default=200)
     parser.add_argument("--layouts", default=",".join(LAYOUTS))
+    parser.add_argument("--explain", action="store_true",
+                        help="record each tenant's search plan (EXPLAIN ANALYZE, the worker's on a cluster)")
     parser.add_argument("--layout", help=argparse.SUPPRESS)  # one layout, in a child process
     args = parser.parse_args()
     if args.layout:
-        out = measure_layout(args.layout, args.rows, args.queries, args.writes)
+        out = measure_layout(args.layout, args.rows, args.queries, args.writes, args.explain)
         (DATA_DIR / f"{args.layout}-{args.rows}.json").write_text(json.dumps(out))
         return
     corpus(max(2000, min(args.rows, 4000)), args.queries)  # made once, before the layouts share it
@@ -190,7 +214,8 @@ def main() -> None:
     for layout in args.layouts.split(","):
         started = time.perf_counter()
         subprocess.run([sys.executable, __file__, "--layout", layout, "--rows", str(args.rows),
-                        "--queries", str(args.queries), "--writes", str(args.writes)], cwd=ROOT, check=True,
+                        "--queries", str(args.queries), "--writes", str(args.writes),
+                        *(["--explain"] if args.explain else [])], cwd=ROOT, check=True,
                        env={**os.environ, "DJANGO_SETTINGS_MODULE": "memory_platform.settings.base",
                             "LOG_LEVEL": "WARNING"})
         results["layouts"][layout] = json.loads((DATA_DIR / f"{layout}-{args.rows}.json").read_text())

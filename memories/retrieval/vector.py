@@ -6,7 +6,8 @@ The search returns the k nearest rows of the tenant whatever the tenant's size:
   * a larger one goes through the approximate index with an iterative scan (pgvector 0.8),
     which keeps scanning past rows the tenant filter rejects until k rows are found; a tenant
     with an HNSW index of its own (memories.vector_index) goes through that one.
-The query knobs are set with SET LOCAL, so they end with the search's transaction.
+The query knobs are set with SET LOCAL, so they end with the search's transaction; the
+planner's page cost the exact path sets (EXACT_PATH_SETTINGS) is undone as soon as it has run.
 """
 
 from __future__ import annotations
@@ -25,9 +26,21 @@ from memories.retrieval import size
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, memory_columns, ranked_hits, ranking_columns, usage_join
 from memory_platform.config import config
-from memory_platform.database import set_local
+from memory_platform.database import reset_local, set_local
 
 _index_cache: dict = {}
+
+# The exact path reads the tenant's rows from the covering index of live vectors (an index-only
+# scan: no heap page, the tenant's rows only). At PostgreSQL's default random_page_cost (4, a
+# disk's seek) the planner prices each of that index's pages as four of the heap's, so where the
+# tenant holds most of the table (a deployment of one organisation, or a Citus shard it nearly
+# fills) it reads the heap by a sequential scan instead: more pages, every column, and
+# row-level security tested on every row; on a cluster's worker, where the policy is evaluated
+# per row rather than once (docs/adr/0042), 3-4x slower (benchmarks/cluster: 5,000 rows, 9.8 ms
+# against 2.9 on one node). Every exact search reads that index, so its pages are cached: the
+# exact path prices them so (1.1, the usual figure for pages in memory or on SSD), for its
+# statement only.
+EXACT_PATH_SETTINGS = {"random_page_cost": "1.1"}
 INDEX_CACHE_SECONDS = 60
 HNSW_EF_SEARCH_MAX = 1000  # pgvector's limit
 
@@ -100,6 +113,7 @@ def statement(cursor, org_id, embedding: list[float], filters: SearchFilters, k:
         small = size.capped_count(cursor, where, params, exact_limit) <= exact_limit
     if small or (kind is None and not own):
         method = "exact"
+        settings_for_search = dict(EXACT_PATH_SETTINGS)
         # "+ 0" keeps the planner from ordering through the approximate index: the rows come
         # from the tenant's b-tree indexes and are sorted by their true distance.
         distance = "(m.embedding <=> %s::vector) + 0"
@@ -147,5 +161,6 @@ def search(org_id, embedding: list[float], filters: SearchFilters, k: int,
         set_local(cursor, query.knobs)
         cursor.execute(query.sql, query.params)
         rows = cursor.fetchall()
+        reset_local(cursor, EXACT_PATH_SETTINGS.keys() & query.knobs.keys())
     return ranked_hits(((memory_id, max(0.0, min(1.0, float(similarity))), *ranking)
                         for memory_id, similarity, *ranking in rows), measure="similarity"), query.method
