@@ -5,7 +5,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from memory_platform import health
+from memory_platform import health, server_error
 
 urlpatterns = [
     path("health", health.health_view, name="health"),
@@ -21,3 +21,9 @@ urlpatterns = [
     path("console/", include("console.urls")),
     path("", RedirectView.as_view(pattern_name="console:home", permanent=False)),
 ]
+
+# What an unhandled error answers, wherever it was raised: a view's failure to reach the database
+# is answered by the request's middleware, but one raised by middleware after the view (the
+# session saved as the response leaves, which Django reports as a 400) reaches only these.
+handler400 = server_error.bad_request
+handler500 = server_error.server_error

@@ -12,11 +12,13 @@ import logging
 from contextlib import contextmanager
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection, connections
 from django.test import Client
 
 from memory_platform.database import UNREACHABLE_RETRY_SECONDS
 from tests import factories
+from tests.console.conftest import operator
 from tests.markers import committing
 from tests.ports import free_port
 
@@ -108,6 +110,20 @@ def test_the_console_shows_a_plain_503_page(db):
         response = Client().get("/console/")
     assert response.status_code == 503 and response["Retry-After"] == str(UNREACHABLE_RETRY_SECONDS)
     assert response["Content-Type"].startswith("text/html") and b"Service unavailable" in response.content
+
+
+def test_a_connection_lost_as_the_console_saves_its_session_is_503_too(db):
+    """Signing in saves the session twice: in the view, and again as the response leaves (the
+    session middleware, after the view's own error handling)."""
+    operator(factories.organization("Alpha Corp"), "operator",
+             user=get_user_model().objects.create_user("dana", password="a long enough passphrase"))
+    with backend_terminated_at('UPDATE "django_session"'):
+        response = Client().post("/console/sign-in/", {"username": "dana", "password": "a long enough passphrase"})
+    assert response.status_code == 503 and response["Retry-After"] == str(UNREACHABLE_RETRY_SECONDS)
+    assert response["Content-Type"].startswith("text/html") and b"Service unavailable" in response.content
+    signed_in = Client()
+    assert signed_in.post("/console/sign-in/", {"username": "dana", "password": "a long enough passphrase"}
+                          ).status_code == 302  # the next request, on a new connection, goes through
 
 
 def test_a_connection_lost_at_the_api_key_lookup_is_503_too(key):
