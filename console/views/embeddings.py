@@ -1,11 +1,7 @@
-"""The embedding model (memories.lifecycle.reembed): which one the memories' vectors come from,
-the others being built or kept to roll back to, and each build's progress.
-
-An organisation's admins see it. The model is the deployment's, every organisation's alike,
-so only an admin who is also one of the deployment's staff (a Django admin user) may build
-another, switch to it or roll back: an organisation's admin must not change how every other
-organisation's memories are searched, nor spend the deployment's worker on it. A build or a
-switch runs in the worker, a step at a time; the page polls its progress.
+"""The embedding model (memories.use_cases.embeddings): which one the memories' vectors come
+from, the others being built or kept to roll back to, and each build's progress. An
+organisation's admins see it; only the deployment's staff may change it. A build or a switch
+runs in the worker, a step at a time; the page polls its progress.
 """
 
 import redis
@@ -16,21 +12,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console.access import ADMIN, console_view
 from console.responses import failed, page
-from memories.errors import Conflict, InvalidInput
-from memories.lifecycle import reembed
-from memories.models import EmbeddingModel
+from memories.errors import Conflict, InvalidInput, OutOfReach
+from memories.use_cases import embeddings as use_cases
 
 BAD_REQUEST = 400
-ACTIONS = ("build", "activate", "rollback")
-
-
-def may_change(request) -> bool:
-    return request.user.is_staff
 
 
 def _page(request, *, status: int = 200):
-    standings = reembed.standings()
-    context = {"standings": standings, "may_change": may_change(request),
+    standings = use_cases.standings(request.caller)
+    context = {"standings": standings, "may_change": use_cases.may_change(request.caller),
                "busy": any(standing.busy for standing in standings),
                "rollback_to": next((standing.replaced for standing in standings if standing.active), "")}
     return page(request, "console/embeddings.html", context, partial="embeddings-status", status=status)
@@ -45,22 +35,15 @@ def embeddings(request):
 @require_POST
 @console_view(ADMIN)
 def embeddings_change(request, action):
-    if action not in ACTIONS:
+    if action not in use_cases.ACTIONS:
         raise Http404("no such action")
     here = reverse("console:embeddings", args=[request.org.slug])
-    if not may_change(request):
-        message = "Only the deployment's staff may change the embedding model: it serves every organisation."
-        if request.htmx:
-            return failed(request, message, here, status=403)
-        return render(request, "console/forbidden.html", {"needed": "staff (deployment-wide)"}, status=403)
-    model = request.POST.get("model", "")
-    if action == "rollback":
-        current = EmbeddingModel.objects.filter(state=EmbeddingModel.State.ACTIVE).first()
-        model = current.replaced if current else ""
-        if not model:
-            return failed(request, "Nothing to roll back to: no model was active before this one.", here)
     try:
-        reembed.reembed_enqueue(model=model, then_activate=action != "build")
+        use_cases.change(request.caller, action, request.POST.get("model", ""))
+    except OutOfReach as exc:
+        if request.htmx:
+            return failed(request, f"{exc.message[0].upper()}{exc.message[1:]}.", here, status=403)
+        return render(request, "console/forbidden.html", {"needed": "staff (deployment-wide)"}, status=403)
     except InvalidInput as exc:
         return failed(request, f"Refused: {exc.message}.", here, status=BAD_REQUEST)
     except Conflict as exc:
