@@ -17,7 +17,7 @@ from memories.api.fields import (
     TagField,
     namespace_labels,
 )
-from memories.cleaning import Secrets
+from memories.intake.cleaning import Secrets
 from memories.models import (
     CONTENT_MAX_CHARS,
     Entity,

@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from memories import cache
 from memories.errors import Conflict, NotFound
+from memories.intake.redaction import redactor_for
 from memories.models import Memory, RetrievalEvent
-from memories.redaction import redactor_for
 from memories.retrieval import context
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.pipeline import memory_search
