@@ -120,7 +120,7 @@ def main() -> None:
             module_name, class_name = module_name.rsplit(".", 1)
             owner = getattr(importlib.import_module(module_name), class_name)
         setattr(owner, name, (timed_block if stage in BLOCKS else timed)(spent, stage, getattr(owner, name)))
-    from memories.embeddings import get_embedder
+    from memories.vectors.embeddings import get_embedder
 
     get_embedder(threads=1)  # as a web worker has it (memory_platform/gunicorn_conf.py)
     client = Client()

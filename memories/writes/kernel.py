@@ -20,10 +20,10 @@ from django.utils import timezone
 
 from memories import cache, jobs
 from memories.access import Actor  # noqa: F401 (who makes a change; the writes take it from here)
-from memories.embeddings import Embedded, EmbeddingError, get_embedder
 from memories.errors import InvalidInput, NotFound, StaleVersion, VersionRequired
 from memories.intake.redaction import IdentifierHoldsSecret, Redactor
 from memories.models import CONTENT_MAX_CHARS, EMBEDDING_DIMENSIONS, LIVE, Memory, MemoryTag, MemoryVersion
+from memories.vectors.embeddings import Embedded, EmbeddingError, get_embedder
 
 logger = logging.getLogger(__name__)
 

@@ -5,11 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories import embeddings
-from memories.embeddings import use_embedder
 from memories.models import Memory, RetrievalEvent
 from memories.retrieval import fulltext, ranking, size
 from memories.retrieval.filters import SearchFilters
+from memories.vectors import embeddings
+from memories.vectors.embeddings import use_embedder
 from memory_platform import distribution
 from tenants.context import tenant_context
 from tests import factories
