@@ -205,7 +205,7 @@ class Memory(ReferencedTenantModel):
     last_retrieved_at = None
     last_injected_at = models.DateTimeField(null=True, blank=True)
 
-    # Decay (spec §4; memories.strength): confirmed memories are protected and do not decay.
+    # Decay (spec §4; memories.lifecycle.strength): confirmed memories are protected and do not decay.
     decay_rate = models.FloatField(default=0.1)
     is_protected = models.BooleanField(default=False)
     # When the decay clock last restarted other than by a retrieval: changed, confirmed,

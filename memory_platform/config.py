@@ -82,7 +82,7 @@ class SearchConfig:
     # speakers); 1 turns it off.
     speaker_others_weight: float
     # The final score: relevance (fused) blended with these, recency halving every
-    # recency_half_life_days; strength is how well the memory is held (memories.strength).
+    # recency_half_life_days; strength is how well the memory is held (memories.lifecycle.strength).
     ranking_weights: Mapping[str, float] = _weights("relevance", "importance", "confidence", "recency", "usage",
                                                     "strength")
     recency_half_life_days: float
@@ -149,7 +149,7 @@ class PlatformConfig:
     hot_cache_size: int
     hot_cache_ttl_seconds: int
     # The nightly decay (memories.lifecycle.decay) archives a live memory whose strength
-    # (memories.strength) fell below this; the weak list shows those below weak_strength.
+    # (memories.lifecycle.strength) fell below this; the weak list shows those below weak_strength.
     decay_threshold: float
     weak_strength: float
     # Largest request body the API reads, in bytes (413 beyond).

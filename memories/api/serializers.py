@@ -9,7 +9,6 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories import strength
 from memories.api.fields import (
     CleanCharField,
     CleanJSONField,
@@ -18,6 +17,7 @@ from memories.api.fields import (
     namespace_labels,
 )
 from memories.intake.cleaning import Secrets
+from memories.lifecycle import strength
 from memories.models import (
     CONTENT_MAX_CHARS,
     Entity,

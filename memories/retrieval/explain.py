@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 from django.utils import timezone
 
-from memories import strength
 from memories.access import EVERYWHERE, KeyReach
+from memories.lifecycle import strength
 from memories.models import Memory, MemoryEntity, MemoryRelationship, MemoryVersion, Provenance, RetrievalEvent
 from memories.retrieval import ranking
 from memory_platform.config import config

@@ -17,7 +17,7 @@ from memories.writes.create import WriteResult, memory_create
 from memories.writes.kernel import Actor
 
 # A store item lives until it is deleted or its time to live runs out, as LangGraph's store
-# promises: it does not fade (memories.strength) and is never archived by the nightly decay.
+# promises: it does not fade (memories.lifecycle.strength) and is never archived by the nightly decay.
 STORE_DECAY_RATE = 0.0
 
 

@@ -46,7 +46,7 @@ SNAPSHOT_FIELDS = (
 SNAPSHOT_KEYS = {"namespace": "scope"}
 # The longest time to live a write may give, in seconds (ten years).
 TTL_MAX_SECONDS = 10 * 365 * 86400
-# How fast a memory fades (memories.strength) unless the writer says otherwise: episodes, the
+# How fast a memory fades (memories.lifecycle.strength) unless the writer says otherwise: episodes, the
 # record of what happened, do not.
 DEFAULT_DECAY_RATE = {Memory.MemoryType.EPISODIC: 0.0}
 DECAY_RATE_MAX = 10.0
