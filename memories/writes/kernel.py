@@ -1,7 +1,7 @@
 """The building blocks of every write: who makes it (Actor), what is stored (redacted,
 normalised, hashed), the version row it leaves, and what follows its commit (the embedding
-job, the agent's hot set). The action modules (create, change, review, tagging, store) and
-memories.conflicts build on these public functions only.
+job, the agent's hot set). The action modules (create, change, review, tagging, store,
+conflicts) build on these public functions only.
 """
 
 from __future__ import annotations

@@ -160,7 +160,7 @@ DOORS = ("memories.api.views", "memories.api.retrieval_views", "integrations.lan
 # What a door may not reach past the use cases for: the services, the reads, and the reach
 # checks (a door takes memories.access's Caller, a type, and nothing else of it).
 BEHIND_THE_USE_CASES = ("memories.selectors", "memories.writes", "memories.retrieval", "memories.lifecycle",
-                        "memories.conflicts", "memories.jobs")
+                        "memories.jobs")
 
 
 def test_doors_call_the_use_cases_and_never_check_reach():
