@@ -10,7 +10,7 @@ from django.db.models.expressions import RawSQL
 
 from memories.errors import Conflict
 from memories.models import CONTENT_MAX_CHARS, Memory
-from memories.selectors import NOT_EXPIRED
+from memories.reads.selectors import NOT_EXPIRED
 from memories.store import values as store_values
 from memories.writes.change import memory_delete, memory_update
 from memories.writes.create import WriteResult, memory_create
