@@ -148,7 +148,7 @@ def api_b(tenant_b, api_client_for):
 @pytest.fixture
 def int8_queries(settings):
     """QUERY_EMBEDDING_PRECISION "int8" for one test, the process's query embedder loaded anew."""
-    from memories import cache
+    from memories.caching import cache
     from memories.vectors import embeddings
 
     settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, QUERY_EMBEDDING_PRECISION="int8")

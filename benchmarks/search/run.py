@@ -318,7 +318,7 @@ def measure(tenants: dict, queries: np.ndarray, exact: dict) -> dict:
 def forget_query_embeddings() -> None:
     """Earlier runs cached these queries' embeddings in Redis: drop them, so every query is
     embedded as the API measurement says (the server's own process cache starts empty)."""
-    from memories import cache
+    from memories.caching import cache
 
     client = cache.client()
     for key in client.scan_iter(match=cache.QUERY_KEY.format(model="*", digest="*"), count=1000):

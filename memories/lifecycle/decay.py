@@ -18,8 +18,8 @@ from django.db import connection, transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from memories import cache
 from memories.access import EVERYWHERE, KeyReach
+from memories.caching import cache
 from memories.lifecycle import strength
 from memories.models import LifecycleRun, Memory, MemoryTag, MemoryVersion, live_sql
 from memories.retrieval.filters import SearchFilters

@@ -15,7 +15,7 @@ import redis
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memories import cache
+from memories.caching import cache
 from memories.errors import Conflict, NotFound
 from memories.intake.redaction import redactor_for
 from memories.models import Memory, RetrievalEvent

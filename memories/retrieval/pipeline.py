@@ -18,7 +18,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from memories import cache
+from memories.caching import cache
 from memories.retrieval import (
     expansion,
     fulltext,

@@ -18,8 +18,9 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from memories import cache, jobs
+from memories import jobs
 from memories.access import Actor  # noqa: F401 (who makes a change; the writes take it from here)
+from memories.caching import cache
 from memories.errors import InvalidInput, NotFound, StaleVersion, VersionRequired
 from memories.intake.redaction import IdentifierHoldsSecret, Redactor
 from memories.models import CONTENT_MAX_CHARS, EMBEDDING_DIMENSIONS, LIVE, Memory, MemoryTag, MemoryVersion

@@ -14,7 +14,8 @@ from django.core.management.base import CommandError
 from django.db import ProgrammingError, connection, connections, transaction
 from django.utils import timezone
 
-from memories import cache, jobs
+from memories import jobs
+from memories.caching import cache
 from memories.lifecycle import erasure, reembed
 from memories.models import EmbeddingModel, Memory, MemoryEmbedding
 from memories.vectors import embeddings

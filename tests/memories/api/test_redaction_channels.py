@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 
-from memories import cache
+from memories.caching import cache
 from memories.writes import conflicts, review
 from memories.writes.kernel import Actor
 from memory_platform import local_services
