@@ -14,9 +14,9 @@ from django.db.models import Count
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from memories.conflicts import open_conflict_count
 from memories.lifecycle import decay
 from memories.models import LifecycleRun, Memory
+from memories.writes.conflicts import open_conflict_count
 from tenants.models import Agent
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The console's forms: what an operator may type, checked before any service runs. Every text
-field is a CleanCharField (memories.cleaning: storable, within its length, and what becomes of a
+field is a CleanCharField (memories.intake.cleaning: storable, within its length, and what becomes of a
 secret in it, which it states); tests/unit/test_cleaning_fields.py keeps it so."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
-from memories.cleaning import SECRET_RULES, Secrets, Unclean, clean_text
+from memories.intake.cleaning import SECRET_RULES, Secrets, Unclean, clean_text
 from memories.models import CONTENT_MAX_CHARS, NAMESPACE_MAX_CHARS, Entity, Memory, RetrievalEvent
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
 
@@ -28,7 +28,7 @@ ALL_STATUSES = "any"
 
 class CleanCharField(forms.CharField):
     """Text an operator types, cleaned once the CharField's own checks passed; `secrets` says
-    what becomes of a secret in it (memories.cleaning.Secrets)."""
+    what becomes of a secret in it (memories.intake.cleaning.Secrets)."""
 
     def __init__(self, *, secrets: Secrets, **kwargs):
         self.secrets = secrets

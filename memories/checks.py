@@ -16,7 +16,8 @@ def configuration(app_configs, **kwargs) -> list[Error]:
 
 @register()
 def search_settings(app_configs, **kwargs) -> list[Error]:
-    from memories import embeddings, vector_index
+    from memories.vectors import embeddings
+    from memories.vectors import index as vector_index
 
     if config.problem():
         return []  # `configuration` says why

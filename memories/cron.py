@@ -2,10 +2,11 @@
 
 from rq import cron
 
-from memories import jobs, vector_index
+from memories import jobs
 from memories.lifecycle import consolidation, decay, expiry
 from memories.retrieval import events
 from memories.understanding import lexicon
+from memories.vectors import index as vector_index
 from memory_platform.config import config
 
 # Completes embeddings deferred by a failed model call or an unreachable Redis.

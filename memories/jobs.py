@@ -15,8 +15,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memories.embeddings import forget_active_model, get_embedder, vector_literal
 from memories.models import EMBEDDING_DIMENSIONS, EMBEDDING_PENDING, IdempotencyRecord, Memory
+from memories.vectors.embeddings import forget_active_model, get_embedder, vector_literal
 from memories.writes.duplicates import near_duplicates, record_duplicates
 from tenants.context import service_account, tenant_job
 

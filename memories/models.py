@@ -205,7 +205,7 @@ class Memory(ReferencedTenantModel):
     last_retrieved_at = None
     last_injected_at = models.DateTimeField(null=True, blank=True)
 
-    # Decay (spec §4; memories.strength): confirmed memories are protected and do not decay.
+    # Decay (spec §4; memories.lifecycle.strength): confirmed memories are protected and do not decay.
     decay_rate = models.FloatField(default=0.1)
     is_protected = models.BooleanField(default=False)
     # When the decay clock last restarted other than by a retrieval: changed, confirmed,
@@ -498,11 +498,11 @@ class EmbeddingModel(models.Model):
     """An embedding model's standing in this deployment (memories.lifecycle.reembed): exactly
     one is active, the rest are being built, ready to switch to, or kept to roll back to. The
     deployment's, not an organisation's: every process reads the active one
-    (memories.embeddings.active_model), and only the service account may change a row."""
+    (memories.vectors.embeddings.active_model), and only the service account may change a row."""
 
     State = EmbeddingModelState
 
-    name = models.CharField(max_length=128, primary_key=True, help_text="Its name in memories.embeddings.KNOWN_MODELS.")
+    name = models.CharField(max_length=128, primary_key=True, help_text="Its name in memories.vectors.embeddings.KNOWN_MODELS.")
     state = models.CharField(max_length=16, choices=State.choices)
     memories_total = models.PositiveIntegerField(default=0, help_text="Memories to embed, when last counted.")
     memories_done = models.PositiveIntegerField(default=0, help_text="Of them, those with a vector of this model.")

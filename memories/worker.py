@@ -14,7 +14,7 @@ class EmbeddingWorker(SimpleWorker):
     is ready to embed. What it forks (RQ's scheduler, with --with-scheduler) dies with it."""
 
     def __init__(self, *args, **kwargs):
-        from memories.embeddings import get_embedder
+        from memories.vectors.embeddings import get_embedder
 
         get_embedder()
         _children_die_with_their_parent()

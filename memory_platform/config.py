@@ -50,7 +50,7 @@ class SearchConfig:
     # for, longer for a tenant holding a small share of the table, at most pgvector's 1000.
     hnsw_ef_search: int
     # A tenant holding at least this many live memories gets an HNSW index of its own (the
-    # tenant_indexes_max largest such tenants; memories.vector_index.sync_tenant_indexes),
+    # tenant_indexes_max largest such tenants; memories.vectors.index.sync_tenant_indexes),
     # searched with tenant_index_ef_search: no other tenant's rows are in it to skip. An
     # unfiltered search of such a tenant takes it even below exact_scan_rows (at 10,000
     # rows: 2.7 ms and recall 0.998, against 8.8 ms for the exact scan).
@@ -82,14 +82,14 @@ class SearchConfig:
     # speakers); 1 turns it off.
     speaker_others_weight: float
     # The final score: relevance (fused) blended with these, recency halving every
-    # recency_half_life_days; strength is how well the memory is held (memories.strength).
+    # recency_half_life_days; strength is how well the memory is held (memories.lifecycle.strength).
     ranking_weights: Mapping[str, float] = _weights("relevance", "importance", "confidence", "recency", "usage",
                                                     "strength")
     recency_half_life_days: float
     # How long a query's embedding is kept in Redis.
     query_embedding_cache_seconds: int
     # The model that embeds search queries: "float32", the model memories are embedded
-    # with, or "int8", the same model quantized (memories.embeddings.quantized_graph): a
+    # with, or "int8", the same model quantized (memories.vectors.embeddings.quantized_graph): a
     # query embeds in less than half the time, and its top 10 holds about 9 of
     # float32's 10 (benchmarks/search/results-query-precision.json; docs/adr/0035).
     query_embedding_precision: str
@@ -149,7 +149,7 @@ class PlatformConfig:
     hot_cache_size: int
     hot_cache_ttl_seconds: int
     # The nightly decay (memories.lifecycle.decay) archives a live memory whose strength
-    # (memories.strength) fell below this; the weak list shows those below weak_strength.
+    # (memories.lifecycle.strength) fell below this; the weak list shows those below weak_strength.
     decay_threshold: float
     weak_strength: float
     # Largest request body the API reads, in bytes (413 beyond).

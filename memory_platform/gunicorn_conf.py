@@ -18,7 +18,7 @@ access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms'
 
 
 def post_worker_init(worker):
-    from memories.embeddings import get_embedder, get_query_embedder
+    from memories.vectors.embeddings import get_embedder, get_query_embedder
 
     # One thread: a web worker embeds one text at a time, and a search's full-text statement
     # runs in the database meanwhile, on the other core.

@@ -5,13 +5,13 @@ from django.core.validators import validate_slug
 from django.utils import timezone
 
 from console.forms import AGENT_DESCRIPTION_MAX_CHARS, CleanCharField
-from memories.cleaning import Secrets
+from memories.intake.cleaning import Secrets
+from memories.intake.redaction import redactor_for
 from memories.models import NAMESPACE_MAX_CHARS
-from memories.redaction import redactor_for
 from tenants import services
 from tenants.models import Agent, ApiKey, Membership, Organization
 
-# Every text field here cleans what it reads as the console's do (memories.cleaning).
+# Every text field here cleans what it reads as the console's do (memories.intake.cleaning).
 
 
 class OrganizationForm(forms.ModelForm):

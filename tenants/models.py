@@ -27,7 +27,7 @@ class Organization(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     is_active = models.BooleanField(default=True)
     # Policy: also redact e-mail addresses, card numbers and phone numbers from everything
-    # stored (secrets are always redacted; memories.redaction).
+    # stored (secrets are always redacted; memories.intake.redaction).
     redact_personal_data = models.BooleanField(
         default=False, help_text="Also redact e-mail addresses, card numbers and phone numbers before storing.")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -5,7 +5,7 @@ Like every service, these assume their caller's boundary set the context (docs/a
 (`with service_account():` in a command, Django admin's own context); the others act within
 the organisation they name (`with tenant_context(org.id):`, or the console's access check).
 
-What they store is redacted as any write's is (memories.redaction): names and descriptions
+What they store is redacted as any write's is (memories.intake.redaction): names and descriptions
 have their secrets (and, by the organisation's policy, personal data) replaced; what identifies
 (an organisation's slug, an agent's name, a key's namespaces) is refused instead, raising
 IdentifierHoldsSecret (a ValueError), since two identifiers redacted alike would become one.
@@ -23,8 +23,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from memories.cleaning import SECRET_RULES
-from memories.redaction import Redactor, redactor_for
+from memories.intake.cleaning import SECRET_RULES
+from memories.intake.redaction import Redactor, redactor_for
 from tenants.models import Agent, ApiKey, Membership, Organization
 
 API_KEY_PREFIX = "mp_"

@@ -94,7 +94,7 @@ def active_model_read_again():
     """Each test reads the active embedding model from its own database: a switch of model a
     test made, and rolled back with its transaction, is not remembered by the next one."""
     yield
-    from memories import embeddings
+    from memories.vectors import embeddings
 
     embeddings.forget_active_model()
 
@@ -148,7 +148,8 @@ def api_b(tenant_b, api_client_for):
 @pytest.fixture
 def int8_queries(settings):
     """QUERY_EMBEDDING_PRECISION "int8" for one test, the process's query embedder loaded anew."""
-    from memories import cache, embeddings
+    from memories.caching import cache
+    from memories.vectors import embeddings
 
     settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, QUERY_EMBEDDING_PRECISION="int8")
     embeddings._embedders.pop(embeddings.INT8_MODEL_NAME, None)

@@ -11,7 +11,6 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from memories.embeddings import text_hash
 from memories.models import (
     EMBEDDING_DIMENSIONS,
     Artifact,
@@ -32,6 +31,7 @@ from memories.models import (
     Provenance,
     RetrievalEvent,
 )
+from memories.vectors.embeddings import text_hash
 from memories.writes.kernel import content_hash
 from memory_platform import distribution
 from tenants import services

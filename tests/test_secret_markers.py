@@ -1,7 +1,7 @@
 """A secret marker sent through any door that takes free text (the REST API's sessions and
 memories, the console's agents, API keys, tag and bulk-tag forms, a memory's edit form) is
 kept nowhere and answered nowhere, and no door answers 500: free text has it redacted,
-identifiers holding it are refused by name (memories.cleaning). One marker of each kind the
+identifiers holding it are refused by name (memories.intake.cleaning). One marker of each kind the
 doors must know: an AWS access key id, a GitHub token, a PEM private key block.
 tests/memories/api/test_redaction_channels.py follows the REST API's other channels."""
 

@@ -53,7 +53,7 @@ def corpus(sentences: int, queries: int) -> tuple[list[str], np.ndarray, list[st
 
     django.setup()
     from benchmarks.search.run import docstring_sentences
-    from memories.embeddings import SentenceTransformerEmbedder
+    from memories.vectors.embeddings import SentenceTransformerEmbedder
 
     found = docstring_sentences()
     random.Random(7).shuffle(found)

@@ -70,7 +70,7 @@ def machine() -> dict:
     memory_kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
     from importlib.metadata import version
 
-    from memories.embeddings import get_embedder
+    from memories.vectors.embeddings import get_embedder
 
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(memory_kb / 1024 / 1024, 1),
             "python": platform.python_version(), "embedder": type(get_embedder()).__name__,
@@ -78,7 +78,7 @@ def machine() -> dict:
 
 
 def raw_embedder() -> dict:
-    from memories.embeddings import get_embedder
+    from memories.vectors.embeddings import get_embedder
 
     embedder = get_embedder()  # as the worker has it: every core for its batches
     texts = sentences(RAW_SENTENCES, seed=1)

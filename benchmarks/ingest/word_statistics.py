@@ -50,8 +50,8 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connections
 
-    from memories import embeddings
     from memories.understanding import lexicon
+    from memories.vectors import embeddings
     from memories.writes import create
     from memory_platform import local_services
     from tenants import services

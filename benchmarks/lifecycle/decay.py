@@ -54,7 +54,7 @@ REPEATS = 20
 
 
 def load(rows: int) -> uuid.UUID:
-    from memories.embeddings import vector_literal
+    from memories.vectors.embeddings import vector_literal
     from memories.writes.kernel import content_hash
 
     rng = random.Random(19)

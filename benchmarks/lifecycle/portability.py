@@ -69,8 +69,8 @@ def superuser_connection():
 def load(rows: int) -> dict:
     """The source organisation, loaded with COPY; returns its slug and agents."""
     from benchmarks.search.run import augmented
-    from memories.embeddings import get_embedder
-    from memories.vector_index import create_sql
+    from memories.vectors.embeddings import get_embedder
+    from memories.vectors.index import create_sql
     from memories.writes.kernel import content_hash
 
     org_id, big, small = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()

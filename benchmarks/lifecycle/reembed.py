@@ -51,8 +51,8 @@ ENV = django_env(DATA_DIR)
 
 def load(rows: int, organisations: int) -> list[str]:
     """The organisations and their memories, embedded by the active model; returns the texts."""
-    from memories.embeddings import MODEL_NAME, embedder_for
-    from memories.vector_index import create_sql
+    from memories.vectors.embeddings import MODEL_NAME, embedder_for
+    from memories.vectors.index import create_sql
     from memories.writes.kernel import content_hash
 
     texts = sentences(rows, seed=23)
@@ -89,8 +89,8 @@ def load(rows: int, organisations: int) -> list[str]:
 
 def raw_embedder(texts: list[str]) -> float:
     """Rows per second of the int8 model alone on these texts, in the build's calls."""
-    from memories.embeddings import INT8_MODEL_NAME, embedder_for
     from memories.lifecycle import reembed
+    from memories.vectors.embeddings import INT8_MODEL_NAME, embedder_for
 
     embedder = embedder_for(INT8_MODEL_NAME)
     started = time.perf_counter()
@@ -106,8 +106,8 @@ def main() -> None:
     arguments = parser.parse_args()
     rows = arguments.rows
     fresh_django(DATA_DIR)
-    from memories.embeddings import INT8_MODEL_NAME, embedder_for
     from memories.lifecycle import reembed
+    from memories.vectors.embeddings import INT8_MODEL_NAME, embedder_for
     from memory_platform import local_services
 
     texts = load(rows, arguments.organisations)

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/redaction/run.py      # writes benchmarks/redaction/results.json
 
-Every stored string goes through memories.redaction, and a request body may hold 2 MB of
+Every stored string goes through memories.intake.redaction, and a request body may hold 2 MB of
 metadata. A pattern whose repetition can start anywhere and read to the end of a run takes
 time in the square of the length: before the bounds, 32 kB of "a." took 47 s. Here each text
 is redacted at 16, 64 and 256 kB; the growth from one size to four times it is ~4 when the
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import machine  # noqa: E402
-from memories import redaction  # noqa: E402
+from memories.intake import redaction  # noqa: E402
 
 SIZES = (16_384, 65_536, 262_144)
 # Units repeated to the size: runs of word characters and separators, the prefixes of the

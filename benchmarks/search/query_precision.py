@@ -1,4 +1,4 @@
-"""Query embeddings in float32 or int8: what the quantized model (memories.embeddings.quantized_graph)
+"""Query embeddings in float32 or int8: what the quantized model (memories.vectors.embeddings.quantized_graph)
 gains in time and what it changes in what a search finds.
 
     .venv/bin/python benchmarks/search/query_precision.py
@@ -60,7 +60,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from memories import embeddings
+    from memories.vectors import embeddings
 
     _, vectors, query_texts, _ = run.corpus()
     exact = embeddings.load_onnx_embedder(threads=1)

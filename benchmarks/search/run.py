@@ -80,7 +80,7 @@ def corpus() -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
     if CORPUS.exists():
         data = np.load(CORPUS, allow_pickle=False)
         return list(data["texts"]), data["vectors"], list(data["query_texts"]), data["query_vectors"]
-    from memories.embeddings import SentenceTransformerEmbedder
+    from memories.vectors.embeddings import SentenceTransformerEmbedder
 
     sentences = docstring_sentences()
     random.Random(7).shuffle(sentences)
@@ -213,7 +213,7 @@ def build_index(kind: str, rows: int) -> dict:
     from django.conf import settings
     from django.test import override_settings
 
-    from memories import vector_index
+    from memories.vectors import index as vector_index
 
     lists = max(rows // 1000, 10) if rows <= 1_000_000 else int(rows ** 0.5)
     # Changed through override_settings, whose signal memory_platform.config follows.
@@ -233,7 +233,7 @@ def build_index(kind: str, rows: int) -> dict:
 
 def build_tenant_indexes(tenants: dict) -> dict:
     """The large tenants' own HNSW indexes, as the worker's hourly job builds them."""
-    from memories import vector_index
+    from memories.vectors import index as vector_index
 
     names = {org_id: name for name, (org_id, _, _) in tenants.items()}
     built = {}
@@ -260,8 +260,8 @@ def build_tenant_indexes(tenants: dict) -> dict:
 def exact_neighbours(org_id: str, queries: np.ndarray) -> list[list[str]]:
     from django.db import connection
 
-    from memories.embeddings import vector_literal
     from memories.retrieval.filters import SearchFilters
+    from memories.vectors.embeddings import vector_literal
     from tenants.context import tenant_context
 
     where, params = SearchFilters().where(org_id)
@@ -318,7 +318,7 @@ def measure(tenants: dict, queries: np.ndarray, exact: dict) -> dict:
 def forget_query_embeddings() -> None:
     """Earlier runs cached these queries' embeddings in Redis: drop them, so every query is
     embedded as the API measurement says (the server's own process cache starts empty)."""
-    from memories import cache
+    from memories.caching import cache
 
     client = cache.client()
     for key in client.scan_iter(match=cache.QUERY_KEY.format(model="*", digest="*"), count=1000):
@@ -400,7 +400,7 @@ def main() -> None:
         print(f"loaded in {time.perf_counter() - started:.0f} s")
     out = Path(__file__).with_name(f"results-{args.rows}.json")
     if args.api_only:
-        from memories import vector_index
+        from memories.vectors import index as vector_index
 
         if vector_index.current_kind() != "hnsw":
             print("building the HNSW index the API measurement needs", build_index("hnsw", args.rows))

@@ -51,7 +51,7 @@ STAGES = {
     "commit": ("django.db.backends.base.base.BaseDatabaseWrapper", "commit"),
 }
 INSIDE = {  # parts of the stages above, or spread over several
-    "  embedding": ("memories.cache", "query_embedding"),  # in text+embedding
+    "  embedding": ("memories.caching.cache", "query_embedding"),  # in text+embedding
     "  tenant swaps": ("tenants.context", "_swap"),  # in authentication (the search and its event set no tenant)
 }
 BLOCKS = {"text+embedding"}  # context managers: timed from entering the block to leaving it
@@ -108,7 +108,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from memories import cache
+    from memories.caching import cache
 
     tenants = json.loads((run.DATA_DIR / f"tenants-{args.rows}.json").read_text())
     _, _, query_texts, _ = run.corpus()
@@ -120,7 +120,7 @@ def main() -> None:
             module_name, class_name = module_name.rsplit(".", 1)
             owner = getattr(importlib.import_module(module_name), class_name)
         setattr(owner, name, (timed_block if stage in BLOCKS else timed)(spent, stage, getattr(owner, name)))
-    from memories.embeddings import get_embedder
+    from memories.vectors.embeddings import get_embedder
 
     get_embedder(threads=1)  # as a web worker has it (memory_platform/gunicorn_conf.py)
     client = Client()

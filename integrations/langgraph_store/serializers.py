@@ -26,7 +26,7 @@ from memories.api.fields import (
     namespace_labels,
 )
 from memories.api.serializers import StrictSerializer
-from memories.cleaning import Secrets, clean_text
+from memories.intake.cleaning import Secrets, clean_text
 from memories.store.search import DEPTH_MAX
 from memories.writes.kernel import TTL_MAX_SECONDS
 from memory_platform.config import config

@@ -1,4 +1,4 @@
-"""The serializer fields that read what a client sends, each cleaning it (memories.cleaning) and
+"""The serializer fields that read what a client sends, each cleaning it (memories.intake.cleaning) and
 each stating what becomes of a secret in it. The REST API's serializers, the LangGraph store's
 and so MCP's tools read every text and JSON value with these (tests/unit/test_cleaning_fields.py).
 
@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from memories.cleaning import Secrets, Unclean, clean_json, clean_text
+from memories.intake.cleaning import Secrets, Unclean, clean_json, clean_text
 from memories.models import NAMESPACE_MAX_CHARS
 
 NAMESPACE_SEPARATOR = "/"
@@ -25,7 +25,7 @@ class CleanField:
     secrets: Secrets
 
     def cleaned(self, clean, value, **limits):
-        """clean(value) (memories.cleaning), its refusal as this field's validation error."""
+        """clean(value) (memories.intake.cleaning), its refusal as this field's validation error."""
         name = self.field_name or getattr(self.parent, "field_name", "") or "value"
         try:
             return clean(value, field=name, secrets=self.secrets, **limits)

@@ -10,7 +10,7 @@ from rest_framework import exceptions, parsers
 from rest_framework.request import Request
 
 from memories.api import storable
-from memories.cleaning import TOO_DEEP_MESSAGE
+from memories.intake.cleaning import TOO_DEEP_MESSAGE
 from memory_platform.config import config
 
 

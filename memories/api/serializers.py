@@ -9,7 +9,6 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories import strength
 from memories.api.fields import (
     CleanCharField,
     CleanJSONField,
@@ -17,7 +16,8 @@ from memories.api.fields import (
     TagField,
     namespace_labels,
 )
-from memories.cleaning import Secrets
+from memories.intake.cleaning import Secrets
+from memories.lifecycle import strength
 from memories.models import (
     CONTENT_MAX_CHARS,
     Entity,

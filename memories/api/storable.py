@@ -1,13 +1,13 @@
 """What the store can keep, checked on a whole request: the parser runs `check` on every
 request body, and the API views run it on query parameters and URL parts, so a bad value is a
 400 naming where it was (`metadata.foo`, `memories[2].content`) before any field reads it. The
-rules are memories.cleaning's, which every field applies again to what it reads."""
+rules are memories.intake.cleaning's, which every field applies again to what it reads."""
 
 from __future__ import annotations
 
 from rest_framework import exceptions
 
-from memories.cleaning import problems
+from memories.intake.cleaning import problems
 
 
 def check(value, path: str = "") -> None:

@@ -1,6 +1,6 @@
 """Decay (spec §4): what is fading, and the nightly job that archives what has faded.
 
-A memory's strength (memories.strength) falls with the time since it was last retrieved or
+A memory's strength (memories.lifecycle.strength) falls with the time since it was last retrieved or
 changed, slower the more it was retrieved and the more important it is; confirmed (protected)
 memories and, by default, episodes keep strength 1. The nightly job archives every live memory
 whose strength fell below DECAY_THRESHOLD (spec §4: 0.05), never deletes one, and writes a
@@ -18,8 +18,9 @@ from django.db import connection, transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from memories import cache, strength
 from memories.access import EVERYWHERE, KeyReach
+from memories.caching import cache
+from memories.lifecycle import strength
 from memories.models import LifecycleRun, Memory, MemoryTag, MemoryVersion, live_sql
 from memories.retrieval.filters import SearchFilters
 from memories.writes.kernel import Actor, version_row

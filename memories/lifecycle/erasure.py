@@ -40,8 +40,8 @@ from typing import Callable
 import redis
 from django.db import DatabaseError, connection, transaction
 
-from memories import cache
 from memories.access import namespace_sql
+from memories.caching import cache
 from memories.errors import InvalidInput, NotFound
 from memories.lifecycle import tracking
 from memories.models import Erasure

@@ -1,5 +1,5 @@
 """Expiry (spec §2's time to live): a memory past its expires_at is gone to every read at once
-(memories.selectors, the search's filters), and this sweep removes it for good, with
+(memories.reads.selectors, the search's filters), and this sweep removes it for good, with
 everything that refers to it, through erasure (the one module that knows every place a
 memory lives), recording each organisation's sweep as an erasure and a LifecycleRun."""
 

@@ -32,7 +32,6 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from memories.embeddings import active_model
 from memories.lifecycle.portability import (
     EMBEDDING_ENCODING,
     FORMAT,
@@ -58,6 +57,7 @@ from memories.models import (
     MemoryVersion,
     Provenance,
 )
+from memories.vectors.embeddings import active_model
 from tenants.models import Agent, Organization, Session
 
 CHUNK = 1_000  # memories read, and written out, at a time

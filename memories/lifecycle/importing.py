@@ -50,8 +50,8 @@ from typing import BinaryIO, Callable
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from memories.embeddings import active_model, vector_literal
 from memories.errors import InvalidInput
+from memories.intake.redaction import Redactor, redactor_for
 from memories.lifecycle import tracking
 from memories.lifecycle.portability import (
     MAX_LINE_BYTES,
@@ -63,9 +63,9 @@ from memories.lifecycle.portability import (
     with_origin,
 )
 from memories.models import EMBEDDING_DIMENSIONS, live_sql
-from memories.redaction import Redactor, redactor_for
 from memories.understanding import lexicon
 from memories.understanding.entities import name_key
+from memories.vectors.embeddings import active_model, vector_literal
 from memories.writes.kernel import (
     check_content,
     check_identifiers,

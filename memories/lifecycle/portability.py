@@ -45,7 +45,7 @@ from django.db.models import Q
 from django.utils.dateparse import parse_datetime
 
 from memories.access import namespace_prefix_filter, namespace_sql
-from memories.cleaning import MAX_JSON_DEPTH, TOO_DEEP_MESSAGE, problems
+from memories.intake.cleaning import MAX_JSON_DEPTH, TOO_DEEP_MESSAGE, problems
 from memories.models import (
     CONTENT_MAX_CHARS,
     EntityKind,

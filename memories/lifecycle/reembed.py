@@ -47,7 +47,9 @@ from datetime import datetime
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from memories.embeddings import (
+from memories.errors import Conflict, InvalidInput
+from memories.models import EMBEDDING_DIMENSIONS, EmbeddingModel
+from memories.vectors.embeddings import (
     KNOWN_MODELS,
     MODEL_NAME,
     UnknownModel,
@@ -59,8 +61,6 @@ from memories.embeddings import (
     text_hash_sql,
     vector_literal,
 )
-from memories.errors import Conflict, InvalidInput
-from memories.models import EMBEDDING_DIMENSIONS, EmbeddingModel
 from tenants.context import service_account, tenant_context
 
 logger = logging.getLogger(__name__)

@@ -26,9 +26,9 @@ from django.utils import timezone
 
 from memories.access import EVERYWHERE, KeyReach, namespace_prefix_filter
 from memories.errors import Conflict, InvalidInput, NotFound
+from memories.intake.redaction import IdentifierHoldsSecret, redactor_for
 from memories.lifecycle import consolidation
 from memories.models import Memory
-from memories.redaction import IdentifierHoldsSecret, redactor_for
 from tenants.models import Session
 
 logger = logging.getLogger(__name__)

@@ -1,12 +1,12 @@
 """Composite (org_id, id) keys, database-owned references, triggers, row-level security and
 the vector index for the memory tables.
 
-See memory_platform/schema.py, memories/vector_index.py and docs/adr/0032.
+See memory_platform/schema.py, memories/vectors/index.py and docs/adr/0032.
 """
 
 from django.db import migrations
 
-from memories import vector_index
+from memories.vectors import index as vector_index
 from memory_platform.schema import (
     FORBID_REWRITE_FUNCTION,
     TenantReference,

@@ -1,4 +1,4 @@
-"""Decay and time to live (issue 19; memories.strength, memories.lifecycle).
+"""Decay and time to live (issue 19; memories.lifecycle.strength, memories.lifecycle).
 
 * memories.reinforced_at: when the decay clock last restarted other than by a retrieval;
   memories.ttl_seconds: the time to live a memory was written with, which a read may refresh.

@@ -93,7 +93,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='EmbeddingModel',
             fields=[
-                ('name', models.CharField(help_text='Its name in memories.embeddings.KNOWN_MODELS.', max_length=128, primary_key=True, serialize=False)),
+                ('name', models.CharField(help_text='Its name in memories.vectors.embeddings.KNOWN_MODELS.', max_length=128, primary_key=True, serialize=False)),
                 ('state', models.CharField(choices=[('building', 'Building'), ('ready', 'Ready'), ('active', 'Active'), ('retired', 'Retired')], max_length=16)),
                 ('memories_total', models.PositiveIntegerField(default=0, help_text='Memories to embed, when last counted.')),
                 ('memories_done', models.PositiveIntegerField(default=0, help_text='Of them, those with a vector of this model.')),

@@ -15,10 +15,10 @@ import redis
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memories import cache
+from memories.caching import cache
 from memories.errors import Conflict, NotFound
+from memories.intake.redaction import redactor_for
 from memories.models import Memory, RetrievalEvent
-from memories.redaction import redactor_for
 from memories.retrieval import context
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.pipeline import memory_search

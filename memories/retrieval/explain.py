@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 from django.utils import timezone
 
-from memories import strength
 from memories.access import EVERYWHERE, KeyReach
+from memories.lifecycle import strength
 from memories.models import Memory, MemoryEntity, MemoryRelationship, MemoryVersion, Provenance, RetrievalEvent
 from memories.retrieval import ranking
 from memory_platform.config import config
@@ -31,7 +31,7 @@ class Explanation:
 
 
 def memory_explain(*, org_id, memory: Memory, reach: KeyReach = EVERYWHERE, with_retrievals: bool = True) -> Explanation:
-    """Explain a memory the caller may read (memory: as memories.selectors.memory_get loads it)."""
+    """Explain a memory the caller may read (memory: as memories.reads.selectors.memory_get loads it)."""
     now = timezone.now()
     since = strength.last_reinforced(memory.created_at, memory.reinforced_at, memory.last_retrieved_at)
     threshold = config().decay_threshold

@@ -1,4 +1,4 @@
-"""Each agent's hot memories (spec §1): its best memories by the hot score (memories.cache),
+"""Each agent's hot memories (spec §1): its best memories by the hot score (memories.caching.cache),
 kept as a Redis sorted set and rebuilt from PostgreSQL when the set has expired or Redis is
 unreachable."""
 
@@ -8,7 +8,7 @@ import uuid
 
 from django.db import connection
 
-from memories import cache
+from memories.caching import cache
 from memories.models import Memory, live_sql
 from memories.retrieval import records
 from memory_platform.config import config

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from memories import cache, embeddings
+from memories.caching import cache
 from memories.retrieval import (
     expansion,
     fulltext,
@@ -36,6 +36,7 @@ from memories.retrieval.speakers import Speaker
 from memories.understanding import intent as intents
 from memories.understanding import when
 from memories.understanding.when import Period
+from memories.vectors import embeddings
 from memory_platform.config import config
 
 # The namespace store's search (memories.store.search): vector matches only, never filled

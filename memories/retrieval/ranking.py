@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from django.db import connection
 
-from memories import strength
+from memories.lifecycle import strength
 from memories.models import RANKING_MEMORY_COLUMNS, Memory
 from memory_platform.config import config
 
@@ -189,7 +189,7 @@ def standing(memory: RankingRow | Memory, now: datetime) -> dict[str, float]:
 
 def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> list[Result]:
     """The final score: relevance (fused, scaled to [0, 1]) blended with importance,
-    confidence, recency, usage and strength (how well it is held: memories.strength), weights from settings (RANKING_WEIGHTS). `memories` maps
+    confidence, recency, usage and strength (how well it is held: memories.lifecycle.strength), weights from settings (RANKING_WEIGHTS). `memories` maps
     each id to its RankingRow."""
     weights = config().search.ranking_weights
     top = max(fused.values(), default=1.0) or 1.0

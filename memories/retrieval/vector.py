@@ -5,7 +5,7 @@ The search returns the k nearest rows of the tenant whatever the tenant's size:
     exactly: its rows come from a b-tree index and are sorted by distance;
   * a larger one goes through the approximate index with an iterative scan (pgvector 0.8),
     which keeps scanning past rows the tenant filter rejects until k rows are found; a tenant
-    with an HNSW index of its own (memories.vector_index) goes through that one.
+    with an HNSW index of its own (memories.vectors.index) goes through that one.
 The query knobs are set with SET LOCAL, so they end with the search's transaction; the
 planner's page cost the exact path sets (EXACT_PATH_SETTINGS) is undone as soon as it has run.
 """
@@ -20,11 +20,11 @@ from datetime import timedelta
 from django.db import connection
 from django.utils import timezone
 
-from memories import vector_index
-from memories.embeddings import vector_literal
 from memories.retrieval import size
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, memory_columns, ranked_hits, ranking_columns, usage_join
+from memories.vectors import index as vector_index
+from memories.vectors.embeddings import vector_literal
 from memory_platform.config import config
 from memory_platform.database import reset_local, set_local
 
@@ -67,7 +67,7 @@ def shared_index() -> tuple[str | None, dict]:
 
 
 def has_own_index(org_id) -> bool:
-    """Whether the tenant has an HNSW index of its own (memories.vector_index)."""
+    """Whether the tenant has an HNSW index of its own (memories.vectors.index)."""
     _refresh_index_cache()
     return uuid.UUID(str(org_id)) in _index_cache["own"]
 

@@ -11,7 +11,7 @@ from django.db.models.expressions import RawSQL
 from memories.access import EVERYWHERE, KeyReach, namespace_prefix_filter, namespace_sql
 from memories.errors import NotFound
 from memories.models import Memory
-from memories.selectors import NOT_EXPIRED, with_tags
+from memories.reads.selectors import NOT_EXPIRED, with_tags
 from memories.store import values
 
 

@@ -10,14 +10,14 @@ from django.db.models.expressions import RawSQL
 
 from memories.errors import Conflict
 from memories.models import CONTENT_MAX_CHARS, Memory
-from memories.selectors import NOT_EXPIRED
+from memories.reads.selectors import NOT_EXPIRED
 from memories.store import values as store_values
 from memories.writes.change import memory_delete, memory_update
 from memories.writes.create import WriteResult, memory_create
 from memories.writes.kernel import Actor
 
 # A store item lives until it is deleted or its time to live runs out, as LangGraph's store
-# promises: it does not fade (memories.strength) and is never archived by the nightly decay.
+# promises: it does not fade (memories.lifecycle.strength) and is never archived by the nightly decay.
 STORE_DECAY_RATE = 0.0
 
 

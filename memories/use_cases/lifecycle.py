@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from memories import selectors
 from memories.access import Caller
 from memories.lifecycle import decay, erasure, sessions, stats
 from memories.models import Entity
+from memories.reads import selectors
 from tenants.models import Session
 
 

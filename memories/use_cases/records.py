@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from memories import selectors
 from memories.access import Caller
 from memories.errors import NotFound
 from memories.lifecycle import sessions
 from memories.models import Memory, MemoryRelationship, MemoryVersion
+from memories.reads import selectors
 from memories.retrieval import explain
 from memories.writes import change, create, tagging
 from memories.writes.create import WriteResult

@@ -4,12 +4,11 @@ the console; each change is recorded as the caller's."""
 
 from __future__ import annotations
 
-from memories import conflicts
 from memories.access import Caller
 from memories.errors import NotFound
 from memories.models import Memory
 from memories.use_cases.records import memory_get
-from memories.writes import review
+from memories.writes import conflicts, review
 
 
 def memory_approve(caller: Caller, memory_id) -> Memory:

@@ -8,6 +8,8 @@ actions:
 - change: edits and state changes (delete, restore, confirm, archive, supersede, feedback);
 - review: a reviewer's approve and reject;
 - tagging: tags and relationships;
+- conflicts: contradictions and near-duplicates, and how an operator resolves them (keep one,
+  merge both, or declare both valid);
 - store: spec §3's namespace store (upsert by namespace and key).
 
 Every write is one transaction, and every change of a memory leaves a MemoryVersion row (a

@@ -10,8 +10,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memories.errors import Conflict, InvalidInput
+from memories.intake.redaction import redactor_for
 from memories.models import Memory, MemoryRelationship, MemoryVersion
-from memories.redaction import redactor_for
 from memories.writes.create import WriteResult, insert_memory
 from memories.writes.entities import link_entities, relink_entities
 from memories.writes.kernel import (

@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from memories.access import under_namespace
 from memories.errors import Conflict, InvalidInput, NotFound
+from memories.intake.redaction import Redactor, redactor_for
 from memories.models import LIVE, Memory, MemoryTag, MemoryVersion
-from memories.redaction import Redactor, redactor_for
 from memories.writes.duplicates import near_duplicates, record_duplicates
 from memories.writes.entities import link_entities
 from memories.writes.kernel import (

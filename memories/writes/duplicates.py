@@ -1,7 +1,7 @@
 """Near-duplicates: live memories of the same agent and namespace whose embeddings are at or
 above NEAR_DUPLICATE_SIMILARITY to a written one. Found when a memory is written with its
 embedding, or by the job that embeds it later (memories.jobs), and recorded as
-DuplicateCandidate rows for an operator to resolve (memories.conflicts)."""
+DuplicateCandidate rows for an operator to resolve (memories.writes.conflicts)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The building blocks of every write: who makes it (Actor), what is stored (redacted,
 normalised, hashed), the version row it leaves, and what follows its commit (the embedding
-job, the agent's hot set). The action modules (create, change, review, tagging, store) and
-memories.conflicts build on these public functions only.
+job, the agent's hot set). The action modules (create, change, review, tagging, store,
+conflicts) build on these public functions only.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from memories import cache, jobs
+from memories import jobs
 from memories.access import Actor  # noqa: F401 (who makes a change; the writes take it from here)
-from memories.embeddings import Embedded, EmbeddingError, get_embedder
+from memories.caching import cache
 from memories.errors import InvalidInput, NotFound, StaleVersion, VersionRequired
+from memories.intake.redaction import IdentifierHoldsSecret, Redactor
 from memories.models import CONTENT_MAX_CHARS, EMBEDDING_DIMENSIONS, LIVE, Memory, MemoryTag, MemoryVersion
-from memories.redaction import IdentifierHoldsSecret, Redactor
+from memories.vectors.embeddings import Embedded, EmbeddingError, get_embedder
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ SNAPSHOT_FIELDS = (
 SNAPSHOT_KEYS = {"namespace": "scope"}
 # The longest time to live a write may give, in seconds (ten years).
 TTL_MAX_SECONDS = 10 * 365 * 86400
-# How fast a memory fades (memories.strength) unless the writer says otherwise: episodes, the
+# How fast a memory fades (memories.lifecycle.strength) unless the writer says otherwise: episodes, the
 # record of what happened, do not.
 DEFAULT_DECAY_RATE = {Memory.MemoryType.EPISODIC: 0.0}
 DECAY_RATE_MAX = 10.0

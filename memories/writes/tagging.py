@@ -9,8 +9,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from memories.errors import Conflict, InvalidInput, NotFound
+from memories.intake.redaction import redactor_for
 from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryVersion
-from memories.redaction import redactor_for
 from memories.writes.kernel import Actor, check_identifiers, locked, record_version, tags_of
 
 

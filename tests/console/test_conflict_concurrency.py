@@ -6,9 +6,9 @@ import time
 
 from django.db import connection, transaction
 
-from memories import conflicts
 from memories.errors import MemoryServiceError
 from memories.models import Memory, MemoryVersion
+from memories.writes import conflicts
 from tenants.context import tenant_context
 from tests.console.conftest import operator
 from tests.markers import committing

@@ -6,9 +6,9 @@ operators reach nothing; another organisation's page is missing."""
 import pytest
 from django.test import Client
 
-from memories import embeddings
 from memories.lifecycle import reembed
 from memories.models import EmbeddingModel, Memory
+from memories.vectors import embeddings
 from tenants.context import service_account
 from tests.console.conftest import emptied_queue, remember
 

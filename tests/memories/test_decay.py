@@ -8,8 +8,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memories import strength
-from memories.lifecycle import decay
+from memories.lifecycle import decay, strength
 from memories.models import LifecycleRun, Memory, MemoryUsage, MemoryVersion
 from memories.writes.change import memory_confirm, memory_unarchive
 from memories.writes.kernel import Actor

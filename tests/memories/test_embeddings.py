@@ -8,7 +8,8 @@ from django.core.management.base import SystemCheckError
 from django.db import connection
 from django.test import override_settings
 
-from memories import cache, embeddings
+from memories.caching import cache
+from memories.vectors import embeddings
 from tests.knobs import with_search_knobs
 
 # The process's embedder is the active model's, which the database names.

@@ -3,7 +3,7 @@
 import pytest
 from django.conf import settings
 
-from memories import cache
+from memories.caching import cache
 from memories.models import Memory, MemoryUsage
 from tenants.context import tenant_context
 

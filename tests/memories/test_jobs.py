@@ -157,14 +157,14 @@ class BrokenModel:
     model_name, dimensions = "all-MiniLM-L6-v2", 384
 
     def embed(self, texts):
-        from memories.embeddings import EmbeddingError
+        from memories.vectors.embeddings import EmbeddingError
 
         raise EmbeddingError("model unavailable")
 
 
 @committing
 def test_when_the_model_fails_a_write_is_stored_pending_and_completed_later(tenant_a, api_a, empty_queue):
-    from memories.embeddings import use_embedder
+    from memories.vectors.embeddings import use_embedder
 
     with use_embedder(BrokenModel()):
         response = api_a.post("/api/v1/memories", {"content": "Written while the model was down"})

@@ -14,9 +14,11 @@ from django.core.management.base import CommandError
 from django.db import ProgrammingError, connection, connections, transaction
 from django.utils import timezone
 
-from memories import cache, embeddings, jobs
+from memories import jobs
+from memories.caching import cache
 from memories.lifecycle import erasure, reembed
 from memories.models import EmbeddingModel, Memory, MemoryEmbedding
+from memories.vectors import embeddings
 from tenants.context import service_account, tenant_context
 from tests import factories
 from tests.markers import committing
@@ -255,7 +257,7 @@ def test_other_sessions_see_the_old_vectors_until_the_switch_commits(written):
         with service_account(using="owner"), connections["owner"].cursor() as cursor:
             cursor.execute("SELECT DISTINCT embedding_model FROM memories")
             models = {row[0] for row in cursor.fetchall()}
-            # As memories.embeddings.active_model reads it (an earlier committing test's flush
+            # As memories.vectors.embeddings.active_model reads it (an earlier committing test's flush
             # empties embedding_models: the default model is active then).
             cursor.execute("SELECT coalesce((SELECT name FROM embedding_models WHERE state = 'active'), %s)",
                            [FLOAT32])

@@ -6,10 +6,10 @@ import pytest
 from django.db import connection, connections, transaction
 from pgvector.django import CosineDistance
 
-from memories import vector_index
 from memories.models import EMBEDDING_DIMENSIONS, Memory
 from memories.retrieval import fulltext, size, vector
 from memories.retrieval.filters import SearchFilters
+from memories.vectors import index as vector_index
 from memory_platform.database import set_local
 from tenants.context import tenant_context
 from tests import factories

@@ -6,7 +6,7 @@ import logging
 import pytest
 from django.core.signals import request_finished, request_started
 
-from memories import cache
+from memories.caching import cache
 from memory_platform.after_response import after_response
 
 

@@ -4,8 +4,8 @@ checks that every field uses it; tests/test_secret_markers.py, that every door d
 
 import pytest
 
-from memories.cleaning import MAX_JSON_DEPTH, Secrets, Unclean, clean_json, clean_text
 from memories.errors import InvalidInput
+from memories.intake.cleaning import MAX_JSON_DEPTH, Secrets, Unclean, clean_json, clean_text
 
 TOKEN = "AKIA" + "IOSFODNN7EXAMPLE"  # an AWS access key id's shape, AWS's documented example
 

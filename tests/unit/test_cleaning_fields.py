@@ -1,4 +1,4 @@
-"""Every field that reads what a client or an operator sends cleans it (memories.cleaning), so no
+"""Every field that reads what a client or an operator sends cleans it (memories.intake.cleaning), so no
 text reaches a service or a table uncleaned through a field added later: the REST API's and the
 LangGraph store's input serializers (MCP's tools validate with them), the console's forms and
 Django admin's forms. Checked on the classes, without a server."""
@@ -23,7 +23,7 @@ from integrations.langgraph_store import serializers as langgraph
 from memories.admin import ReadOnlyAdmin
 from memories.api import serializers as rest
 from memories.api.fields import CleanCharField, CleanField, CleanJSONField, NamespaceField
-from memories.cleaning import Secrets
+from memories.intake.cleaning import Secrets
 
 ROOT = Path(__file__).resolve().parents[2]
 AWS_KEY = "AKIA" + "Q7HLM2RT9VB4NC8K"  # an AWS access key id's shape; made up

@@ -8,9 +8,9 @@ import json
 import pytest
 from rest_framework import exceptions
 
-from memories import cleaning
 from memories.api import storable
 from memories.api.parsers import LimitedJSONParser, PayloadTooLarge
+from memories.intake import cleaning
 
 
 def parse(body: bytes | str):

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from memories.redaction import IdentifierHoldsSecret, Redactor, passes_luhn, redact_json, redact_text
+from memories.intake.redaction import IdentifierHoldsSecret, Redactor, passes_luhn, redact_json, redact_text
 from tests.memories.secret_corpus import HARMLESS, SECRETS
 
 PERSONAL = [

@@ -1,10 +1,10 @@
-"""Strength (memories.strength): Ebbinghaus decay with access reinforcement, as pure math."""
+"""Strength (memories.lifecycle.strength): Ebbinghaus decay with access reinforcement, as pure math."""
 
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memories import strength
+from memories.lifecycle import strength
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
 

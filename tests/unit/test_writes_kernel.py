@@ -4,9 +4,9 @@ same, what content is refused, how a vector is written for PostgreSQL."""
 import numpy as np
 import pytest
 
-from memories.embeddings import vector_literal
 from memories.errors import InvalidInput
 from memories.models import CONTENT_MAX_CHARS
+from memories.vectors.embeddings import vector_literal
 from memories.writes.kernel import Actor, check_content, content_hash, normalise
 
 

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from tqdm import tqdm
 
-from memories import vector_index
+from memories.vectors import index as vector_index
 
 
 class Command(BaseCommand):

@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from memories.embeddings import active_model
 from memories.errors import MemoryServiceError
 from memories.lifecycle import reembed
+from memories.vectors.embeddings import active_model
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memories import cleaning
+from memories.intake import cleaning
 from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryVersion, RetrievalEvent
 from tenants.context import tenant_context
 

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from memories.embeddings import INT8_MODEL_NAME
 from memories.lifecycle import reembed
 from memories.models import Erasure, Memory
+from memories.vectors.embeddings import INT8_MODEL_NAME
 from tenants.context import tenant_context
 from tests.markers import committing
 from tests.memories.api.test_redaction_channels import redis_values_holding, rows_holding

@@ -270,7 +270,7 @@ def test_issue_api_key_command_limits_a_key(tenant_a, capsys):
 
 
 def test_the_hot_set_of_a_limited_key_holds_its_own_memories_first_in_line(tenant_a, users, alice_key):
-    from memories import cache
+    from memories.caching import cache
 
     hot = cache.HOT_KEY.format(org_id=tenant_a.org.id, agent_id=tenant_a.agent.id)
     cache.client().delete(hot)

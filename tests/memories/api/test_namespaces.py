@@ -4,9 +4,9 @@ touches the other's."""
 
 import pytest
 
-from memories import conflicts
 from memories.errors import Conflict
 from memories.models import DuplicateCandidate, Memory, MemoryVersion
+from memories.writes import conflicts
 from tenants.context import tenant_context
 
 pytestmark = pytest.mark.django_db

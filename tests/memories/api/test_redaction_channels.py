@@ -13,8 +13,8 @@ import pytest
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 
-from memories import cache, conflicts
-from memories.writes import review
+from memories.caching import cache
+from memories.writes import conflicts, review
 from memories.writes.kernel import Actor
 from memory_platform import local_services
 from tenants.context import service_account, tenant_context

@@ -5,11 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories import embeddings
-from memories.embeddings import use_embedder
 from memories.models import Memory, RetrievalEvent
 from memories.retrieval import fulltext, ranking, size
 from memories.retrieval.filters import SearchFilters
+from memories.vectors import embeddings
+from memories.vectors.embeddings import use_embedder
 from memory_platform import distribution
 from tenants.context import tenant_context
 from tests import factories
@@ -330,7 +330,7 @@ def test_a_retrieval_leaves_the_memory_row_as_it_was(tenant_a, api_a, facts, dja
 
 
 def test_a_forged_retrieval_entry_cannot_touch_another_organisation(tenant_a, tenant_b):
-    from memories import cache
+    from memories.caching import cache
     from memories.retrieval.events import (
         RETRIEVAL_COUNTS_KEY,
         RETRIEVALS_PENDING_KEY,
@@ -348,7 +348,7 @@ def test_a_forged_retrieval_entry_cannot_touch_another_organisation(tenant_a, te
 def test_retrievals_taken_from_redis_go_back_if_the_write_fails(tenant_a):
     from django.db import DatabaseError
 
-    from memories import cache
+    from memories.caching import cache
     from memories.retrieval.events import (
         RETRIEVAL_COUNTS_KEY,
         RETRIEVALS_PENDING_KEY,
@@ -371,7 +371,7 @@ def test_retrievals_taken_from_redis_go_back_if_the_write_fails(tenant_a):
 
 def test_retrievals_are_written_at_once_when_redis_is_down(tenant_a, api_a, facts, django_capture_on_commit_callbacks,
                                                            monkeypatch):
-    from memories import cache
+    from memories.caching import cache
 
     before = _counts(tenant_a.org.id, facts.values())
     unreachable = type(cache.client())(host="127.0.0.1", port=1, socket_connect_timeout=0.2)

@@ -16,7 +16,7 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from memories.embeddings import KNOWN_MODELS, EmbeddingError, active_model, get_query_embedder, query_model
+from memories.vectors.embeddings import KNOWN_MODELS, EmbeddingError, active_model, get_query_embedder, query_model
 from memory_platform.after_response import after_response
 from memory_platform.config import config
 

@@ -17,8 +17,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memories.errors import Conflict, InvalidInput, NotFound
+from memories.intake.redaction import redactor_for
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
-from memories.redaction import redactor_for
 from memories.writes.create import insert_memory
 from memories.writes.kernel import Actor, enqueue_embedding, record_version, refresh_hot_set
 

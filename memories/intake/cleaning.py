@@ -9,7 +9,7 @@ Cleaning a value:
   unpaired surrogate (JSON's "\\ud800" decodes to one); JSON nested without bound exhausts the
   parser's and the redactor's recursion. Either used to reach the database and answer 500;
 - it must fit: text within its field's length (once redacted too), JSON within its bytes;
-- and a secret in it (memories.redaction's rules) meets the fate its field states (`Secrets`).
+- and a secret in it (memories.intake.redaction's rules) meets the fate its field states (`Secrets`).
 
 What is wrong raises `Unclean`, an InvalidInput naming where it was (`metadata.foo`), before
 anything is written. An organisation's own policy (personal data too) is applied on top by the
@@ -23,7 +23,7 @@ import json
 import re
 
 from memories.errors import InvalidInput
-from memories.redaction import IdentifierHoldsSecret, Redactor
+from memories.intake.redaction import IdentifierHoldsSecret, Redactor
 
 # Deep enough for any real metadata or provenance (a batch item's metadata starts at level
 # 4), shallow enough that nothing downstream comes near Python's recursion limit.
