@@ -36,6 +36,15 @@ NamespacePrefix = Annotated[list[str] | str | None, Field(
 MemoryId = Annotated[uuid.UUID, Field(description="The memory's id, as search_memory or remember_fact returned it.")]
 Category = Literal["factual", "preference", "behavioral", "episodic", "procedural"]  # Memory.Category
 MemoryType = Literal["working", "episodic", "semantic"]  # Memory.MemoryType
+# A search's filters (search_memory, assemble_context): SearchFiltersSerializer's, by the names a model uses.
+Categories = Annotated[list[Category] | None, Field(description="Only these categories.")]
+MemoryTypes = Annotated[list[MemoryType] | None, Field(description="Only these memory types.")]
+TimeRange = Annotated[Literal["last_day", "last_week", "last_month"] | None,
+                      Field(description="Only memories recorded within this period.")]
+After = Annotated[str | None, Field(description="Only memories recorded at or after this ISO 8601 date-time, e.g. "
+                                                "2026-05-01T00:00:00Z.")]
+Before = Annotated[str | None, Field(description="Only memories recorded before this ISO 8601 date-time.")]
+Tags = Annotated[list[str] | None, Field(description="Only memories with all of these tags.")]
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -61,6 +70,12 @@ def brief(memory) -> dict:
     return {name: data[name] for name in BRIEF_FIELDS}
 
 
+def search_filters(*, namespace, category, memory_type, time_range, after, before, tags) -> dict | None:
+    """The filters a search tool was given, as SearchFiltersSerializer reads them (None: none)."""
+    return given(namespace=namespace, category=category, memory_type=memory_type, time_range=time_range,
+                 created_after=after, created_before=before, tags=tags) or None
+
+
 # --------------------------------------------------------------------------- spec §4's tools
 
 
@@ -69,23 +84,21 @@ async def search_memory(
     query: Annotated[str, Field(description="What to look for, in plain words (a question works best).")],
     limit: Annotated[int, Field(description="How many memories to return, 1-100.")] = 10,
     namespace: NamespacePrefix = None,
-    category: Annotated[list[Category] | None, Field(description="Only these categories.")] = None,
-    memory_type: Annotated[list[MemoryType] | None, Field(description="Only these memory types.")] = None,
-    time_range: Annotated[Literal["last_day", "last_week", "last_month"] | None,
-                          Field(description="Only memories recorded within this period.")] = None,
-    after: Annotated[str | None, Field(description="Only memories recorded at or after this ISO 8601 "
-                                                   "date-time, e.g. 2026-05-01T00:00:00Z.")] = None,
-    before: Annotated[str | None, Field(description="Only memories recorded before this ISO 8601 date-time.")] = None,
-    tags: Annotated[list[str] | None, Field(description="Only memories with all of these tags.")] = None,
+    category: Categories = None,
+    memory_type: MemoryTypes = None,
+    time_range: TimeRange = None,
+    after: After = None,
+    before: Before = None,
+    tags: Tags = None,
     expand: Annotated[int, Field(description="Also the memories 1 or 2 relationships away from the best results "
                                              "(0: none).")] = 0,
 ) -> str:
     """Search long-term memory: hybrid meaning and keyword search, ranked by relevance, importance, confidence,
     recency and use. Call it before answering anything that depends on what the user said or did before.
     A question naming a period ("in May", "last week") or a person is understood as such."""
-    filters = given(namespace=namespace, category=category, memory_type=memory_type, time_range=time_range,
-                    created_after=after, created_before=before, tags=tags)
-    body = given(query=query, limit=limit, expand=expand, filters=filters or None)
+    filters = search_filters(namespace=namespace, category=category, memory_type=memory_type,
+                             time_range=time_range, after=after, before=before, tags=tags)
+    body = given(query=query, limit=limit, expand=expand, filters=filters)
 
     def work(caller: Caller):
         count_against(caller, "search")
@@ -238,6 +251,87 @@ async def weak_facts(
     return as_text(await in_tenant(ctx, query, work))
 
 
+# --------------------------------------------------------------------------- context and replay
+# As the REST API's POST /context and /retrieval-events/<id>/replay, by the same serializers and
+# use cases.
+
+ContextOrder = Literal["relevance", "time"]  # memories.retrieval.context.ORDERS
+ContextEncoding = Literal["o200k_base", "cl100k_base"]  # memories.retrieval.context.ENCODINGS
+
+
+async def assemble_context(
+    ctx: Context,
+    query: Annotated[str, Field(description="The request the context is for, as the user put it.")],
+    max_tokens: Annotated[int, Field(description="The budget, 16-100000: the text returned has at most this many "
+                                                 "tokens.")] = 1000,
+    namespace: NamespacePrefix = None,
+    category: Categories = None,
+    memory_type: MemoryTypes = None,
+    time_range: TimeRange = None,
+    after: After = None,
+    before: Before = None,
+    tags: Tags = None,
+    candidates: Annotated[int, Field(description="How many of the search's best results are considered, "
+                                                 "1-100.")] = 30,
+    order: Annotated[ContextOrder, Field(description="The lines by relevance, or in the order the memories "
+                                                     "happened (time).")] = "relevance",
+    encoding: Annotated[ContextEncoding, Field(description="The tokenizer that counts the budget: o200k_base "
+                                                           "(GPT-4o and later) or cl100k_base (GPT-4, "
+                                                           "GPT-3.5).")] = "o200k_base",
+) -> str:
+    """The memories relevant to a request, as text ready to put in a prompt, within a token budget: the same
+    search as search_memory ranks them, and their lines ("- [date] content") are taken best first while the
+    text stays within max_tokens, counted by a real tokenizer. Use it to fill a prompt with what memory holds;
+    use search_memory to look at memories one by one. Recorded as a retrieval event (replay_retrieval runs it
+    again)."""
+    filters = search_filters(namespace=namespace, category=category, memory_type=memory_type,
+                             time_range=time_range, after=after, before=before, tags=tags)
+    body = given(query=query, max_tokens=max_tokens, candidates=candidates, order=order, encoding=encoding,
+                 filters=filters)
+
+    def work(caller: Caller):
+        count_against(caller, "search")
+        request = s.validated(s.ContextRequestSerializer, body)
+        parameters = {name: request[name] for name in ("max_tokens", "encoding", "candidates", "order")}
+        assembled = retrieval.context_assemble(
+            caller, query=request["query"], filters=s.SearchFiltersSerializer.to_filters(request.get("filters", {})),
+            **parameters)
+        assembly = assembled.assembly
+        return {"context": assembly.text, "tokens": assembly.tokens, "max_tokens": parameters["max_tokens"],
+                "memories": [{"id": str(result.memory.pk), "rank": rank, "score": round(result.score, 4),
+                              "tokens": tokens} for rank, result, tokens in assembly.chosen],
+                "left_out": [{"id": str(result.memory.pk), "rank": rank, "tokens": tokens}
+                             for rank, result, tokens in assembly.left_out],
+                "retrieval_event_id": str(assembled.event.pk), "degraded": assembly.outcome.degraded,
+                "understood": assembly.outcome.understood}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+async def replay_retrieval(
+    ctx: Context,
+    retrieval_event_id: Annotated[uuid.UUID, Field(description="The retrieval event to run again, as "
+                                                               "search_memory or assemble_context returned it.")],
+) -> str:
+    """Run a recorded search (or context assembly) again, as of now, and say what changed since: the memories
+    it finds now that it did not (added), those it no longer finds and why (removed: deleted, superseded,
+    expired, archived... or outranked), and those that moved, with what it returns now (results, by id: see
+    explain_fact). Recorded as a retrieval event of its own. A key limited to namespaces may not: retrieval
+    events show what anyone in the organisation searched for."""
+
+    def work(caller: Caller):
+        count_against(caller, "search")
+        replay = retrieval.retrieval_event_replay(caller, retrieval_event_id)
+        event = replay.event
+        return {"retrieval_event_id": str(event.pk), "replay_of": str(replay.original.pk), "query": event.query,
+                "unchanged": replay.unchanged, "added": replay.added, "removed": replay.removed,
+                "moved": replay.moved,
+                "results": [{"rank": rank, "id": str(memory_id), "score": round(score, 4)} for rank, (memory_id, score)
+                            in enumerate(zip(event.returned_memory_ids, event.returned_scores), start=1)]}
+
+    return as_text(await in_tenant(ctx, {"retrieval_event_id": str(retrieval_event_id)}, work))
+
+
 # --------------------------------------------------------------------------- the namespace store (spec §3)
 # In LangGraph's shapes, as its store API over HTTP (integrations.langgraph_store): an item is a
 # JSON value under a namespace and key, validated by that door's serializers.
@@ -335,8 +429,8 @@ async def store_list_namespaces(
 TOOLS = (
     (search_memory, READ), (remember_fact, WRITE), (correct_fact, WRITE), (confirm_fact, WRITE),
     (forget, DESTRUCTIVE), (get_entity_info, READ), (memory_stats, READ), (explain_fact, READ),
-    (weak_facts, READ), (store_put, WRITE), (store_get, READ), (store_delete, DESTRUCTIVE),
-    (store_list_keys, READ), (store_list_namespaces, READ),
+    (weak_facts, READ), (assemble_context, READ), (replay_retrieval, READ), (store_put, WRITE), (store_get, READ),
+    (store_delete, DESTRUCTIVE), (store_list_keys, READ), (store_list_namespaces, READ),
 )
 
 

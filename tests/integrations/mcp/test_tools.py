@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from memories.models import CONTENT_MAX_CHARS, Memory
+from memories.retrieval import context
 from memory_platform import rate_limits as limits
 from tenants import services
 from tenants.context import tenant_context
@@ -23,8 +24,8 @@ from tests.markers import committing
 pytestmark = pytest.mark.slow
 
 TOOLS = {"search_memory", "remember_fact", "correct_fact", "confirm_fact", "forget", "get_entity_info",
-         "memory_stats", "explain_fact", "weak_facts", "store_put", "store_get", "store_delete", "store_list_keys",
-         "store_list_namespaces"}
+         "memory_stats", "explain_fact", "weak_facts", "assemble_context", "replay_retrieval", "store_put",
+         "store_get", "store_delete", "store_list_keys", "store_list_namespaces"}
 
 
 def calls(url: str, key: str, *steps):
@@ -67,8 +68,13 @@ def test_the_tools_are_listed_with_descriptions_and_input_schemas(tenant_a, key_
     assert tools["remember_fact"].input_schema["required"] == ["content"]
     assert set(tools["correct_fact"].input_schema["required"]) == {"memory_id", "content"}
     assert tools["search_memory"].annotations.read_only_hint and tools["forget"].annotations.destructive_hint
+    assert {name for name, tool in tools.items() if tool.annotations.read_only_hint} == {
+        "search_memory", "get_entity_info", "memory_stats", "explain_fact", "weak_facts", "assemble_context",
+        "replay_retrieval", "store_get", "store_list_keys", "store_list_namespaces"}
     assert tools["remember_fact"].input_schema["properties"]["category"]["anyOf"][0]["enum"] == \
         list(Memory.Category.values)
+    assembly = tools["assemble_context"].input_schema["properties"]
+    assert assembly["order"]["enum"] == list(context.ORDERS) and assembly["encoding"]["enum"] == list(context.ENCODINGS)
 
 
 @committing
