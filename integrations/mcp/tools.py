@@ -76,6 +76,12 @@ def search_filters(*, namespace, category, memory_type, time_range, after, befor
                  created_after=after, created_before=before, tags=tags) or None
 
 
+def page(items, *, limit: int, offset: int) -> tuple[list, int | None]:
+    """One page of a queryset or list, and the offset of the next (None after the last)."""
+    found = list(items[offset:offset + limit + 1])
+    return found[:limit], offset + limit if len(found) > limit else None
+
+
 # --------------------------------------------------------------------------- spec §4's tools
 
 
@@ -127,12 +133,16 @@ async def remember_fact(
     tags: Annotated[list[str] | None, Field(description="Short labels to filter by later.")] = None,
     event_time: Annotated[str | None, Field(description="When it happened, ISO 8601 (episodes).")] = None,
     metadata: Annotated[dict[str, Any] | None, Field(description="Anything else to keep with it, as JSON.")] = None,
+    session_id: Annotated[uuid.UUID | None, Field(
+        description="The session it was said in, as open_session returned it: it is listed with the session's "
+                    "memories and consolidated when the session closes.")] = None,
 ) -> str:
     """Save a fact to long-term memory (embedded for search at once). Saving the same sentence again in the same
     namespace returns the memory already held (deduplicated: true); near-duplicates are reported. To change a
     fact that is wrong, use correct_fact instead."""
     body = given(content=content, namespace=namespace, category=category, memory_type=memory_type,
-                 importance=importance, confidence=confidence, tags=tags, event_time=event_time, metadata=metadata)
+                 importance=importance, confidence=confidence, tags=tags, event_time=event_time, metadata=metadata,
+                 session_id=str(session_id) if session_id else None)
 
     def work(caller: Caller):
         result = records.memory_create(caller, s.validated(s.MemoryCreateSerializer, body))
@@ -251,12 +261,15 @@ async def weak_facts(
     return as_text(await in_tenant(ctx, query, work))
 
 
-# --------------------------------------------------------------------------- context and replay
-# As the REST API's POST /context and /retrieval-events/<id>/replay, by the same serializers and
-# use cases.
+# --------------------------------------------------------------------------- context, sessions, replay
+# As the REST API's POST /context, /sessions... and /retrieval-events/<id>/replay, by the same
+# serializers and use cases.
 
 ContextOrder = Literal["relevance", "time"]  # memories.retrieval.context.ORDERS
 ContextEncoding = Literal["o200k_base", "cl100k_base"]  # memories.retrieval.context.ENCODINGS
+SessionId = Annotated[uuid.UUID, Field(description="The session's id, as open_session or list_sessions returned it.")]
+Limit = Annotated[int, Field(description="How many to return, 1-200.")]
+Offset = Annotated[int, Field(ge=0, description="How many to skip: the next_offset a previous call returned.")]
 
 
 async def assemble_context(
@@ -306,6 +319,99 @@ async def assemble_context(
                 "understood": assembly.outcome.understood}
 
     return as_text(await in_tenant(ctx, body, work))
+
+
+def session_data(session) -> dict:
+    return s.SessionSerializer(session).data
+
+
+async def open_session(
+    ctx: Context,
+    external_id: Annotated[str | None, Field(description="Your own id for the conversation (a thread id): sent "
+                                                         "again while the session is open, it finds that "
+                                                         "session instead of opening a second.")] = None,
+    namespace: Annotated[list[str] | str | None, Field(
+        description='Whose conversation it is, e.g. ["users", "alice"] or "users/alice". A key limited to '
+                    "namespaces must give one it may write.")] = None,
+    metadata: Annotated[dict[str, Any] | None, Field(description="Anything to keep with it, as JSON (e.g. the "
+                                                                 "channel).")] = None,
+) -> str:
+    """Open a session: one conversation or task run, grouping the memories written in it (give its id as
+    remember_fact's session_id). With external_id, the open session of that id is returned instead when there
+    is one (created: false). Call close_session when the conversation ends."""
+    body = given(external_id=external_id, namespace=namespace, metadata=metadata)
+
+    def work(caller: Caller):
+        request = s.validated(s.SessionCreateSerializer, body)
+        session, created = lifecycle.session_open(caller, external_id=request.get("external_id", ""),
+                                                  namespace=request.get("namespace", ""),
+                                                  metadata=request.get("metadata"))
+        return {"session": session_data(session), "created": created}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+async def list_sessions(
+    ctx: Context,
+    status: Annotated[Literal["open", "closed"] | None, Field(description="Only open, or only closed, "
+                                                                          "sessions.")] = None,
+    namespace: Annotated[list[str] | str | None, Field(
+        description='Only sessions under this namespace, e.g. ["users", "alice"] or "users/alice".')] = None,
+    external_id: Annotated[str | None, Field(description="Only sessions of this external_id.")] = None,
+    limit: Limit = 20,
+    offset: Offset = 0,
+) -> str:
+    """List sessions, the newest first, each with its number of memories, whether it is open or closed, and
+    (once closed) what its consolidation proposed. Find an open conversation's session again by external_id."""
+    query = given(status=status, namespace=namespace, external_id=external_id, limit=limit)
+
+    def work(caller: Caller):
+        where = s.validated(s.SessionListQuerySerializer, query)
+        found = lifecycle.session_list(caller, status=where.get("status"), namespace=where.get("namespace"),
+                                       external_id=where.get("external_id")).order_by("-started_at", "-id")
+        sessions, next_offset = page(found, limit=where["limit"], offset=offset)
+        return {"sessions": [session_data(session) for session in sessions], "next_offset": next_offset}
+
+    return as_text(await in_tenant(ctx, {**query, "offset": offset}, work))
+
+
+async def close_session(
+    ctx: Context,
+    session_id: SessionId,
+    consolidate: Annotated[bool, Field(description="Propose merges of the session's near-duplicates and a summary, "
+                                                   "for review (default true).")] = True,
+) -> str:
+    """Close a session when its conversation ends: it takes no new memory after. Its consolidation then runs in
+    the background, with no language model: near-duplicate memories of one namespace are proposed for merging,
+    and a summary waits for review; neither changes memory until a reviewer approves it."""
+    body = {"consolidate": consolidate}
+
+    def work(caller: Caller):
+        request = s.validated(s.SessionCloseSerializer, body)
+        return {"session": session_data(lifecycle.session_close(caller, session_id,
+                                                                 consolidate=request["consolidate"]))}
+
+    return as_text(await in_tenant(ctx, {**body, "session_id": str(session_id)}, work))
+
+
+async def list_session_memories(
+    ctx: Context,
+    session_id: SessionId,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> str:
+    """A session's memories in the order they were written (the conversation's), whatever their status (a
+    summary waiting for review included), deleted and expired ones left out."""
+    query = {"limit": limit}
+
+    def work(caller: Caller):
+        where = s.validated(s.SessionMemoriesQuerySerializer, query)
+        found = lifecycle.session_memories(caller, session_id).order_by("created_at", "id")
+        memories, next_offset = page(found, limit=where["limit"], offset=offset)
+        return {"session_id": str(session_id), "memories": [brief(memory) for memory in memories],
+                "next_offset": next_offset}
+
+    return as_text(await in_tenant(ctx, {**query, "offset": offset, "session_id": str(session_id)}, work))
 
 
 async def replay_retrieval(
@@ -429,8 +535,10 @@ async def store_list_namespaces(
 TOOLS = (
     (search_memory, READ), (remember_fact, WRITE), (correct_fact, WRITE), (confirm_fact, WRITE),
     (forget, DESTRUCTIVE), (get_entity_info, READ), (memory_stats, READ), (explain_fact, READ),
-    (weak_facts, READ), (assemble_context, READ), (replay_retrieval, READ), (store_put, WRITE), (store_get, READ),
-    (store_delete, DESTRUCTIVE), (store_list_keys, READ), (store_list_namespaces, READ),
+    (weak_facts, READ), (assemble_context, READ), (open_session, WRITE), (list_sessions, READ),
+    (close_session, WRITE), (list_session_memories, READ),
+    (replay_retrieval, READ), (store_put, WRITE), (store_get, READ), (store_delete, DESTRUCTIVE),
+    (store_list_keys, READ), (store_list_namespaces, READ),
 )
 
 
