@@ -14,9 +14,11 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from integrations.langgraph_store import serializers as lg
+from integrations.mcp import confirmation as confirmations
 from integrations.mcp.boundary import count_against, in_tenant
 from memories.access import Caller
 from memories.api import serializers as s
+from memories.api.fields import namespace_labels
 from memories.errors import InvalidInput, NotFound
 from memories.use_cases import lifecycle, records, retrieval, store
 
@@ -261,9 +263,9 @@ async def weak_facts(
     return as_text(await in_tenant(ctx, query, work))
 
 
-# --------------------------------------------------------------------------- context, sessions, replay
-# As the REST API's POST /context, /sessions... and /retrieval-events/<id>/replay, by the same
-# serializers and use cases.
+# --------------------------------------------------------------------------- context, sessions, erasure, replay
+# As the REST API's POST /context, /sessions..., /erase and /retrieval-events/<id>/replay, by the
+# same serializers and use cases.
 
 ContextOrder = Literal["relevance", "time"]  # memories.retrieval.context.ORDERS
 ContextEncoding = Literal["o200k_base", "cl100k_base"]  # memories.retrieval.context.ENCODINGS
@@ -414,6 +416,45 @@ async def list_session_memories(
     return as_text(await in_tenant(ctx, {**query, "offset": offset, "session_id": str(session_id)}, work))
 
 
+async def erase_namespace(
+    ctx: Context,
+    namespace: Annotated[list[str] | str, Field(
+        description='The namespace to erase, with every namespace under it, e.g. ["users", "alice"] or '
+                    '"users/alice" (never users/alice2).')],
+    confirmation: Annotated[str | None, Field(
+        description="Omit on the first call. On the second, the confirmation the first returned, once the user "
+                    "agreed to erase the number of memories it reported.")] = None,
+) -> str:
+    """Erase for good, when a user asks to be forgotten, this agent's memories under a namespace that this API
+    key may write: with their history, relationships, tags, entity links, the retrieval events that returned
+    them and the sessions kept there (other agents' memories stay). Nothing can be restored; to drop one wrong
+    fact, use forget. Always two calls: (1) without confirmation, nothing is erased: it answers how many memories
+    would go, and a confirmation. Tell the user that number and ask them. (2) Only if they agree, call again with
+    the same namespace and that confirmation: exactly the memories counted are erased. A confirmation serves
+    this API key and this namespace only, once, for 10 minutes; if a memory was added or removed there in
+    between, nothing is erased (scope_changed): count again and ask again."""
+    body = given(namespace=namespace, confirmation=confirmation)
+
+    def work(caller: Caller):
+        where = s.validated(s.EraseRequestSerializer, {"namespace": namespace})["namespace"]
+        labels = namespace_labels(where)
+        if confirmation is None:
+            _, counted = lifecycle.erase(caller, namespace=where, dry_run=True)
+            memories = counted.counts["memories"]
+            return {"namespace": labels, "erased": False, "memories": memories, "would_erase": counted.counts,
+                    "confirmation": confirmations.issue(caller, where, confirmations.Counted(memories, counted.digest)),
+                    "expires_in_seconds": confirmations.LIFETIME_SECONDS,
+                    "next": f"Nothing was erased. Ask the user whether to erase "
+                            f"{'this 1 memory' if memories == 1 else f'these {memories} memories'} under {where} "
+                            "for good; only if they agree, call erase_namespace again with this namespace and this "
+                            "confirmation."}
+        confirmed = confirmations.read(caller, where, confirmation)
+        _, outcome = lifecycle.erase(caller, namespace=where, expected_digest=confirmed.digest)
+        return {"namespace": labels, "erased": True, "erasure_id": str(outcome.erasure.pk), "counts": outcome.counts}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
 async def replay_retrieval(
     ctx: Context,
     retrieval_event_id: Annotated[uuid.UUID, Field(description="The retrieval event to run again, as "
@@ -536,7 +577,7 @@ TOOLS = (
     (search_memory, READ), (remember_fact, WRITE), (correct_fact, WRITE), (confirm_fact, WRITE),
     (forget, DESTRUCTIVE), (get_entity_info, READ), (memory_stats, READ), (explain_fact, READ),
     (weak_facts, READ), (assemble_context, READ), (open_session, WRITE), (list_sessions, READ),
-    (close_session, WRITE), (list_session_memories, READ),
+    (close_session, WRITE), (list_session_memories, READ), (erase_namespace, DESTRUCTIVE),
     (replay_retrieval, READ), (store_put, WRITE), (store_get, READ), (store_delete, DESTRUCTIVE),
     (store_list_keys, READ), (store_list_namespaces, READ),
 )
