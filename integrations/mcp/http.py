@@ -41,7 +41,10 @@ INSTRUCTIONS = (
     "before, call search_memory; when the user tells you something worth keeping, remember_fact (in the user's "
     "namespace, e.g. [\"users\", \"alice\"]); when a fact changed, correct_fact; when the user confirms one, "
     "confirm_fact. weak_facts lists what is fading, explain_fact says why a fact is held, get_entity_info what "
-    "is known about a person or thing. The store_* tools keep one value per namespace and key."
+    "is known about a person or thing. assemble_context gives the memories for a prompt within a token budget. "
+    "open_session when a conversation starts (remember_fact's session_id names it), close_session when it ends. "
+    "When a user asks to be forgotten, erase_namespace, in two calls: it counts, you ask the user, then it "
+    "erases. The store_* tools keep one value per namespace and key."
 )
 
 

@@ -14,9 +14,11 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from integrations.langgraph_store import serializers as lg
+from integrations.mcp import confirmation as confirmations
 from integrations.mcp.boundary import count_against, in_tenant
 from memories.access import Caller
 from memories.api import serializers as s
+from memories.api.fields import namespace_labels
 from memories.errors import InvalidInput, NotFound
 from memories.use_cases import lifecycle, records, retrieval, store
 
@@ -36,6 +38,15 @@ NamespacePrefix = Annotated[list[str] | str | None, Field(
 MemoryId = Annotated[uuid.UUID, Field(description="The memory's id, as search_memory or remember_fact returned it.")]
 Category = Literal["factual", "preference", "behavioral", "episodic", "procedural"]  # Memory.Category
 MemoryType = Literal["working", "episodic", "semantic"]  # Memory.MemoryType
+# A search's filters (search_memory, assemble_context): SearchFiltersSerializer's, by the names a model uses.
+Categories = Annotated[list[Category] | None, Field(description="Only these categories.")]
+MemoryTypes = Annotated[list[MemoryType] | None, Field(description="Only these memory types.")]
+TimeRange = Annotated[Literal["last_day", "last_week", "last_month"] | None,
+                      Field(description="Only memories recorded within this period.")]
+After = Annotated[str | None, Field(description="Only memories recorded at or after this ISO 8601 date-time, e.g. "
+                                                "2026-05-01T00:00:00Z.")]
+Before = Annotated[str | None, Field(description="Only memories recorded before this ISO 8601 date-time.")]
+Tags = Annotated[list[str] | None, Field(description="Only memories with all of these tags.")]
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -61,6 +72,18 @@ def brief(memory) -> dict:
     return {name: data[name] for name in BRIEF_FIELDS}
 
 
+def search_filters(*, namespace, category, memory_type, time_range, after, before, tags) -> dict | None:
+    """The filters a search tool was given, as SearchFiltersSerializer reads them (None: none)."""
+    return given(namespace=namespace, category=category, memory_type=memory_type, time_range=time_range,
+                 created_after=after, created_before=before, tags=tags) or None
+
+
+def page(items, *, limit: int, offset: int) -> tuple[list, int | None]:
+    """One page of a queryset or list, and the offset of the next (None after the last)."""
+    found = list(items[offset:offset + limit + 1])
+    return found[:limit], offset + limit if len(found) > limit else None
+
+
 # --------------------------------------------------------------------------- spec §4's tools
 
 
@@ -69,23 +92,21 @@ async def search_memory(
     query: Annotated[str, Field(description="What to look for, in plain words (a question works best).")],
     limit: Annotated[int, Field(description="How many memories to return, 1-100.")] = 10,
     namespace: NamespacePrefix = None,
-    category: Annotated[list[Category] | None, Field(description="Only these categories.")] = None,
-    memory_type: Annotated[list[MemoryType] | None, Field(description="Only these memory types.")] = None,
-    time_range: Annotated[Literal["last_day", "last_week", "last_month"] | None,
-                          Field(description="Only memories recorded within this period.")] = None,
-    after: Annotated[str | None, Field(description="Only memories recorded at or after this ISO 8601 "
-                                                   "date-time, e.g. 2026-05-01T00:00:00Z.")] = None,
-    before: Annotated[str | None, Field(description="Only memories recorded before this ISO 8601 date-time.")] = None,
-    tags: Annotated[list[str] | None, Field(description="Only memories with all of these tags.")] = None,
+    category: Categories = None,
+    memory_type: MemoryTypes = None,
+    time_range: TimeRange = None,
+    after: After = None,
+    before: Before = None,
+    tags: Tags = None,
     expand: Annotated[int, Field(description="Also the memories 1 or 2 relationships away from the best results "
                                              "(0: none).")] = 0,
 ) -> str:
     """Search long-term memory: hybrid meaning and keyword search, ranked by relevance, importance, confidence,
     recency and use. Call it before answering anything that depends on what the user said or did before.
     A question naming a period ("in May", "last week") or a person is understood as such."""
-    filters = given(namespace=namespace, category=category, memory_type=memory_type, time_range=time_range,
-                    created_after=after, created_before=before, tags=tags)
-    body = given(query=query, limit=limit, expand=expand, filters=filters or None)
+    filters = search_filters(namespace=namespace, category=category, memory_type=memory_type,
+                             time_range=time_range, after=after, before=before, tags=tags)
+    body = given(query=query, limit=limit, expand=expand, filters=filters)
 
     def work(caller: Caller):
         count_against(caller, "search")
@@ -114,12 +135,16 @@ async def remember_fact(
     tags: Annotated[list[str] | None, Field(description="Short labels to filter by later.")] = None,
     event_time: Annotated[str | None, Field(description="When it happened, ISO 8601 (episodes).")] = None,
     metadata: Annotated[dict[str, Any] | None, Field(description="Anything else to keep with it, as JSON.")] = None,
+    session_id: Annotated[uuid.UUID | None, Field(
+        description="The session it was said in, as open_session returned it: it is listed with the session's "
+                    "memories and consolidated when the session closes.")] = None,
 ) -> str:
     """Save a fact to long-term memory (embedded for search at once). Saving the same sentence again in the same
     namespace returns the memory already held (deduplicated: true); near-duplicates are reported. To change a
     fact that is wrong, use correct_fact instead."""
     body = given(content=content, namespace=namespace, category=category, memory_type=memory_type,
-                 importance=importance, confidence=confidence, tags=tags, event_time=event_time, metadata=metadata)
+                 importance=importance, confidence=confidence, tags=tags, event_time=event_time, metadata=metadata,
+                 session_id=str(session_id) if session_id else None)
 
     def work(caller: Caller):
         result = records.memory_create(caller, s.validated(s.MemoryCreateSerializer, body))
@@ -238,6 +263,222 @@ async def weak_facts(
     return as_text(await in_tenant(ctx, query, work))
 
 
+# --------------------------------------------------------------------------- context, sessions, erasure, replay
+# As the REST API's POST /context, /sessions..., /erase and /retrieval-events/<id>/replay, by the
+# same serializers and use cases.
+
+ContextOrder = Literal["relevance", "time"]  # memories.retrieval.context.ORDERS
+ContextEncoding = Literal["o200k_base", "cl100k_base"]  # memories.retrieval.context.ENCODINGS
+SessionId = Annotated[uuid.UUID, Field(description="The session's id, as open_session or list_sessions returned it.")]
+Limit = Annotated[int, Field(description="How many to return, 1-200.")]
+Offset = Annotated[int, Field(ge=0, description="How many to skip: the next_offset a previous call returned.")]
+
+
+async def assemble_context(
+    ctx: Context,
+    query: Annotated[str, Field(description="The request the context is for, as the user put it.")],
+    max_tokens: Annotated[int, Field(description="The budget, 16-100000: the text returned has at most this many "
+                                                 "tokens.")] = 1000,
+    namespace: NamespacePrefix = None,
+    category: Categories = None,
+    memory_type: MemoryTypes = None,
+    time_range: TimeRange = None,
+    after: After = None,
+    before: Before = None,
+    tags: Tags = None,
+    candidates: Annotated[int, Field(description="How many of the search's best results are considered, "
+                                                 "1-100.")] = 30,
+    order: Annotated[ContextOrder, Field(description="The lines by relevance, or in the order the memories "
+                                                     "happened (time).")] = "relevance",
+    encoding: Annotated[ContextEncoding, Field(description="The tokenizer that counts the budget: o200k_base "
+                                                           "(GPT-4o and later) or cl100k_base (GPT-4, "
+                                                           "GPT-3.5).")] = "o200k_base",
+) -> str:
+    """The memories relevant to a request, as text ready to put in a prompt, within a token budget: the same
+    search as search_memory ranks them, and their lines ("- [date] content") are taken best first while the
+    text stays within max_tokens, counted by a real tokenizer. Use it to fill a prompt with what memory holds;
+    use search_memory to look at memories one by one. Recorded as a retrieval event (replay_retrieval runs it
+    again)."""
+    filters = search_filters(namespace=namespace, category=category, memory_type=memory_type,
+                             time_range=time_range, after=after, before=before, tags=tags)
+    body = given(query=query, max_tokens=max_tokens, candidates=candidates, order=order, encoding=encoding,
+                 filters=filters)
+
+    def work(caller: Caller):
+        count_against(caller, "search")
+        request = s.validated(s.ContextRequestSerializer, body)
+        parameters = {name: request[name] for name in ("max_tokens", "encoding", "candidates", "order")}
+        assembled = retrieval.context_assemble(
+            caller, query=request["query"], filters=s.SearchFiltersSerializer.to_filters(request.get("filters", {})),
+            **parameters)
+        assembly = assembled.assembly
+        return {"context": assembly.text, "tokens": assembly.tokens, "max_tokens": parameters["max_tokens"],
+                "memories": [{"id": str(result.memory.pk), "rank": rank, "score": round(result.score, 4),
+                              "tokens": tokens} for rank, result, tokens in assembly.chosen],
+                "left_out": [{"id": str(result.memory.pk), "rank": rank, "tokens": tokens}
+                             for rank, result, tokens in assembly.left_out],
+                "retrieval_event_id": str(assembled.event.pk), "degraded": assembly.outcome.degraded,
+                "understood": assembly.outcome.understood}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+def session_data(session) -> dict:
+    return s.SessionSerializer(session).data
+
+
+async def open_session(
+    ctx: Context,
+    external_id: Annotated[str | None, Field(description="Your own id for the conversation (a thread id): sent "
+                                                         "again while the session is open, it finds that "
+                                                         "session instead of opening a second.")] = None,
+    namespace: Annotated[list[str] | str | None, Field(
+        description='Whose conversation it is, e.g. ["users", "alice"] or "users/alice". A key limited to '
+                    "namespaces must give one it may write.")] = None,
+    metadata: Annotated[dict[str, Any] | None, Field(description="Anything to keep with it, as JSON (e.g. the "
+                                                                 "channel).")] = None,
+) -> str:
+    """Open a session: one conversation or task run, grouping the memories written in it (give its id as
+    remember_fact's session_id). With external_id, the open session of that id is returned instead when there
+    is one (created: false). Call close_session when the conversation ends."""
+    body = given(external_id=external_id, namespace=namespace, metadata=metadata)
+
+    def work(caller: Caller):
+        request = s.validated(s.SessionCreateSerializer, body)
+        session, created = lifecycle.session_open(caller, external_id=request.get("external_id", ""),
+                                                  namespace=request.get("namespace", ""),
+                                                  metadata=request.get("metadata"))
+        return {"session": session_data(session), "created": created}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+async def list_sessions(
+    ctx: Context,
+    status: Annotated[Literal["open", "closed"] | None, Field(description="Only open, or only closed, "
+                                                                          "sessions.")] = None,
+    namespace: Annotated[list[str] | str | None, Field(
+        description='Only sessions under this namespace, e.g. ["users", "alice"] or "users/alice".')] = None,
+    external_id: Annotated[str | None, Field(description="Only sessions of this external_id.")] = None,
+    limit: Limit = 20,
+    offset: Offset = 0,
+) -> str:
+    """List sessions, the newest first, each with its number of memories, whether it is open or closed, and
+    (once closed) what its consolidation proposed. Find an open conversation's session again by external_id."""
+    query = given(status=status, namespace=namespace, external_id=external_id, limit=limit)
+
+    def work(caller: Caller):
+        where = s.validated(s.SessionListQuerySerializer, query)
+        found = lifecycle.session_list(caller, status=where.get("status"), namespace=where.get("namespace"),
+                                       external_id=where.get("external_id")).order_by("-started_at", "-id")
+        sessions, next_offset = page(found, limit=where["limit"], offset=offset)
+        return {"sessions": [session_data(session) for session in sessions], "next_offset": next_offset}
+
+    return as_text(await in_tenant(ctx, {**query, "offset": offset}, work))
+
+
+async def close_session(
+    ctx: Context,
+    session_id: SessionId,
+    consolidate: Annotated[bool, Field(description="Propose merges of the session's near-duplicates and a summary, "
+                                                   "for review (default true).")] = True,
+) -> str:
+    """Close a session when its conversation ends: it takes no new memory after. Its consolidation then runs in
+    the background, with no language model: near-duplicate memories of one namespace are proposed for merging,
+    and a summary waits for review; neither changes memory until a reviewer approves it."""
+    body = {"consolidate": consolidate}
+
+    def work(caller: Caller):
+        request = s.validated(s.SessionCloseSerializer, body)
+        return {"session": session_data(lifecycle.session_close(caller, session_id,
+                                                                 consolidate=request["consolidate"]))}
+
+    return as_text(await in_tenant(ctx, {**body, "session_id": str(session_id)}, work))
+
+
+async def list_session_memories(
+    ctx: Context,
+    session_id: SessionId,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> str:
+    """A session's memories in the order they were written (the conversation's), whatever their status (a
+    summary waiting for review included), deleted and expired ones left out."""
+    query = {"limit": limit}
+
+    def work(caller: Caller):
+        where = s.validated(s.SessionMemoriesQuerySerializer, query)
+        found = lifecycle.session_memories(caller, session_id).order_by("created_at", "id")
+        memories, next_offset = page(found, limit=where["limit"], offset=offset)
+        return {"session_id": str(session_id), "memories": [brief(memory) for memory in memories],
+                "next_offset": next_offset}
+
+    return as_text(await in_tenant(ctx, {**query, "offset": offset, "session_id": str(session_id)}, work))
+
+
+async def erase_namespace(
+    ctx: Context,
+    namespace: Annotated[list[str] | str, Field(
+        description='The namespace to erase, with every namespace under it, e.g. ["users", "alice"] or '
+                    '"users/alice" (never users/alice2).')],
+    confirmation: Annotated[str | None, Field(
+        description="Omit on the first call. On the second, the confirmation the first returned, once the user "
+                    "agreed to erase the number of memories it reported.")] = None,
+) -> str:
+    """Erase for good, when a user asks to be forgotten, this agent's memories under a namespace that this API
+    key may write: with their history, relationships, tags, entity links, the retrieval events that returned
+    them and the sessions kept there (other agents' memories stay). Nothing can be restored; to drop one wrong
+    fact, use forget. Always two calls: (1) without confirmation, nothing is erased: it answers how many memories
+    would go, and a confirmation. Tell the user that number and ask them. (2) Only if they agree, call again with
+    the same namespace and that confirmation: exactly the memories counted are erased. A confirmation serves
+    this API key and this namespace only, once, for 10 minutes; if a memory was added or removed there in
+    between, nothing is erased (scope_changed): count again and ask again."""
+    body = given(namespace=namespace, confirmation=confirmation)
+
+    def work(caller: Caller):
+        where = s.validated(s.EraseRequestSerializer, {"namespace": namespace})["namespace"]
+        labels = namespace_labels(where)
+        if confirmation is None:
+            _, counted = lifecycle.erase(caller, namespace=where, dry_run=True)
+            memories = counted.counts["memories"]
+            return {"namespace": labels, "erased": False, "memories": memories, "would_erase": counted.counts,
+                    "confirmation": confirmations.issue(caller, where, confirmations.Counted(memories, counted.digest)),
+                    "expires_in_seconds": confirmations.LIFETIME_SECONDS,
+                    "next": f"Nothing was erased. Ask the user whether to erase "
+                            f"{'this 1 memory' if memories == 1 else f'these {memories} memories'} under {where} "
+                            "for good; only if they agree, call erase_namespace again with this namespace and this "
+                            "confirmation."}
+        confirmed = confirmations.read(caller, where, confirmation)
+        _, outcome = lifecycle.erase(caller, namespace=where, expected_digest=confirmed.digest)
+        return {"namespace": labels, "erased": True, "erasure_id": str(outcome.erasure.pk), "counts": outcome.counts}
+
+    return as_text(await in_tenant(ctx, body, work))
+
+
+async def replay_retrieval(
+    ctx: Context,
+    retrieval_event_id: Annotated[uuid.UUID, Field(description="The retrieval event to run again, as "
+                                                               "search_memory or assemble_context returned it.")],
+) -> str:
+    """Run a recorded search (or context assembly) again, as of now, and say what changed since: the memories
+    it finds now that it did not (added), those it no longer finds and why (removed: deleted, superseded,
+    expired, archived... or outranked), and those that moved, with what it returns now (results, by id: see
+    explain_fact). Recorded as a retrieval event of its own. A key limited to namespaces may not: retrieval
+    events show what anyone in the organisation searched for."""
+
+    def work(caller: Caller):
+        count_against(caller, "search")
+        replay = retrieval.retrieval_event_replay(caller, retrieval_event_id)
+        event = replay.event
+        return {"retrieval_event_id": str(event.pk), "replay_of": str(replay.original.pk), "query": event.query,
+                "unchanged": replay.unchanged, "added": replay.added, "removed": replay.removed,
+                "moved": replay.moved,
+                "results": [{"rank": rank, "id": str(memory_id), "score": round(score, 4)} for rank, (memory_id, score)
+                            in enumerate(zip(event.returned_memory_ids, event.returned_scores), start=1)]}
+
+    return as_text(await in_tenant(ctx, {"retrieval_event_id": str(retrieval_event_id)}, work))
+
+
 # --------------------------------------------------------------------------- the namespace store (spec §3)
 # In LangGraph's shapes, as its store API over HTTP (integrations.langgraph_store): an item is a
 # JSON value under a namespace and key, validated by that door's serializers.
@@ -335,7 +576,9 @@ async def store_list_namespaces(
 TOOLS = (
     (search_memory, READ), (remember_fact, WRITE), (correct_fact, WRITE), (confirm_fact, WRITE),
     (forget, DESTRUCTIVE), (get_entity_info, READ), (memory_stats, READ), (explain_fact, READ),
-    (weak_facts, READ), (store_put, WRITE), (store_get, READ), (store_delete, DESTRUCTIVE),
+    (weak_facts, READ), (assemble_context, READ), (open_session, WRITE), (list_sessions, READ),
+    (close_session, WRITE), (list_session_memories, READ), (erase_namespace, DESTRUCTIVE),
+    (replay_retrieval, READ), (store_put, WRITE), (store_get, READ), (store_delete, DESTRUCTIVE),
     (store_list_keys, READ), (store_list_namespaces, READ),
 )
 

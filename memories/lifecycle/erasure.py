@@ -32,6 +32,7 @@ A write into the scope while the erasure runs is not erased (it is not yet visib
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from django.db import DatabaseError, connection, transaction
 
 from memories.access import namespace_sql
 from memories.caching import cache
-from memories.errors import InvalidInput, NotFound
+from memories.errors import Conflict, InvalidInput, NotFound
 from memories.lifecycle import tracking
 from memories.models import Erasure
 from memories.retrieval.events import RETRIEVAL_COUNTS_KEY, RETRIEVAL_LAST_KEY
@@ -158,33 +159,47 @@ class ErasureScope:
 class Outcome:
     erasure: Erasure | None  # None for a dry run
     counts: dict
+    digest: str = ""  # which memories went (or, for a dry run, would go): memories_digest
 
 
 class DryRun(Exception):
     """Raised inside the transaction to undo a dry run's deletes."""
 
 
+def memories_digest(memory_ids) -> str:
+    """Which memories a scope holds, in a few characters that say nothing of them: what a
+    confirmation names, so that an erasure confirmed for some memories erases exactly those."""
+    joined = "\n".join(sorted(str(memory_id) for memory_id in memory_ids))
+    return hashlib.sha256(joined.encode()).hexdigest()[:32]
+
+
 def erase(org_id, scope: ErasureScope, *, via: str, agent_id=None, user_id=None, dry_run: bool = False,
-          progress: Callable[[int, int], None] | None = None) -> Outcome:
+          expected_digest: str | None = None, progress: Callable[[int, int], None] | None = None) -> Outcome:
     """Erase the scope's memories and everything they left, as the organisation the caller has
     set (the API's key, a command's tenant_context). Raises NotFound when the scope holds
-    nothing to erase. A dry run counts what would go and changes nothing. progress(done,
-    total) is called as the memories go."""
+    nothing to erase. A dry run counts what would go and changes nothing. With
+    expected_digest (a dry run's digest), it erases only if the scope holds exactly the
+    memories counted then, and otherwise raises Conflict (`scope_changed`), erasing nothing.
+    progress(done, total) is called as the memories go."""
     counts: dict = {}
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            counts = _erase(cursor, org_id, scope, progress)
+            counts, memory_ids = _erase(cursor, org_id, scope, progress)
             if not any(counts.values()):
                 raise NotFound(f"nothing to erase in {scope.describe()}")
+            digest = memories_digest(memory_ids)
+            if expected_digest is not None and digest != expected_digest:
+                raise Conflict(f"{scope.describe()} changed since its memories were counted (it holds "
+                               f"{counts['memories']} now); nothing was erased", code="scope_changed")
             if dry_run:
                 raise DryRun
             erasure = Erasure.objects.create(org_id=org_id, scope=scope.as_json(), counts=counts, via=via,
                                              requested_by_agent_id=agent_id, requested_by_user_id=user_id)
     except DryRun:
-        return Outcome(erasure=None, counts=counts)
+        return Outcome(erasure=None, counts=counts, digest=digest)
     logger.info("erasure done", extra={"erasure_id": str(erasure.pk), "org_id": str(org_id), "via": via,
                                        "memories": counts["memories"]})
-    return Outcome(erasure=erasure, counts=counts)
+    return Outcome(erasure=erasure, counts=counts, digest=digest)
 
 
 def memory_count(org_id, scope: ErasureScope) -> int:
@@ -256,10 +271,11 @@ def erase_status(*, org_id, job_id: str) -> ErasureStatus | None:
                          total=job.meta.get("total", 0), result=result)
 
 
-def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
+def _erase(cursor, org_id, scope: ErasureScope, progress) -> tuple[dict, list]:
     """The deletes, as arrays of ids named in each statement (a statement that names the
     organisation and its ids goes to the one node holding it on a Citus cluster, which
-    refuses a temporary table joined into a DELETE of a distributed one)."""
+    refuses a temporary table joined into a DELETE of a distributed one). Returns the rows
+    deleted by kind, and the memories' ids."""
     counts = {"memories": 0}  # first: what a reader looks for
     where, params = scope.memories("m")
     cursor.execute(f"SELECT m.id FROM memories m WHERE m.org_id = %s AND {where} ORDER BY m.created_at, m.id",
@@ -347,7 +363,7 @@ def _erase(cursor, org_id, scope: ErasureScope, progress) -> dict:
     queries = [row[1] for row in events]
     erased = [str(id) for id in memory_ids]
     transaction.on_commit(lambda: forget_in_redis(org_id, erased, queries))
-    return counts
+    return counts, memory_ids
 
 
 def _or_under(scope: ErasureScope, column: str) -> tuple[str, list]:

@@ -79,14 +79,17 @@ def session_memories(caller: Caller, session_id) -> QuerySet:
 # --------------------------------------------------------------------------- erasure
 
 
-def erase(caller: Caller, *, namespace: str | None = None, session_id=None,
-          dry_run: bool = False) -> tuple[erasure.ErasureScope, erasure.Outcome]:
+def erase(caller: Caller, *, namespace: str | None = None, session_id=None, dry_run: bool = False,
+          expected_digest: str | None = None) -> tuple[erasure.ErasureScope, erasure.Outcome]:
     """Erase, for good, the calling agent's memories under a namespace or in a session (only
-    those in its reach). dry_run counts instead."""
+    those in its reach). dry_run counts instead; expected_digest (a dry run's Outcome.digest)
+    erases only the very memories that dry run counted (a Conflict, `scope_changed`, erasing
+    nothing, when they are no longer exactly those)."""
     if namespace is not None:
         caller.check_write(namespace)
     else:
         caller.check_writable()
     scope = erasure.ErasureScope(namespace=namespace, session_id=session_id, agent_id=caller.agent_id,
                                  within=caller.reach.namespaces)
-    return scope, erasure.erase(caller.org_id, scope, via="api", agent_id=caller.agent_id, dry_run=dry_run)
+    return scope, erasure.erase(caller.org_id, scope, via="api", agent_id=caller.agent_id, dry_run=dry_run,
+                                expected_digest=expected_digest)

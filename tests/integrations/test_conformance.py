@@ -5,8 +5,11 @@ same key: the doors are adapters over one set of use cases (memories.use_cases),
 decide what a caller reaches.
 
 Decisions: "ok" (done, or found), "refused" (a write the key may not make: 403 / out_of_reach)
-and "missing" (out of reach or another organisation's: 404 / not_found / null). Searches are
-compared by what they found of the scenario's memories."""
+and "missing" (out of reach or another organisation's: 404 / not_found / null). Searches and
+assembled contexts are compared by what they found of the scenario's memories. An erasure is
+its count, which erases nothing: REST's dry run, MCP's erase_namespace without a confirmation
+(tests/integrations/mcp/test_erasure.py follows it to the erasure). Only the LangGraph store's
+search has no MCP tool."""
 
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ EXPECTED = {
     "put users/bob": {"full": OK, "alice": REFUSED, "read_only": REFUSED, "other": OK},
     "get Bob's item": {"full": OK, "alice": MISSING, "read_only": OK, "other": MISSING},
     "delete Bob's item": {"full": OK, "alice": REFUSED, "read_only": REFUSED, "other": OK},
-    # A dry run; another organisation's key counts what it wrote there itself, in its own.
+    # Counted, not erased (a dry run; MCP's first call); another organisation's key counts what it
+    # wrote there itself, in its own.
     "erase users/bob": {"full": OK, "alice": REFUSED, "read_only": REFUSED, "other": OK},
 }
 # What a search for bees or for sourdough finds of the two facts, per key.
@@ -137,6 +141,16 @@ class Mcp:
         assert outcome == OK, found
         return {result["content"] for result in found["results"]}
 
+    def context(self, query: str) -> str:
+        outcome, assembled = self.call("assemble_context", {"query": query, "max_tokens": 500})
+        assert outcome == OK, assembled
+        return assembled["context"]
+
+    def erase(self, namespace: list[str]) -> str:
+        outcome, counted = self.call("erase_namespace", {"namespace": namespace})
+        assert outcome != OK or (counted["erased"] is False and counted["confirmation"]), counted
+        return outcome
+
     def put(self, namespace: list[str], key: str, value: dict) -> str:
         return self.call("store_put", {"namespace": namespace, "key": key, "value": value})[0]
 
@@ -183,19 +197,18 @@ def test_every_door_takes_the_same_decisions_for_each_key(scenario, served):
             seen["get Bob's item"] = door.get(["users", "bob"], "hobby")
             seen["delete Bob's item"] = door.delete(["users", "bob"], f"{door.name}-{key_name}")
             seen["found"] = door.search("who keeps bees or a sourdough starter?") & {BOB_FACT, ALICE_FACT}
-            if isinstance(door, Rest):  # context and erasure: MCP has no such tools yet
-                context = door.context("who keeps bees or a sourdough starter?")
-                seen["in context"] = {fact for fact in (BOB_FACT, ALICE_FACT) if fact in context}
-                seen["erase users/bob"] = door.erase(["users", "bob"])
+            context = door.context("who keeps bees or a sourdough starter?")
+            seen["in context"] = {fact for fact in (BOB_FACT, ALICE_FACT) if fact in context}
+            seen["erase users/bob"] = door.erase(["users", "bob"])
+            if isinstance(door, Rest):  # the LangGraph store's search: MCP has no such tool
                 seen["items found"] = door.find_items("hobby")
 
     for door_name, by_key in taken.items():
         for key_name, seen in by_key.items():
             expected = {action: by_key_expected[key_name] for action, by_key_expected in EXPECTED.items()
                         if action in seen}
-            expected["found"] = FOUND[key_name]
-            if "in context" in seen:
-                expected["in context"] = FOUND[key_name]
+            expected["found"] = expected["in context"] = FOUND[key_name]
+            if "items found" in seen:
                 expected["items found"] = ITEMS_FOUND[key_name]
             assert seen == expected, f"{door_name} with the {key_name} key"
     # The doors agree with each other on everything both offer.

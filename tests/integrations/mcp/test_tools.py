@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from memories.models import CONTENT_MAX_CHARS, Memory
+from memories.retrieval import context
 from memory_platform import rate_limits as limits
 from tenants import services
 from tenants.context import tenant_context
@@ -23,8 +24,9 @@ from tests.markers import committing
 pytestmark = pytest.mark.slow
 
 TOOLS = {"search_memory", "remember_fact", "correct_fact", "confirm_fact", "forget", "get_entity_info",
-         "memory_stats", "explain_fact", "weak_facts", "store_put", "store_get", "store_delete", "store_list_keys",
-         "store_list_namespaces"}
+         "memory_stats", "explain_fact", "weak_facts", "assemble_context", "open_session", "list_sessions",
+         "close_session", "list_session_memories", "erase_namespace", "replay_retrieval", "store_put", "store_get",
+         "store_delete", "store_list_keys", "store_list_namespaces"}
 
 
 def calls(url: str, key: str, *steps):
@@ -66,9 +68,18 @@ def test_the_tools_are_listed_with_descriptions_and_input_schemas(tenant_a, key_
     assert tools["search_memory"].input_schema["required"] == ["query"]
     assert tools["remember_fact"].input_schema["required"] == ["content"]
     assert set(tools["correct_fact"].input_schema["required"]) == {"memory_id", "content"}
+    assert set(tools["erase_namespace"].input_schema["required"]) == {"namespace"}
+    assert "confirmation" in tools["erase_namespace"].input_schema["properties"]
     assert tools["search_memory"].annotations.read_only_hint and tools["forget"].annotations.destructive_hint
+    assert tools["erase_namespace"].annotations.destructive_hint
+    assert {name for name, tool in tools.items() if tool.annotations.read_only_hint} == {
+        "search_memory", "get_entity_info", "memory_stats", "explain_fact", "weak_facts", "assemble_context",
+        "list_sessions", "list_session_memories", "replay_retrieval", "store_get", "store_list_keys",
+        "store_list_namespaces"}
     assert tools["remember_fact"].input_schema["properties"]["category"]["anyOf"][0]["enum"] == \
         list(Memory.Category.values)
+    assembly = tools["assemble_context"].input_schema["properties"]
+    assert assembly["order"]["enum"] == list(context.ORDERS) and assembly["encoding"]["enum"] == list(context.ENCODINGS)
 
 
 @committing
@@ -217,6 +228,9 @@ def test_a_read_only_key_reads_and_searches_but_never_writes(tenant_a, served):
         ("forget", {"memory_id": str(memory.pk)}),
         ("store_put", {"namespace": ["users", "alice"], "key": "diet", "value": {"text": "vegan"}}),
         ("store_delete", {"namespace": ["memories", "user-1"], "key": "diet"}),
+        ("open_session", {"namespace": ["users", "alice"]}),
+        ("close_session", {"session_id": str(tenant_a.session.pk)}),
+        ("erase_namespace", {"namespace": ["memories", "user-1"]}),
     )
     for result in results:
         assert result.is_error and text_of(result).endswith("out_of_reach: this API key is read-only"), text_of(result)

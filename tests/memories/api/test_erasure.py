@@ -6,7 +6,8 @@ import uuid
 
 import pytest
 
-from memories.lifecycle import reembed
+from memories.errors import Conflict
+from memories.lifecycle import erasure, reembed
 from memories.models import Erasure, Memory
 from memories.vectors.embeddings import INT8_MODEL_NAME
 from tenants.context import tenant_context
@@ -100,6 +101,29 @@ def test_a_dry_run_counts_and_erases_nothing(api_a):
     assert counted["dry_run"] is True and counted["erasure_id"] is None and counted["erased"]["memories"] == 3
     assert all(api_a.get(f"/api/v1/memories/{memory_id}").status_code == 200 for memory_id in ids)
     assert ok(api_a.post("/api/v1/erase", {"namespace": ["users", "carol"]}))["erased"]["memories"] == 3
+    assert all(api_a.get(f"/api/v1/memories/{memory_id}").status_code == 404 for memory_id in ids)
+
+
+def test_an_erasure_confirmed_for_what_a_dry_run_counted_erases_exactly_that(tenant_a, api_a):
+    """expected_digest (MCP's erase_namespace confirms by it): a namespace that changed since it was
+    counted is not erased at all."""
+    def write(content):
+        return ok(api_a.post("/api/v1/memories", {"content": content, "namespace": ["users", "hal"]}))["memory"]["id"]
+
+    scope = erasure.ErasureScope(namespace="users/hal", agent_id=tenant_a.agent.id)
+    ids = [write("Hal sails"), write("Hal reads Greek")]
+    with tenant_context(tenant_a.org.id):
+        counted = erasure.erase(tenant_a.org.id, scope, via="api", dry_run=True)
+    assert counted.counts["memories"] == 2 and counted.digest == erasure.memories_digest(reversed(ids))
+    ids.append(write("Hal moved to Crete"))
+    with tenant_context(tenant_a.org.id), pytest.raises(Conflict) as changed:
+        erasure.erase(tenant_a.org.id, scope, via="api", expected_digest=counted.digest)
+    assert changed.value.code == "scope_changed" and "holds 3 now" in changed.value.message
+    assert all(api_a.get(f"/api/v1/memories/{memory_id}").status_code == 200 for memory_id in ids)
+    with tenant_context(tenant_a.org.id):
+        recounted = erasure.erase(tenant_a.org.id, scope, via="api", dry_run=True)
+        done = erasure.erase(tenant_a.org.id, scope, via="api", expected_digest=recounted.digest)
+    assert done.counts["memories"] == 3 and done.digest == recounted.digest != counted.digest
     assert all(api_a.get(f"/api/v1/memories/{memory_id}").status_code == 404 for memory_id in ids)
 
 
