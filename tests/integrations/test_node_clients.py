@@ -1,9 +1,10 @@
 """The JavaScript doors, each run by node's own test runner (`node --test`) against the product
 served for real (the `served` fixture): LangGraph.js's SDK (@langchain/langgraph-sdk) on the store
 API, used unchanged (tests/integrations/langgraph_js), and the TypeScript client
-(clients/typescript), built as it is published. And the client's generated files checked
-against the server: its openapi.json is what `manage.py spectacular` exports now, and its
-src/schema.ts what openapi-typescript makes of that file.
+(clients/typescript), built as it is published; the examples of docs/javascript.md and of the
+client's README, as written. And the client's generated files checked against the server: its
+openapi.json is what `manage.py spectacular` exports now, and its src/schema.ts what
+openapi-typescript makes of that file (docs/javascript.md, "How the tests run").
 
 scripts/install-node installs their packages (npm ci, again only when a lock file changes);
 scripts/test runs it first, and so does this module. Without node and npm the tests that need
@@ -99,6 +100,18 @@ def test_langgraph_js_sdk_works_unchanged_against_the_store_api(served, node_pac
         role = Memory.objects.get(namespace="users/alice/work", key="role")
     assert city.ttl_seconds == 3600 and city.expires_at is not None
     assert (role.indexed, role.embedding) == (False, None)
+
+
+@needs_node
+@pytest.mark.slow
+@committing
+def test_the_langgraph_js_example_of_the_docs_runs_as_written(served, node_packages):
+    """docs/javascript.md's block, run where the SDK is installed (an ES module read from -e)."""
+    example = re.search(r"```js\n(.*?)```", (ROOT / "docs" / "javascript.md").read_text(), re.S).group(1)
+    org = factories.organization("Docs JS Corp")
+    output = run(["node", "--input-type=module", "-e", example], cwd=LANGGRAPH_JS,
+                 env={"MEMORY_PLATFORM_URL": served.base, "MEMORY_PLATFORM_API_KEY": key_of(org)})
+    assert output.splitlines() == ["{ text: 'vegetarian', since: 2019 }", "diet", "diet", "[ [ 'users', 'alice' ] ]"]
 
 
 @needs_node
