@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "typescript"
 LANGGRAPH_JS = Path(__file__).resolve().parent / "langgraph_js"
 REGENERATE = "run `npm run generate` in clients/typescript (clients/typescript/README.md, \"Generated files\")"
-BATCH_RATE = "1/3s"  # the client's 429 test: a second batch create in a window is refused
+BATCH_RATE = "1/5s"  # the client's 429 test: a second batch create in a window is refused
 
 needs_node = pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None,
                                 reason="node and npm are not installed: the JavaScript clients are not tested")

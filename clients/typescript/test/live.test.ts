@@ -1,7 +1,7 @@
 // The client against a live server, as the package is published (imported by its name, from
 // dist/): run by tests/integrations/test_node_clients.py, which serves the product and sets
 //   MEMORY_PLATFORM_URL, MEMORY_PLATFORM_API_KEY, MEMORY_PLATFORM_READ_ONLY_API_KEY, and
-//   MEMORY_PLATFORM_BATCH_RATE (the batch-create rate limit it set low, e.g. "1/3s").
+//   MEMORY_PLATFORM_BATCH_RATE (the batch-create rate limit it set low, e.g. "1/5s").
 // Without MEMORY_PLATFORM_URL these tests are skipped.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -153,19 +153,23 @@ describe("against a live server", { skip }, () => {
   test("a 429 is sent again after its Retry-After; past the retries it is a RateLimited", {
     skip: process.env.MEMORY_PLATFORM_BATCH_RATE ? false : "MEMORY_PLATFORM_BATCH_RATE is not set",
   }, async () => {
-    // The server allows one batch create per window (MEMORY_PLATFORM_BATCH_RATE): the second
-    // waits for the next window, as Retry-After says, and goes through.
+    // The server allows one batch create per window (MEMORY_PLATFORM_BATCH_RATE): the first
+    // opens one, the next is refused until it ends, waits as Retry-After says, and goes through.
+    // (Should a slow machine let a window end between two batches, the next pair meets one.)
     const retries: Retry[] = [];
     const patient = new MemoryPlatform({ url, apiKey, onRetry: (retry) => retries.push(retry) });
     const batch = (content: string) => ({ body: { memories: [{ content, namespace: ["batches"] }] } });
-    await patient.post("/api/v1/memories", batch("First batch"));
-    const started = performance.now();
-    const second = await patient.post("/api/v1/memories", batch("Second batch"));
-    const waited = (performance.now() - started) / 1000;
-    assert.ok("results" in second, "a batch answers {results: [...]}");
+    let waited = 0;
+    for (let sent = 1; retries.length === 0 && sent <= 4; sent++) {
+      const started = performance.now();
+      const answer = await patient.post("/api/v1/memories", batch(`Batch ${sent}`));
+      waited = (performance.now() - started) / 1000;
+      assert.ok("results" in answer, "a batch answers {results: [...]}");
+    }
     assert.equal(retries.length, 1, JSON.stringify(retries));
     assert.equal(retries[0].status, 429);
-    assert.ok(retries[0].delay >= 1, `Retry-After ${retries[0].delay}`);
+    const windowSeconds = Number(/\/(\d+)s$/.exec(process.env.MEMORY_PLATFORM_BATCH_RATE ?? "")?.[1]);
+    assert.ok(retries[0].delay >= 1 && retries[0].delay <= windowSeconds, `Retry-After ${retries[0].delay}`);
     assert.ok(waited >= retries[0].delay - 0.05, `waited ${waited} s of ${retries[0].delay}`);
 
     const impatient = new MemoryPlatform({ url, apiKey, maxRetries: 0 });
