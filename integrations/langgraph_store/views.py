@@ -17,6 +17,7 @@ field; the SDK raises it with that message.
 from __future__ import annotations
 
 from django.http import HttpResponse
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import status
 from rest_framework.response import Response
@@ -55,7 +56,26 @@ class LangGraphStoreView(AgentAPIView):
         return response
 
 
+class BodyOnDeleteSchema(AutoSchema):
+    """Documents a DELETE's body too: LangGraph's delete_item sends {namespace, key} as JSON on
+    DELETE, and drf-spectacular reads the bodies of PUT, PATCH and POST only, so generated
+    clients (clients/typescript) would send none."""
+
+    def _get_request_body(self, direction="request"):
+        if self.method != "DELETE":
+            return super()._get_request_body(direction)
+        self.method = "POST"
+        try:
+            return super()._get_request_body(direction)
+        finally:
+            self.method = "DELETE"
+
+
 class StoreItemView(LangGraphStoreView):
+    """An item by its namespace and key (LangGraph's put_item, get_item and delete_item)."""
+
+    schema = BodyOnDeleteSchema()
+
     @documented(summary="Put an item (LangGraph's put_item): upsert by namespace and key, every write versioned",
                 request=s.PutItemSerializer, response=OpenApiResponse(description="stored"), status=204,
                 request_example={"namespace": ["users", "alice"], "key": "diet",
@@ -93,6 +113,8 @@ class StoreItemView(LangGraphStoreView):
 
 
 class StoreSearchView(LangGraphStoreView):
+    """LangGraph's search_items."""
+
     reads_only = True
 
     def rate_limit_scope_for(self, request) -> str | None:
@@ -120,6 +142,8 @@ class StoreSearchView(LangGraphStoreView):
 
 
 class StoreNamespacesView(LangGraphStoreView):
+    """LangGraph's list_namespaces."""
+
     reads_only = True
 
     @documented(summary="List namespaces (LangGraph's list_namespaces)", request=s.ListNamespacesSerializer,

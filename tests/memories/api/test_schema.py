@@ -100,3 +100,13 @@ def test_a_namespace_is_documented_as_labels_or_them_joined_with_a_slash_at_writ
     assert listed["namespace"]["schema"]["oneOf"] == shapes
     # LangGraph's store keeps its own shape: labels only.
     assert schema["components"]["schemas"]["PutItemRequest"]["properties"]["namespace"]["type"] == "array"
+
+
+def test_the_store_s_delete_documents_the_body_langgraph_sends_on_delete(schema):
+    """delete_item sends {namespace, key} as JSON on DELETE; generated clients (clients/typescript)
+    send only what the schema documents."""
+    body = schema["paths"]["/api/v1/store/items"]["delete"]["requestBody"]
+    assert body["required"] is True
+    request = component(schema, body["content"]["application/json"]["schema"])
+    assert set(request["required"]) == {"namespace", "key"}
+    assert {"413", "415", "422"} <= set(schema["paths"]["/api/v1/store/items"]["delete"]["responses"])
