@@ -81,9 +81,12 @@ def session_open(*, org_id, agent_id, external_id: str = "", namespace: str = ""
 
 
 def session_list(*, org_id, agent=None, status: str | None = None, namespace: str | None = None,
-                 external_id: str | None = None, reach: KeyReach = EVERYWHERE) -> QuerySet:
-    """The organisation's sessions within the key's reach, newest first, with their counts."""
+                 external_id: str | None = None, session_ids=None, reach: KeyReach = EVERYWHERE) -> QuerySet:
+    """The organisation's sessions within the key's reach, newest first, with their counts
+    (session_ids: of these only)."""
     queryset = Session.objects.filter(reach.memories(), org_id=org_id)
+    if session_ids is not None:
+        queryset = queryset.filter(pk__in=list(session_ids))
     if agent is not None:
         queryset = queryset.filter(agent_id=agent)
     if status == OPEN:

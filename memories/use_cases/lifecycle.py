@@ -3,12 +3,12 @@ erasure."""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import CharField, Count, F, Func, Max, Min, QuerySet, Value
 
 from memories import selectors
 from memories.access import Caller
 from memories.lifecycle import decay, erasure, sessions, stats
-from memories.models import Entity
+from memories.models import Entity, Memory
 from tenants.models import Session
 
 
@@ -20,6 +20,20 @@ def weak_memories(caller: Caller, *, below: float | None = None, namespace: str 
                   offset: int = 0) -> tuple[list[decay.Fading], int]:
     return decay.weak_memories(org_id=caller.org_id, below=below, namespace=namespace, limit=limit, offset=offset,
                                reach=caller.reach)
+
+
+def namespace_tallies(caller: Caller, *, roots: tuple[str, ...]) -> list[dict]:
+    """The namespaces two labels deep under each root label ("users": users/alice, users/bob)
+    that hold live memories in reach, in order: each as {"root", "name", "memories" (those under
+    it counted in), "first_created_at", "last_updated_at"}. One statement, whatever their number."""
+
+    def label(place: int) -> Func:
+        return Func(F("namespace"), Value("/"), Value(place), function="split_part", output_field=CharField())
+
+    return list(selectors.memory_list(org_id=caller.org_id, status=Memory.Status.ACTIVE).filter(caller.memories())
+                .order_by().values(root=label(1), name=label(2)).filter(root__in=roots).exclude(name="")
+                .annotate(memories=Count("pk"), first_created_at=Min("created_at"), last_updated_at=Max("updated_at"))
+                .order_by("root", "name"))
 
 
 # --------------------------------------------------------------------------- entities
@@ -48,9 +62,9 @@ def entity_detail(caller: Caller, entity: Entity | None = None, *, entity_id=Non
 
 
 def session_list(caller: Caller, *, agent=None, status: str | None = None, namespace: str | None = None,
-                 external_id: str | None = None) -> QuerySet[Session]:
+                 external_id: str | None = None, session_ids=None) -> QuerySet[Session]:
     return sessions.session_list(org_id=caller.org_id, agent=agent, status=status, namespace=namespace,
-                                 external_id=external_id, reach=caller.reach)
+                                 external_id=external_id, session_ids=session_ids, reach=caller.reach)
 
 
 def session_open(caller: Caller, *, external_id: str = "", namespace: str = "",
