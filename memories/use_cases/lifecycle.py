@@ -7,6 +7,7 @@ from django.db.models import CharField, Count, F, Func, Max, Min, QuerySet, Valu
 
 from memories import selectors
 from memories.access import Caller
+from memories.errors import NotFound
 from memories.lifecycle import decay, erasure, sessions, stats
 from memories.models import Entity, Memory
 from tenants.models import Session
@@ -104,3 +105,19 @@ def erase(caller: Caller, *, namespace: str | None = None, session_id=None,
     scope = erasure.ErasureScope(namespace=namespace, session_id=session_id, agent_id=caller.agent_id,
                                  within=caller.reach.namespaces)
     return scope, erasure.erase(caller.org_id, scope, via="api", agent_id=caller.agent_id, dry_run=dry_run)
+
+
+def erase_run(caller: Caller, *, namespace: str, external_id: str) -> list[erasure.Outcome]:
+    """Erase, for good, the calling agent's memories in the sessions named external_id (a
+    thread's or a run's id, by any agent) under a namespace, those in its reach; a write under
+    the namespace it must be allowed. A run holding none of them is no error: no outcome."""
+    caller.check_write(namespace)
+    outcomes = []
+    for session in sessions.session_list(org_id=caller.org_id, namespace=namespace, external_id=external_id,
+                                         reach=caller.reach):
+        scope = erasure.ErasureScope(session_id=session.pk, agent_id=caller.agent_id, within=caller.reach.namespaces)
+        try:
+            outcomes.append(erasure.erase(caller.org_id, scope, via="api", agent_id=caller.agent_id))
+        except NotFound:
+            continue
+    return outcomes
