@@ -88,17 +88,24 @@ def instant(value) -> tuple[datetime, timedelta]:
     raise serializers.ValidationError("a date (YYYY-MM-DD) or a date and time (ISO 8601)")
 
 
+def later(moment: datetime, step: timedelta) -> datetime:
+    """The instant a step after this one, if there is one (9999-12-31 has no next day)."""
+    try:
+        return moment + step
+    except OverflowError:
+        raise serializers.ValidationError("too late a date: at most 9999-12-30") from None
+
+
 def created_bounds(operator: str, value) -> dict:
     """created_at compared with a date or a time, as the platform's bounds: created_after
     (inclusive) and created_before (exclusive)."""
     moment, step = instant(value)
-    bounds = {"gte": {"created_after": moment}, "gt": {"created_after": moment + step},
-              "lte": {"created_before": moment + step}, "lt": {"created_before": moment},
-              "eq": {"created_after": moment, "created_before": moment + step}}
-    if operator not in bounds:
+    if operator not in ("gte", "gt", "lte", "lt", "eq"):
         raise serializers.ValidationError(f"the operator {operator!r} is not supported here for created_at: "
                                           "gte, gt, lte, lt or eq")
-    return bounds[operator]
+    after = moment if operator in ("gte", "eq") else later(moment, step) if operator == "gt" else None
+    before = moment if operator == "lt" else later(moment, step) if operator in ("lte", "eq") else None
+    return {name: bound for name, bound in (("created_after", after), ("created_before", before)) if bound}
 
 
 class FiltersField(CleanField, serializers.Field):
@@ -109,7 +116,6 @@ class FiltersField(CleanField, serializers.Field):
     app_id and the other fields are refused, naming the condition."""
 
     secrets = Secrets.LOOKUP
-    default_error_messages = {"shape": 'filters are a JSON object: {"user_id": "alice"}, or {"AND": [{...}, ...]}'}
 
     def __init__(self, *, dates: bool = True, **kwargs):
         self.dates = dates
@@ -117,7 +123,7 @@ class FiltersField(CleanField, serializers.Field):
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
-            self.fail("shape")
+            raise serializers.ValidationError('filters are a JSON object: {"user_id": "alice"}, or {"AND": [...]}')
         data = self.cleaned(clean_json, data)
         conditions = []  # (where it is, the field it compares, what with)
         for name, value in data.items():
@@ -183,9 +189,13 @@ def scoped(ids: dict, field: str = "filters") -> Scope:
     return scope
 
 
-def end_of_day(day) -> datetime:
-    """When a memory given an expiration date expires: it is visible through that date (UTC)."""
-    return datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)
+def end_of_day(day, field: str) -> datetime:
+    """The first instant after a date (UTC): when a memory given it as its expiration date
+    expires (it is visible through that date), or the end of a listing's end_date."""
+    try:
+        return datetime.combine(day, time.min, tzinfo=UTC) + timedelta(days=1)
+    except OverflowError:
+        raise serializers.ValidationError({field: ["too late a date: at most 9999-12-30"]}) from None
 
 
 def limited_to_batch(items: list) -> list:
@@ -250,7 +260,7 @@ class AddSerializer(Mem0Serializer):
         expiration = attrs.get("expiration_date")
         return {"messages": attrs["messages"], "scope": scoped(ids, "user_id"), "infer": attrs["infer"],
                 "metadata": attrs.get("metadata") or {},
-                "expires_at": end_of_day(expiration) if expiration else None,
+                "expires_at": end_of_day(expiration, "expiration_date") if expiration else None,
                 "event_time": datetime.fromtimestamp(attrs["timestamp"], UTC) if attrs.get("timestamp") is not None
                 else None}
 
@@ -313,7 +323,7 @@ class ListSerializer(Mem0Serializer):
         if attrs.get("start_date"):
             filters["created_after"] = datetime.combine(attrs["start_date"], time.min, tzinfo=UTC)
         if attrs.get("end_date"):
-            filters["created_before"] = end_of_day(attrs["end_date"])
+            filters["created_before"] = end_of_day(attrs["end_date"], "end_date")
         return {**attrs, "scope": scoped(filters)}
 
 
@@ -395,7 +405,8 @@ class UpdateSerializer(Mem0Serializer):
         if "metadata" in attrs:
             changes["metadata"] = attrs["metadata"] or {}
         if "expiration_date" in attrs:  # null: it expires no more
-            changes["expires_at"] = end_of_day(attrs["expiration_date"]) if attrs["expiration_date"] else None
+            changes["expires_at"] = (end_of_day(attrs["expiration_date"], "expiration_date")
+                                     if attrs["expiration_date"] else None)
         if attrs.get("timestamp") is not None:
             changes["event_time"] = datetime.fromtimestamp(attrs["timestamp"], UTC)
         if not changes:
