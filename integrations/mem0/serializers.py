@@ -15,10 +15,9 @@ from django.utils.dateparse import parse_date, parse_datetime
 from rest_framework import serializers
 
 from integrations.mem0.scope import ENTITY_TYPES, Scope, entities_of, scope_of
-from memories.api.fields import CleanCharField, CleanField, CleanJSONField
+from memories.api.fields import CleanCharField, CleanField, CleanJSONField, Secrets, clean_json
 from memories.api.serializers import MemorySerializer as RecordSerializer
 from memories.api.serializers import StrictSerializer
-from memories.cleaning import Secrets, clean_json
 from memories.models import CONTENT_MAX_CHARS, Memory
 from memories.retrieval.filters import SearchFilters
 from memory_platform.config import config

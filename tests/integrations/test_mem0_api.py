@@ -53,6 +53,7 @@ def test_user_agent_and_run_ids_become_a_namespace_and_a_session(tenant_a, mem0)
     add(mem0, "Gate B12.", run_id="r-9")
     add(mem0, "Bring the passport.", user_id="alice", run_id="trip-1")
     add(mem0, "Bob's passport expires in June.", user_id="bob", run_id="trip-1")
+    add(mem0, "Alice2 collects stamps.", user_id="alice2")  # users/alice2 is not under users/alice
 
     placed = {m.content: (m.namespace, m.session.external_id if m.session else None, m.session.namespace
                           if m.session else None) for m in memories(tenant_a.org, namespace__regex="^(users|agents|runs)/")}
@@ -62,6 +63,7 @@ def test_user_agent_and_run_ids_become_a_namespace_and_a_session(tenant_a, mem0)
         "Gate B12.": ("runs/r-9", "r-9", "runs/r-9"),
         "Bring the passport.": ("users/alice", "trip-1", "users/alice"),
         "Bob's passport expires in June.": ("users/bob", "trip-1", "users/bob"),  # Bob's trip-1 is his own
+        "Alice2 collects stamps.": ("users/alice2", None, None),
     }
     with tenant_context(tenant_a.org.id):
         assert Session.objects.filter(org_id=tenant_a.org.id, external_id="trip-1").count() == 3
