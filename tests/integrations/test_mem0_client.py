@@ -156,9 +156,12 @@ def test_the_client_adds_finds_changes_and_deletes_memories_unchanged(tenant_a, 
     with tenant_context(tenant_a.org.id):
         assert not Memory.objects.filter(pk__in=[food_id, lisbon_id, run_only]).exists()
 
-    with pytest.raises(MemoryError) as refused:
-        client.create_memory_export("{}", filters={"user_id": "alice"})
-    assert "language model" in refused.value.message
+    for needs_a_model in (lambda: client.create_memory_export("{}", filters={"user_id": "alice"}),
+                          lambda: client.get_memory_export(filters={"user_id": "alice"}),
+                          lambda: client.get_summary(filters={"user_id": "alice"})):
+        with pytest.raises(MemoryError) as refused:  # 501
+            needs_a_model()
+        assert "language model" in refused.value.message
 
 
 def test_the_async_client_works_unchanged(keys, served):
