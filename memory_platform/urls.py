@@ -12,6 +12,8 @@ urlpatterns = [
     path("api/v1/", include("memories.api.urls")),
     # LangGraph's store API (docs/adr/0040): the platform's namespace store in LangGraph's shapes.
     path("api/v1/", include("integrations.langgraph_store.urls")),
+    # Mem0's platform API (docs/adr/0044): what the mem0ai client calls, its host set to /api/mem0.
+    path("api/mem0/", include("integrations.mem0.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI's start-up script comes from a URL, not inline; its page carries a <style>
     # element of drf-spectacular's template, so this page alone allows inline styles.

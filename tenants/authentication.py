@@ -74,6 +74,9 @@ def _find_key(key: str) -> ApiKey | None:
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
+    # The Authorization schemes a key comes in (a door in another product's shape may add its own:
+    # Mem0's client sends `Token`).
+    schemes: tuple[str, ...] = ("Bearer",)
 
     def authenticate_header(self, request) -> str:
         return f'{self.keyword} realm="api"'  # makes DRF answer 401, not 403
@@ -88,12 +91,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             throttles.unauthenticated_request_counted(request)
         return principal
 
-    @staticmethod
-    def _presented_key(request) -> str | None:
-        """The key the request carries: in `Authorization: Bearer`, or in `x-api-key` (never two
-        different keys: which one would the caller mean?)."""
+    def _presented_key(self, request) -> str | None:
+        """The key the request carries: in `Authorization: Bearer` (or another of `schemes`), or in
+        `x-api-key` (never two different keys: which one would the caller mean?)."""
         header = authentication.get_authorization_header(request)
-        bearer = bearer_key(header) if header else None
+        bearer = authorization_key(header, self.schemes) if header else None
         plain = request.META.get("HTTP_X_API_KEY", "").strip() or None
         if bearer and plain and bearer != plain:
             raise exceptions.AuthenticationFailed("Authorization and x-api-key name different API keys")
@@ -107,19 +109,23 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         return principal, principal.api_key
 
 
-BEARER_FORMAT = "Authorization header must be `Bearer <API key>`"
+def authorization_key(header: bytes, schemes: tuple[str, ...] = ("Bearer",)) -> str:
+    """The API key of an `Authorization: <scheme> <API key>` header in one of the schemes
+    (any case); AuthenticationFailed, naming the format, if the header is not one."""
+    try:
+        scheme, key = header.decode("ascii").split()
+    except (UnicodeDecodeError, ValueError):
+        scheme, key = "", ""
+    if scheme.lower() not in {name.lower() for name in schemes}:
+        shapes = " or ".join(f"`{name} <API key>`" for name in schemes)
+        raise exceptions.AuthenticationFailed(f"Authorization header must be {shapes}")
+    return key
 
 
 def bearer_key(header: bytes) -> str:
     """The API key of an `Authorization: Bearer <API key>` header; AuthenticationFailed if the
     header is not one."""
-    try:
-        scheme, key = header.decode("ascii").split()
-    except (UnicodeDecodeError, ValueError):
-        raise exceptions.AuthenticationFailed(BEARER_FORMAT) from None
-    if scheme.lower() != "bearer":
-        raise exceptions.AuthenticationFailed(BEARER_FORMAT)
-    return key
+    return authorization_key(header)
 
 
 def authenticate_bearer(header: bytes) -> AgentPrincipal:

@@ -49,8 +49,10 @@ def _with_counts(queryset: QuerySet) -> QuerySet:
 def session_open(*, org_id, agent_id, external_id: str = "", namespace: str = "", metadata: dict | None = None,
                  reach: KeyReach = EVERYWHERE) -> tuple[Session, bool]:
     """Open a session for the agent; with an external_id the agent's open session of that id is
-    returned instead when there is one (an agent keeps its own id for a conversation, and may
-    send it again). Returns (session, created)."""
+    returned instead when there is one in the namespace asked (an agent keeps its own id for a
+    conversation, and may send it again): with a namespace, the one kept under exactly it, so
+    Alice's thread-1 is never found for Bob's, nor told to a key that does not reach it; with
+    none, any. Returns (session, created)."""
     reach.check_write(namespace)
     redactor = redactor_for(org_id)
     try:
@@ -65,9 +67,11 @@ def session_open(*, org_id, agent_id, external_id: str = "", namespace: str = ""
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                                [f"session:{org_id}:{agent_id}:{external_id}"])
-            found = (_with_counts(Session.objects.filter(org_id=org_id, agent_id=agent_id, external_id=external_id,
-                                                         ended_at__isnull=True))
-                     .order_by("-started_at").first())
+            open_sessions = Session.objects.filter(org_id=org_id, agent_id=agent_id, external_id=external_id,
+                                                   ended_at__isnull=True)
+            if namespace:
+                open_sessions = open_sessions.filter(namespace=namespace)
+            found = _with_counts(open_sessions).order_by("-started_at").first()
             if found is not None:
                 return found, False
         session = Session.objects.create(org_id=org_id, agent_id=agent_id, external_id=external_id, namespace=namespace,
@@ -77,9 +81,12 @@ def session_open(*, org_id, agent_id, external_id: str = "", namespace: str = ""
 
 
 def session_list(*, org_id, agent=None, status: str | None = None, namespace: str | None = None,
-                 external_id: str | None = None, reach: KeyReach = EVERYWHERE) -> QuerySet:
-    """The organisation's sessions within the key's reach, newest first, with their counts."""
+                 external_id: str | None = None, session_ids=None, reach: KeyReach = EVERYWHERE) -> QuerySet:
+    """The organisation's sessions within the key's reach, newest first, with their counts
+    (session_ids: of these only)."""
     queryset = Session.objects.filter(reach.memories(), org_id=org_id)
+    if session_ids is not None:
+        queryset = queryset.filter(pk__in=list(session_ids))
     if agent is not None:
         queryset = queryset.filter(agent_id=agent)
     if status == OPEN:

@@ -36,6 +36,8 @@ class SearchFilters:
 
     agent_ids: list = field(default_factory=list)
     session_id: object = None
+    # The sessions an agent named so (their external_id, a thread's or a run's id), of any agent.
+    session_external_id: str | None = None
     namespace: str | None = None  # prefix: "memories" also matches "memories/user-1"
     # The prefixes the caller's API key is limited to (memories.access): under any of them.
     within: tuple = ()
@@ -91,6 +93,9 @@ class SearchFilters:
             add("{m}.agent_id = ANY(%s::uuid[])", [str(a) for a in self.agent_ids])
         if self.session_id:
             add("{m}.session_id = %s", self.session_id)
+        if self.session_external_id is not None:
+            add("{m}.session_id IN (SELECT s.id FROM sessions s WHERE s.org_id = %s AND s.external_id = %s)",
+                org_id, self.session_external_id)
         for sql, values in self.namespace_conditions(f"{alias}.scope"):
             add(sql, *values)
         if self.categories:

@@ -3,11 +3,12 @@ erasure."""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import CharField, Count, F, Func, Max, Min, QuerySet, Value
 
 from memories.access import Caller
+from memories.errors import NotFound
 from memories.lifecycle import decay, erasure, sessions, stats
-from memories.models import Entity
+from memories.models import Entity, Memory
 from memories.reads import selectors
 from tenants.models import Session
 
@@ -20,6 +21,20 @@ def weak_memories(caller: Caller, *, below: float | None = None, namespace: str 
                   offset: int = 0) -> tuple[list[decay.Fading], int]:
     return decay.weak_memories(org_id=caller.org_id, below=below, namespace=namespace, limit=limit, offset=offset,
                                reach=caller.reach)
+
+
+def namespace_tallies(caller: Caller, *, roots: tuple[str, ...]) -> list[dict]:
+    """The namespaces two labels deep under each root label ("users": users/alice, users/bob)
+    that hold live memories in reach, in order: each as {"root", "name", "memories" (those under
+    it counted in), "first_created_at", "last_updated_at"}. One statement, whatever their number."""
+
+    def label(place: int) -> Func:
+        return Func(F("namespace"), Value("/"), Value(place), function="split_part", output_field=CharField())
+
+    return list(selectors.memory_list(org_id=caller.org_id, status=Memory.Status.ACTIVE).filter(caller.memories())
+                .order_by().values(root=label(1), name=label(2)).filter(root__in=roots).exclude(name="")
+                .annotate(memories=Count("pk"), first_created_at=Min("created_at"), last_updated_at=Max("updated_at"))
+                .order_by("root", "name"))
 
 
 # --------------------------------------------------------------------------- entities
@@ -48,9 +63,9 @@ def entity_detail(caller: Caller, entity: Entity | None = None, *, entity_id=Non
 
 
 def session_list(caller: Caller, *, agent=None, status: str | None = None, namespace: str | None = None,
-                 external_id: str | None = None) -> QuerySet[Session]:
+                 external_id: str | None = None, session_ids=None) -> QuerySet[Session]:
     return sessions.session_list(org_id=caller.org_id, agent=agent, status=status, namespace=namespace,
-                                 external_id=external_id, reach=caller.reach)
+                                 external_id=external_id, session_ids=session_ids, reach=caller.reach)
 
 
 def session_open(caller: Caller, *, external_id: str = "", namespace: str = "",
@@ -93,3 +108,19 @@ def erase(caller: Caller, *, namespace: str | None = None, session_id=None, dry_
                                  within=caller.reach.namespaces)
     return scope, erasure.erase(caller.org_id, scope, via="api", agent_id=caller.agent_id, dry_run=dry_run,
                                 expected_digest=expected_digest)
+
+
+def erase_run(caller: Caller, *, namespace: str, external_id: str) -> list[erasure.Outcome]:
+    """Erase, for good, the calling agent's memories in the sessions named external_id (a
+    thread's or a run's id, by any agent) under a namespace, those in its reach; a write under
+    the namespace it must be allowed. A run holding none of them is no error: no outcome."""
+    caller.check_write(namespace)
+    outcomes = []
+    for session in sessions.session_list(org_id=caller.org_id, namespace=namespace, external_id=external_id,
+                                         reach=caller.reach):
+        scope = erasure.ErasureScope(session_id=session.pk, agent_id=caller.agent_id, within=caller.reach.namespaces)
+        try:
+            outcomes.append(erasure.erase(caller.org_id, scope, via="api", agent_id=caller.agent_id))
+        except NotFound:
+            continue
+    return outcomes

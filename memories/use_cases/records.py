@@ -36,9 +36,13 @@ def _writable(caller: Caller, memory_id) -> None:
     _reached(caller, memory_id)
 
 
-def memory_list(caller: Caller, **filters) -> QuerySet:
-    """Memories in reach, filtered (selectors.memory_list's filters), for a door to page."""
-    return selectors.memory_list(org_id=caller.org_id, **filters).filter(caller.memories())
+def memory_list(caller: Caller, *, session_external_id: str | None = None, **filters) -> QuerySet:
+    """Memories in reach, filtered (selectors.memory_list's filters; session_external_id: those
+    in the sessions any agent named so), for a door to page."""
+    memories = selectors.memory_list(org_id=caller.org_id, **filters).filter(caller.memories())
+    if session_external_id is not None:
+        memories = memories.filter(session__external_id=session_external_id)
+    return memories
 
 
 def _sessions_reached(caller: Caller, named: dict) -> None:

@@ -1,8 +1,11 @@
 """The product's ASGI app (memory_platform.serving: /mcp beside the Django site) served for real
-by uvicorn on a free port, in a thread of this process, and the official MCP client to call it."""
+by uvicorn on a free port, in a thread of this process, for the peers' own clients to call (the
+official MCP client, Mem0's)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 import time
 
@@ -10,6 +13,11 @@ import pytest
 import uvicorn
 
 from tests.ports import free_port
+
+# Mem0's client (mem0ai) reads these as it is imported: no telemetry sent to Mem0, and its config
+# file (an anonymous id it writes on import) in a folder of the run's, not the home folder's.
+os.environ["MEM0_TELEMETRY"] = "False"
+os.environ.setdefault("MEM0_DIR", os.path.join(tempfile.gettempdir(), "mem0-client"))
 
 
 class Served:

@@ -1,5 +1,5 @@
-"""One scenario through every door an agent uses (the REST API, the LangGraph store API, MCP),
-each with four keys: one reaching the whole organisation, one limited to users/alice, a
+"""One scenario through every door an agent uses (the REST API, the LangGraph store API, MCP,
+Mem0's API), each with four keys: one reaching the whole organisation, one limited to users/alice, a
 read-only one, and another organisation's. Every door must take the same decision for the
 same key: the doors are adapters over one set of use cases (memories.use_cases), which alone
 decide what a caller reaches.
@@ -36,6 +36,7 @@ EXPECTED = {
     "write users/bob": {"full": OK, "alice": REFUSED, "read_only": REFUSED, "other": OK},
     "read Bob's memory": {"full": OK, "alice": MISSING, "read_only": OK, "other": MISSING},
     "confirm Bob's memory": {"full": OK, "alice": MISSING, "read_only": REFUSED, "other": MISSING},
+    "change Bob's memory": {"full": OK, "alice": MISSING, "read_only": REFUSED, "other": MISSING},
     "put users/bob": {"full": OK, "alice": REFUSED, "read_only": REFUSED, "other": OK},
     "get Bob's item": {"full": OK, "alice": MISSING, "read_only": OK, "other": MISSING},
     "delete Bob's item": {"full": OK, "alice": REFUSED, "read_only": REFUSED, "other": OK},
@@ -161,6 +162,35 @@ class Mcp:
         return self.call("store_delete", {"namespace": namespace, "key": key})[0]
 
 
+class Mem0:
+    """Mem0's API (integrations.mem0), as its client calls it: a user's memories by user_id."""
+
+    name = "Mem0"
+
+    def __init__(self, base: str, key: str):
+        self.http = httpx.Client(base_url=f"{base}/api/mem0", headers={"Authorization": f"Token {key}"}, timeout=60)
+
+    def write(self, namespace: list[str], content: str) -> str:
+        response = self.http.post("/v3/memories/add/", json={"messages": [{"role": "user", "content": content}],
+                                                              "user_id": namespace[1]})  # users/<user_id>
+        return decision(response.status_code)
+
+    def read(self, memory_id) -> str:
+        return decision(self.http.get(f"/v1/memories/{memory_id}/").status_code)
+
+    def change(self, memory_id) -> str:
+        return decision(self.http.put(f"/v1/memories/{memory_id}/", json={"metadata": {"seen": True}}).status_code)
+
+    def search(self, query: str) -> set[str]:
+        found = set()
+        for user_id in ("alice", "bob"):  # Mem0 searches one user at a time
+            response = self.http.post("/v3/memories/search/", json={"query": query, "filters": {"user_id": user_id},
+                                                                    "top_k": 20})
+            assert response.status_code == 200, response.text
+            found |= {result["memory"] for result in response.json()["results"]}
+        return found
+
+
 @pytest.fixture
 def scenario(tenant_a, tenant_b, served):
     """Bob's and Alice's facts and store items in organisation A, written through the REST API
@@ -187,15 +217,18 @@ def test_every_door_takes_the_same_decisions_for_each_key(scenario, served):
     taken: dict[str, dict[str, dict[str, object]]] = {}
     for key_name in KEYS:
         key = keys[key_name]
-        for door in (Rest(served.base, key), Mcp(served.url, key)):
+        for door in (Rest(served.base, key), Mcp(served.url, key), Mem0(served.base, key)):
             seen = taken.setdefault(door.name, {}).setdefault(key_name, {})
             seen["write users/alice"] = door.write(["users", "alice"], f"{door.name} {key_name} wrote for Alice")
             seen["write users/bob"] = door.write(["users", "bob"], f"{door.name} {key_name} wrote for Bob")
             seen["read Bob's memory"] = door.read(held["bob"])
-            seen["confirm Bob's memory"] = door.confirm(held["bob"])
-            seen["put users/bob"] = door.put(["users", "bob"], f"{door.name}-{key_name}", {"text": "a note"})
-            seen["get Bob's item"] = door.get(["users", "bob"], "hobby")
-            seen["delete Bob's item"] = door.delete(["users", "bob"], f"{door.name}-{key_name}")
+            if isinstance(door, Mem0):  # Mem0 has no confirm, and no store; a change of metadata instead
+                seen["change Bob's memory"] = door.change(held["bob"])
+            else:
+                seen["confirm Bob's memory"] = door.confirm(held["bob"])
+                seen["put users/bob"] = door.put(["users", "bob"], f"{door.name}-{key_name}", {"text": "a note"})
+                seen["get Bob's item"] = door.get(["users", "bob"], "hobby")
+                seen["delete Bob's item"] = door.delete(["users", "bob"], f"{door.name}-{key_name}")
             seen["found"] = door.search("who keeps bees or a sourdough starter?") & {BOB_FACT, ALICE_FACT}
             context = door.context("who keeps bees or a sourdough starter?")
             seen["in context"] = {fact for fact in (BOB_FACT, ALICE_FACT) if fact in context}
@@ -213,5 +246,9 @@ def test_every_door_takes_the_same_decisions_for_each_key(scenario, served):
             assert seen == expected, f"{door_name} with the {key_name} key"
     # The doors agree with each other on everything both offer.
     for key_name in KEYS:
-        rest, mcp = taken["REST"][key_name], taken["MCP"][key_name]
-        assert {action: rest[action] for action in mcp} == mcp
+        rest = taken["REST"][key_name]
+        for other in ("MCP", "Mem0"):
+            theirs = taken[other][key_name]
+            assert {action: rest[action] for action in theirs if action in rest} == \
+                {action: decided for action, decided in theirs.items() if action in rest}, f"{other}, {key_name}"
+        assert set(taken["Mem0"][key_name]) - set(rest) == {"change Bob's memory"}

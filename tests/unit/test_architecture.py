@@ -156,7 +156,7 @@ def test_no_module_takes_another_modules_private_names():
 # The doors of agents: each parses, calls one use case (memories.use_cases) with the Caller its
 # authentication built, and shapes the answer (docs/architecture.md, "Doors").
 DOORS = ("memories.api.views", "memories.api.retrieval_views", "integrations.langgraph_store.views",
-         "integrations.mcp.boundary", "integrations.mcp.http", "integrations.mcp.tools")
+         "integrations.mcp.boundary", "integrations.mcp.http", "integrations.mcp.tools", "integrations.mem0.views")
 # What a door may not reach past the use cases for: the services, the reads, and the reach
 # checks (a door takes memories.access's Caller, a type, and nothing else of it).
 BEHIND_THE_USE_CASES = ("memories.reads", "memories.writes", "memories.retrieval", "memories.lifecycle",

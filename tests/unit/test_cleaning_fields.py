@@ -20,6 +20,7 @@ from rest_framework import serializers
 import console.forms
 from console.forms import CleanCharField as CleanFormField
 from integrations.langgraph_store import serializers as langgraph
+from integrations.mem0 import serializers as mem0
 from memories.admin import ReadOnlyAdmin
 from memories.api import serializers as rest
 from memories.api.fields import CleanCharField, CleanField, CleanJSONField, NamespaceField
@@ -28,7 +29,7 @@ from memories.intake.cleaning import Secrets
 ROOT = Path(__file__).resolve().parents[2]
 AWS_KEY = "AKIA" + "Q7HLM2RT9VB4NC8K"  # an AWS access key id's shape; made up
 DOORS = ("memories/api", "integrations")
-SERIALIZER_MODULES = (rest, langgraph)
+SERIALIZER_MODULES = (rest, langgraph, mem0)
 
 # Fields that read no text: numbers, flags, times, ids, one of a fixed set.
 NOT_TEXT = (serializers.BooleanField, serializers.IntegerField, serializers.FloatField, serializers.DecimalField,

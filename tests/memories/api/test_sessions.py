@@ -83,6 +83,19 @@ def test_an_open_session_is_found_again_by_its_external_id_until_it_closes(api_a
     assert after["id"] != first["id"]
 
 
+def test_an_open_session_is_found_again_only_in_the_namespace_asked(tenant_a, api_a, api_client_for):
+    alice = open_session(api_a, external_id="thread-1", namespace=["users", "alice"])
+    bob_key = limited_client(api_client_for, tenant_a.agent, namespaces=["users/bob"])
+
+    bob = open_session(bob_key, external_id="thread-1", namespace=["users", "bob"])  # not Alice's, nor told of it
+    assert bob["id"] != alice["id"] and bob["namespace"] == ["users", "bob"]
+    write(bob_key, "Bob keeps bees", bob, namespace=["users", "bob"])
+    again = api_a.post("/api/v1/sessions", {"external_id": "thread-1", "namespace": ["users", "alice"]})
+    assert again.status_code == 200 and again.json()["id"] == alice["id"]
+    assert ok(api_a.post("/api/v1/sessions", {"external_id": "thread-1", "namespace": ["users", "bob"]}),
+              200)["id"] == bob["id"]
+
+
 def test_sessions_are_listed_newest_first_with_filters(tenant_a, api_a, api_client_for):
     other_agent = factories.agent(org=tenant_a.org, name="second agent")
     api_other = api_client_for(other_agent)
