@@ -3,7 +3,7 @@
 from rq import cron
 
 from memories import jobs
-from memories.lifecycle import consolidation, decay, expiry
+from memories.lifecycle import consolidation, decay, expiry, tallies
 from memories.retrieval import events
 from memories.understanding import lexicon
 from memories.vectors import index as vector_index
@@ -18,6 +18,10 @@ cron.register(events.flush_retrievals, "default", interval=config().retrievals_f
 cron.register(vector_index.sync_tenant_indexes, "maintenance", interval=3600)
 # Moves the deltas the write triggers append into each tenant's word statistics (BM25).
 cron.register(lexicon.fold, "maintenance", interval=30)
+# Moves the deltas the write triggers append into each tenant's memory tallies (the stats).
+cron.register(tallies.fold, "maintenance", interval=30)
+# Counts each tenant's strength bands and weakest memories (the stats, the dashboard).
+cron.register(decay.count_bands, "maintenance", interval=600, job_timeout=3600)
 # Removes for good the memories past their expiry (they left every read when they expired).
 cron.register(expiry.expire, "maintenance", interval=60)
 # Archives what has faded (spec §4's nightly decay), at 03:00 UTC.

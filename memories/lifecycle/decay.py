@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from memories.access import EVERYWHERE, KeyReach
 from memories.caching import cache
 from memories.lifecycle import strength
-from memories.models import LifecycleRun, Memory, MemoryTag, MemoryVersion, live_sql
+from memories.models import LIVE, LifecycleRun, Memory, MemoryTag, MemoryVersion, live_sql
 from memories.retrieval.filters import SearchFilters
 from memories.writes.kernel import Actor, version_row
 from memory_platform.config import config
@@ -97,6 +97,75 @@ def weak_memories(*, org_id, below: float | None = None, namespace: str | None =
     return fading, total
 
 
+@dataclass
+class Bands:
+    """An organisation's strength bands and its weakest memories: as last counted (as_of) by
+    `count_bands`, or counted now (as_of None) when they never were."""
+
+    counts: dict  # strong, fading, faded
+    as_of: datetime | None
+    weakest: list[Fading]
+
+    @property
+    def label(self) -> dict:
+        """What an answer says of them: "about", as of when, unless counted now."""
+        return {} if self.as_of is None else {"about": True, "as_of": self.as_of}
+
+
+def bands(*, org_id, weakest: int = 0) -> Bands:
+    """The organisation's strength bands as last counted, and up to `weakest` of the weakest
+    memories then (those still live, their strength now): one row read, whatever the
+    organisation's size (docs/adr/0045). Counted now when they never were (a new organisation,
+    before the job's first run)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT strong, fading, faded, weakest, counted_at FROM memory_strength_bands "
+                       "WHERE org_id = %s", [org_id])
+        row = cursor.fetchone()
+    if row is None:
+        return Bands(strength_bands(org_id=org_id), None,
+                     weak_memories(org_id=org_id, limit=weakest)[0] if weakest else [])
+    strong, fading, faded, ids, counted_at = row
+    return Bands({"strong": strong, "fading": fading, "faded": faded}, counted_at,
+                 _fading(org_id, ids[:weakest]) if weakest else [])
+
+
+def _fading(org_id, ids: list) -> list[Fading]:
+    """These memories, those still live, as Fading (their strength now), in this order."""
+    now, threshold = timezone.now(), config().decay_threshold
+    memories = {memory.pk: memory for memory in Memory.objects.filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now), LIVE, org_id=org_id, pk__in=ids)}
+    return [Fading(memories[memory_id], strength.of(memories[memory_id], now),
+                   strength.fades_at(memories[memory_id], threshold)) for memory_id in ids if memory_id in memories]
+
+
+BANDS_WEAKEST = 10  # the weakest memories' ids kept with the bands (the dashboard shows 5)
+
+
+@tenant_job
+def count_organisation_bands(*, org_id) -> dict:
+    """Count the organisation's strength bands now and keep them, with its weakest memories' ids."""
+    counts = strength_bands(org_id=org_id)
+    weakest = [fading.memory.pk for fading in weak_memories(org_id=org_id, limit=BANDS_WEAKEST)[0]]
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            INSERT INTO memory_strength_bands AS b (org_id, strong, fading, faded, weakest, counted_at)
+            VALUES (%s, %s, %s, %s, %s::uuid[], now())
+            ON CONFLICT (org_id) DO UPDATE SET strong = excluded.strong, fading = excluded.fading,
+                faded = excluded.faded, weakest = excluded.weakest, counted_at = excluded.counted_at
+        """, [org_id, counts["strong"], counts["fading"], counts["faded"], weakest])
+    return counts
+
+
+def count_bands() -> dict:
+    """The periodic job (memories.cron, every 10 minutes): every organisation's strength bands
+    counted and kept, each in its own transaction. Returns how many organisations."""
+    with service_account():
+        org_ids = list(Organization.objects.values_list("id", flat=True))
+    for org_id in org_ids:
+        count_organisation_bands(org_id=org_id)
+    return {"organisations": len(org_ids)}
+
+
 @tenant_job
 def decay_organisation(*, org_id) -> dict:
     """Archive the organisation's live memories whose strength fell below DECAY_THRESHOLD, each
@@ -117,6 +186,7 @@ def decay_organisation(*, org_id) -> dict:
         archived += _archive(org_id, faded_ids[start:start + BATCH], held, threshold)
     counts = {"decaying": decaying, "fading": fading - archived, "archived": archived}
     LifecycleRun.objects.create(org_id=org_id, job=LifecycleRun.Job.DECAY, started_at=started, counts=counts)
+    count_organisation_bands(org_id=org_id)  # what was archived leaves the bands now
     return counts
 
 

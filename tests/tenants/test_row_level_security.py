@@ -15,6 +15,7 @@ from django.db import (
 )
 
 from memories.models import Artifact, MemoryArtifact, MemoryRelationship
+from memories.lifecycle import tallies
 from memories.understanding import lexicon
 from memory_platform.distribution import on_citus
 from tenants.context import service_account, tenant_context
@@ -25,8 +26,9 @@ TENANT_MODELS = sorted(
     (model for model in apps.get_models() if issubclass(model, TenantModel)), key=lambda m: m._meta.db_table
 )
 APPEND_ONLY = {"memory_versions", "retrieval_events"}
-# Tenant tables no model maps: each organisation's word statistics (migration 0018).
-STATISTICS_TABLES = set(lexicon.TABLES)
+# Tenant tables no model maps: each organisation's word statistics (migration 0018), its
+# memories' tallies and strength bands (migration 0035).
+STATISTICS_TABLES = set(lexicon.TABLES) | set(tallies.TABLES) | {"memory_strength_bands"}
 # A tenant policy's test as PostgreSQL prints it when the settings are read for each row: on a
 # Citus cluster, where `distribute` rewrites the policies so (tenant_predicate(per_row=True) in
 # memory_platform.schema), as Citus refuses a subquery in the policy of a distributed table.

@@ -1,0 +1,171 @@
+"""Each organisation's memories counted as they change: what the stats and the dashboard read
+instead of counting the organisation's rows (docs/adr/0045).
+
+A row trigger on memories appends what each write changed to memory_tally_deltas (migration
+0035); `fold` moves the deltas into memory_tallies every 30 s (memories.cron); `tallies`
+reads both, so its counts are exactly those of the rows its snapshot sees, folded or not, as
+the word statistics' (memories.understanding.lexicon). Counted: the memories not deleted, per
+(agent, status, category, memory type): n, and of them those that expire, wait for their
+embedding and never decay.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from tenants.context import service_account
+
+logger = logging.getLogger(__name__)
+
+TABLES = ("memory_tallies", "memory_tally_deltas")
+KEY = ("agent_id", "status", "category", "memory_type")
+COUNTS = ("n", "expiring", "embedding_pending", "not_decaying")
+FOLD_LOCK = 0x7A11_0045  # pg_try_advisory_xact_lock key: one fold at a time
+
+# What the tallies of one organisation should be, counted from its rows: the migration's
+# backfill, `differences` and `rebuild` count the same way.
+RECOUNT = """
+    SELECT agent_id, status, category, memory_type, count(*), count(*) FILTER (WHERE expires_at IS NOT NULL),
+           count(*) FILTER (WHERE embedding IS NULL AND indexed), count(*) FILTER (WHERE decay_rate = 0)
+    FROM memories WHERE org_id = %s AND deleted_at IS NULL
+    GROUP BY agent_id, status, category, memory_type
+"""
+
+# Both tables' counts for one organisation: folded and not yet folded, added up.
+CURRENT = """
+    SELECT agent_id, status, category, memory_type, sum(n)::bigint, sum(expiring)::bigint,
+           sum(embedding_pending)::bigint, sum(not_decaying)::bigint
+    FROM (
+        SELECT agent_id, status, category, memory_type, n, expiring, embedding_pending, not_decaying
+        FROM memory_tallies WHERE org_id = %(org)s
+        UNION ALL
+        SELECT agent_id, status, category, memory_type, n, expiring, embedding_pending, not_decaying
+        FROM memory_tally_deltas WHERE org_id = %(org)s
+    ) counted
+    GROUP BY agent_id, status, category, memory_type
+    HAVING sum(n) <> 0 OR sum(expiring) <> 0 OR sum(embedding_pending) <> 0 OR sum(not_decaying) <> 0
+"""
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The memories (not deleted) of one agent, status, category and type."""
+
+    agent_id: uuid.UUID
+    status: str
+    category: str
+    memory_type: str
+    n: int
+    expiring: int
+    embedding_pending: int
+    not_decaying: int
+
+
+def tallies(org_id) -> list[Tally]:
+    """The organisation's tallies, as of this statement's snapshot: one round trip, reading
+    one row per (agent, status, category, type) and the deltas not yet folded. The caller has
+    set the tenant."""
+    with connection.cursor() as cursor:
+        cursor.execute(CURRENT, {"org": org_id})
+        return [Tally(*row) for row in cursor.fetchall()]
+
+
+def summed(rows: list[Tally], by: str | None = None, **where) -> dict | int:
+    """n of the tallies matching `where` (attribute=value), in all or per value of `by`."""
+    chosen = [row for row in rows if all(getattr(row, name) == value for name, value in where.items())]
+    if by is None:
+        return sum(row.n for row in chosen)
+    per: dict = {}
+    for row in chosen:
+        per[getattr(row, by)] = per.get(getattr(row, by), 0) + row.n
+    return {key: n for key, n in sorted(per.items()) if n}
+
+
+def fold() -> dict:
+    """Move every organisation's deltas into its tallies, in one transaction, as the service
+    account; the tallies that count nothing any more are deleted. Readers never wait for it,
+    nor it for them; a second fold while one runs returns at once. Returns what it did."""
+    started = time.monotonic()
+    with service_account(), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [FOLD_LOCK])
+        if not cursor.fetchone()[0]:
+            return {"folded": 0, "emptied": 0, "skipped": True}
+        cursor.execute("""
+            WITH moved AS (DELETE FROM memory_tally_deltas RETURNING *),
+            summed AS (
+                SELECT org_id, agent_id, status, category, memory_type, sum(n) AS n, sum(expiring) AS expiring,
+                       sum(embedding_pending) AS embedding_pending, sum(not_decaying) AS not_decaying,
+                       count(*) AS deltas
+                FROM moved GROUP BY org_id, agent_id, status, category, memory_type
+            ), upserted AS (
+                INSERT INTO memory_tallies AS t (org_id, agent_id, status, category, memory_type, n, expiring,
+                                                 embedding_pending, not_decaying)
+                SELECT org_id, agent_id, status, category, memory_type, n, expiring, embedding_pending, not_decaying
+                FROM summed WHERE n <> 0 OR expiring <> 0 OR embedding_pending <> 0 OR not_decaying <> 0
+                ON CONFLICT (org_id, agent_id, status, category, memory_type) DO UPDATE
+                SET n = t.n + excluded.n, expiring = t.expiring + excluded.expiring,
+                    embedding_pending = t.embedding_pending + excluded.embedding_pending,
+                    not_decaying = t.not_decaying + excluded.not_decaying
+                RETURNING org_id, agent_id, status, category, memory_type, n, expiring, embedding_pending,
+                          not_decaying
+            )
+            SELECT (SELECT coalesce(sum(deltas), 0) FROM summed),
+                   array_agg(org_id), array_agg(agent_id), array_agg(status), array_agg(category),
+                   array_agg(memory_type)
+            FROM upserted WHERE n = 0 AND expiring = 0 AND embedding_pending = 0 AND not_decaying = 0
+        """)
+        folded, orgs, agents, statuses, categories, types = cursor.fetchone()
+        emptied = 0
+        if orgs:
+            cursor.execute("""
+                DELETE FROM memory_tallies t
+                USING unnest(%s::uuid[], %s::uuid[], %s::text[], %s::text[], %s::text[])
+                      e(org_id, agent_id, status, category, memory_type)
+                WHERE t.org_id = e.org_id AND t.agent_id = e.agent_id AND t.status = e.status
+                  AND t.category = e.category AND t.memory_type = e.memory_type
+                  AND t.n = 0 AND t.expiring = 0 AND t.embedding_pending = 0 AND t.not_decaying = 0
+            """, [orgs, agents, statuses, categories, types])
+            emptied = cursor.rowcount
+    done = {"folded": int(folded), "emptied": emptied, "seconds": round(time.monotonic() - started, 3)}
+    if folded:
+        logger.info("memory tallies folded", extra=done)
+    return done
+
+
+def differences(org_id) -> list[tuple[tuple, tuple, tuple]]:
+    """Where the organisation's tallies (folded and not) differ from a count of its rows:
+    (key, counts kept, counts counted). None unless a write bypassed the triggers. Reads every
+    memory of the organisation: a maintenance check (and the tests')."""
+    with connection.cursor() as cursor:
+        cursor.execute(CURRENT, {"org": org_id})
+        kept = {tuple(row[:4]): tuple(row[4:]) for row in cursor.fetchall()}
+        cursor.execute(RECOUNT, [org_id])
+        recounted = {tuple(row[:4]): tuple(row[4:]) for row in cursor.fetchall()}
+    nothing = (0, 0, 0, 0)
+    return [(key, kept.get(key, nothing), recounted.get(key, nothing))
+            for key in sorted(kept.keys() | recounted.keys(), key=str)
+            if kept.get(key, nothing) != recounted.get(key, nothing)]
+
+
+def rebuild(org_id) -> int:
+    """Count the organisation's tallies again from its rows and replace what is kept (folded
+    and not): the repair for a write that bypassed the triggers. Returns the rows written. The
+    caller has set the tenant; the memories are locked against writes meanwhile."""
+    org_id = uuid.UUID(str(org_id))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("LOCK TABLE memories IN SHARE MODE")
+        cursor.execute("DELETE FROM memory_tally_deltas WHERE org_id = %s", [org_id])
+        cursor.execute("DELETE FROM memory_tallies WHERE org_id = %s", [org_id])
+        # ON CONFLICT (never met) keeps a Citus cluster from writing by COPY (as lexicon.rebuild).
+        cursor.execute(f"""
+            INSERT INTO memory_tallies AS t (org_id, agent_id, status, category, memory_type, n, expiring,
+                                             embedding_pending, not_decaying)
+            SELECT %s, * FROM ({RECOUNT}) counted
+            ON CONFLICT (org_id, agent_id, status, category, memory_type) DO UPDATE SET n = excluded.n
+        """, [org_id, org_id])
+        return cursor.rowcount
