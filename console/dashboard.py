@@ -8,22 +8,15 @@ import io
 import logging
 import re
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime
 
-from django.db.models import Count
-from django.db.models.functions import TruncDate
-from django.utils import timezone
-
-from memories.lifecycle import decay
-from memories.models import LifecycleRun, Memory
-from memories.writes.conflicts import open_conflict_count
-from tenants.models import Agent
+from memories.access import Caller
+from memories.models import LifecycleRun
+from memories.use_cases import lifecycle
 
 logger = logging.getLogger(__name__)
 
-GROWTH_DAYS = 30
 QUEUES = ("default", "embeddings", "maintenance")
-FADING_SHOWN = 5
 
 # The scheduled lifecycle jobs (memories.cron), in the words an operator reads them in.
 LIFECYCLE_JOBS = (
@@ -63,52 +56,41 @@ class Stats:
     embedding_pending: int
     lifecycle: list[LifecycleJobState] = field(default_factory=list)
     strength: dict = field(default_factory=dict)
+    strength_as_of: datetime | None = None  # None: counted for this page
     fading: list = field(default_factory=list)
     queues: list[dict] = field(default_factory=list)
     workers: int | None = None
     queue_error: str = ""
 
 
-def _grouped(queryset, column: str) -> list[tuple[str, int]]:
-    return [(row[column], row["n"]) for row in queryset.values(column).annotate(n=Count("id")).order_by("-n", column)]
-
-
-def stats(org_id) -> Stats:
-    memories = Memory.objects.filter(org_id=org_id, deleted_at__isnull=True)
-    agents = dict(Agent.objects.filter(org_id=org_id).values_list("id", "name"))
-    since = timezone.localdate() - timedelta(days=GROWTH_DAYS - 1)
-    per_day = dict(Memory.objects.filter(org_id=org_id, created_at__date__gte=since)
-                   .annotate(day=TruncDate("created_at")).values("day").annotate(n=Count("id"))
-                   .values_list("day", "n"))
-    by_status = _grouped(memories, "status")
+def stats(caller: Caller) -> Stats:
+    """The dashboard of the caller's organisation: its counts from the lifecycle use cases
+    (read without counting the organisation's memories, docs/adr/0045), the job queues from Redis."""
+    counted = lifecycle.dashboard(caller)
+    agents = lifecycle.agent_names(caller)
     result = Stats(
-        total=sum(n for _, n in by_status),
-        by_status=by_status,
-        by_category=_grouped(memories, "category"),
-        by_agent=[(agents.get(agent_id, "?"), n) for agent_id, n in _grouped(memories, "agent_id")],
-        added_per_day=[(since + timedelta(days=i), per_day.get(since + timedelta(days=i), 0))
-                       for i in range(GROWTH_DAYS)],
-        pending_review=dict(by_status).get(Memory.Status.PENDING_REVIEW, 0),
-        open_conflicts=open_conflict_count(org_id=org_id),
-        embedding_pending=memories.filter(embedding__isnull=True, indexed=True).count(),
-        lifecycle=lifecycle_jobs(org_id),
-        strength=decay.strength_bands(org_id=org_id),
-        fading=decay.weak_memories(org_id=org_id, limit=FADING_SHOWN)[0],
+        total=counted.total,
+        by_status=counted.by_status,
+        by_category=counted.by_category,
+        by_agent=[(agents.get(agent_id, "?"), n) for agent_id, n in counted.by_agent],
+        added_per_day=counted.added_per_day,
+        pending_review=counted.pending_review,
+        open_conflicts=lifecycle.open_conflicts(caller),
+        embedding_pending=counted.embedding_pending,
+        lifecycle=lifecycle_jobs(caller),
+        strength=counted.strength,
+        strength_as_of=counted.strength_as_of,
+        fading=counted.fading,
     )
     _add_queue_state(result)
     return result
 
 
-def lifecycle_jobs(org_id) -> list[LifecycleJobState]:
+def lifecycle_jobs(caller: Caller) -> list[LifecycleJobState]:
     """Each scheduled lifecycle job: its last run for the organisation and how many runs in
     the last day."""
-    day_ago = timezone.now() - timedelta(days=1)
-    recent = dict(LifecycleRun.objects.filter(org_id=org_id, finished_at__gte=day_ago).values("job")
-                  .annotate(n=Count("id")).values_list("job", "n"))
-    return [LifecycleJobState(job, name, schedule, does,
-                              LifecycleRun.objects.filter(org_id=org_id, job=job).order_by("-finished_at").first(),
-                              recent.get(job, 0))
-            for job, name, schedule, does in LIFECYCLE_JOBS]
+    runs = lifecycle.lifecycle_runs(caller, [job for job, *_ in LIFECYCLE_JOBS])
+    return [LifecycleJobState(job, name, schedule, does, *runs[job]) for job, name, schedule, does in LIFECYCLE_JOBS]
 
 
 def _add_queue_state(result: Stats) -> None:

@@ -10,11 +10,30 @@ from memories.errors import NotFound
 from memories.lifecycle import decay, erasure, sessions, stats
 from memories.models import Entity, Memory
 from memories.reads import selectors
-from tenants.models import Session
+from memories.writes import conflicts
+from tenants.models import Agent, Session
 
 
 def memory_stats(caller: Caller, *, namespace: str | None = None) -> dict:
     return stats.memory_stats(org_id=caller.org_id, namespace=namespace, reach=caller.reach)
+
+
+def dashboard(caller: Caller) -> stats.Dashboard:
+    """What the console's dashboard shows of the organisation (the whole of it: an operator's)."""
+    return stats.dashboard(caller.org_id)
+
+
+def open_conflicts(caller: Caller) -> int:
+    return conflicts.open_conflict_count(org_id=caller.org_id)
+
+
+def lifecycle_runs(caller: Caller, jobs: list[str]) -> dict:
+    """Each job's last run for the organisation and how many runs in the last day."""
+    return stats.lifecycle_runs(caller.org_id, jobs)
+
+
+def agent_names(caller: Caller) -> dict:
+    return dict(Agent.objects.filter(org_id=caller.org_id).values_list("id", "name"))
 
 
 def weak_memories(caller: Caller, *, below: float | None = None, namespace: str | None = None, limit: int = 50,

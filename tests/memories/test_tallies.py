@@ -1,0 +1,185 @@
+"""The memories' tallies (docs/adr/0045): the counts the stats and the dashboard read instead
+of counting, kept by row triggers and folded by the cron, equal a full count of the rows after
+every kind of write, before and after a fold; the strength bands as last counted."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memories.access import Caller
+from memories.lifecycle import decay, erasure, expiry, stats, tallies
+from memories.models import Memory
+from memories.writes import change, create, review
+from memories.writes.kernel import Actor
+from tenants.context import service_account, tenant_context
+from tests import factories
+from tests.memories.test_portability import export_to, import_from, remembered
+
+pytestmark = pytest.mark.django_db
+
+
+def counted_right(org) -> bool:
+    """The tallies (folded and not) equal a count of the organisation's rows, and still do
+    after a fold; and the org-wide stats read from them equal the stats counted row by row."""
+    with tenant_context(org.id):
+        before = tallies.differences(org.id)
+    tallies.fold()
+    with tenant_context(org.id):
+        after = tallies.differences(org.id)
+        read = stats.memory_stats(org_id=org.id)["memories"]
+        memories = Memory.objects.filter(org_id=org.id, deleted_at__isnull=True)
+        counts, _, _ = stats._counted_by_rows(memories, org_id=org.id, namespace=None, reach=stats.EVERYWHERE)
+    assert before == [] and after == [], (before, after)
+    assert {name: read[name] for name in counts} == counts
+    return True
+
+
+@pytest.fixture
+def written(tenant_a):
+    org, agent = tenant_a.org, tenant_a.agent
+    with tenant_context(org.id):
+        batch = create.memory_create_batch(org_id=org.id, agent_id=agent.id, items=[
+            {"content": "Melanie adopted a puppy named Oscar", "category": "episodic", "memory_type": "episodic"},
+            {"content": "Caroline moved to Sweden", "category": "factual"}])
+        one = create.memory_create(org_id=org.id, agent_id=agent.id, content="Caroline likes jazz",
+                                   category="preference", namespace="users/caroline").memory
+        Memory.objects.filter(pk=batch[1].memory.pk).update(expires_at=timezone.now() + timedelta(hours=1))
+    return org, agent, [item.memory for item in batch] + [one]
+
+
+def test_the_tallies_equal_a_count_after_every_kind_of_write(written, tenant_a):
+    org, agent, (puppy, sweden, jazz) = written
+    assert counted_right(org)
+    actor = Actor(agent_id=agent.id)
+    helper = factories.agent(org=org, name="helper")
+    steps = [
+        lambda: change.memory_update(org_id=org.id, memory_id=jazz.pk, actor=actor,
+                                     expected_version=Memory.objects.get(pk=jazz.pk).version,
+                                     changes={"content": "Caroline loves jazz", "category": "factual"}),
+        lambda: change.memory_delete(org_id=org.id, memory_id=sweden.pk, actor=actor),
+        lambda: change.memory_restore(org_id=org.id, memory_id=sweden.pk, actor=actor),
+        lambda: change.memory_archive(org_id=org.id, memory_id=puppy.pk, actor=actor),
+        lambda: change.memory_unarchive(org_id=org.id, memory_id=puppy.pk, actor=actor),
+        lambda: change.memory_supersede(org_id=org.id, memory_id=jazz.pk, agent_id=agent.id, actor=actor,
+                                        content="Caroline loves jazz and blues"),
+        lambda: change.memory_feedback(org_id=org.id, memory_id=puppy.pk, useful=True),
+        lambda: Memory.objects.filter(pk=puppy.pk).update(embedding=None, embedding_dimensions=None),  # waits for its embedding
+        lambda: Memory.objects.filter(pk=puppy.pk).update(embedding=factories.unit_vector(3), embedding_dimensions=384,
+                                                          embedding_model="all-MiniLM-L6-v2"),
+        lambda: Memory.objects.filter(pk=sweden.pk).update(decay_rate=0, agent=helper),
+        lambda: Memory.objects.filter(pk=sweden.pk).update(expires_at=None, ttl_seconds=None),
+        lambda: Memory.objects.filter(pk=puppy.pk).delete(),  # gone for good
+    ]
+    for step in steps:
+        with tenant_context(org.id):
+            step()
+        assert counted_right(org)
+    pending = factories.memory(org=org, agent=agent, content="a pending thought", status=Memory.Status.PENDING_REVIEW)
+    assert counted_right(org)
+    with tenant_context(org.id):
+        review.memory_approve(org_id=org.id, memory_id=pending.pk, actor=actor)
+    assert counted_right(org)
+
+
+def test_erasure_expiry_and_decay_leave_the_tallies_exact(written):
+    org, agent, (puppy, sweden, jazz) = written
+    with tenant_context(org.id):
+        Memory.objects.filter(pk=sweden.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert expiry.expire_organisation(org.id) == 1
+    assert counted_right(org)
+    with tenant_context(org.id):
+        erasure.erase(org.id, erasure.ErasureScope(namespace="users/caroline"), via="api")
+    assert counted_right(org)
+    old = factories.memory(org=org, agent=agent, content="an old fact nobody asks about")
+    with tenant_context(org.id):
+        Memory.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=400))
+    assert decay.decay_organisation(org_id=org.id)["archived"] == 1
+    assert counted_right(org)
+    with tenant_context(org.id):
+        assert stats.memory_stats(org_id=org.id)["memories"]["by_status"]["archived"] == 1
+        erasure.erase(org.id, erasure.ErasureScope(everything=True), via="console")  # the whole organisation
+    assert counted_right(org)
+
+
+def test_an_import_is_counted(org_a, org_b, tmp_path):
+    remembered(org_a)
+    path = tmp_path / "a.jsonl"
+    export_to(path, org_a)
+    import_from(path, org_b)
+    assert counted_right(org_a) and counted_right(org_b)
+    with tenant_context(org_b.id):
+        imported = stats.memory_stats(org_id=org_b.id)["memories"]
+    with tenant_context(org_a.id):
+        assert imported["by_status"] == stats.memory_stats(org_id=org_a.id)["memories"]["by_status"]
+
+
+def test_a_tenant_reads_none_of_another_tenants_tallies(written, tenant_b):
+    org, _, _ = written
+    factories.memory(org=tenant_b.org, agent=tenant_b.agent, content="Organisation B's memory")
+    with tenant_context(org.id):
+        assert tallies.tallies(tenant_b.org.id) == []
+        for table in (*tallies.TABLES, "memory_strength_bands"):
+            with connection.cursor() as cursor:
+                cursor.execute(f"SELECT DISTINCT org_id FROM {table}")
+                assert {row[0] for row in cursor.fetchall()} <= {org.id}
+    with tenant_context(tenant_b.org.id):
+        assert tallies.summed(tallies.tallies(tenant_b.org.id)) == Memory.objects.filter(
+            org_id=tenant_b.org.id, deleted_at__isnull=True).count() > 0
+
+
+def test_deleting_an_organisation_folds_its_tallies_away(written):
+    org, _, _ = written
+    with service_account():
+        org.delete()
+    tallies.fold()
+    with service_account(), connection.cursor() as cursor:
+        for table in tallies.TABLES:
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE org_id = %s", [org.id])
+            assert cursor.fetchone()[0] == 0
+
+
+def test_differences_report_a_write_that_bypassed_the_triggers_and_rebuild_repairs_it(written):
+    org, agent, _ = written
+    with tenant_context(org.id), connection.cursor() as cursor:
+        cursor.execute("INSERT INTO memory_tally_deltas (org_id, agent_id, status, category, memory_type, n, "
+                       "expiring, embedding_pending, not_decaying) VALUES (%s, %s, 'active', 'factual', "
+                       "'semantic', 5, 0, 0, 0)", [org.id, agent.id])
+        assert tallies.differences(org.id) != []
+        assert tallies.rebuild(org.id) > 0
+        assert tallies.differences(org.id) == []
+
+
+def test_org_wide_strength_bands_are_about_as_last_counted(written):
+    org, agent, (puppy, _, _) = written
+    with tenant_context(org.id):
+        Memory.objects.filter(pk=puppy.pk).update(decay_rate=0.1, created_at=timezone.now() - timedelta(days=45))
+        now = stats.memory_stats(org_id=org.id)["memories"]["strength"]
+    assert "about" not in now and now["fading"] == 1  # never counted: counted for the answer
+    assert decay.count_bands()["organisations"] >= 1
+    factories.memory(org=org, agent=agent, content="written after the count")
+    with tenant_context(org.id):
+        kept = stats.memory_stats(org_id=org.id)["memories"]["strength"]
+        assert kept["about"] is True and kept["as_of"] <= timezone.now()
+        assert (kept["strong"], kept["fading"], kept["faded"]) == (now["strong"], now["fading"], now["faded"])
+        narrowed = stats.memory_stats(org_id=org.id, namespace="users")["memories"]["strength"]
+        assert "about" not in narrowed  # under a namespace: counted for the answer
+        shown = stats.dashboard(org.id)
+        assert shown.strength_as_of is not None and [f.memory.pk for f in shown.fading] == [puppy.pk]
+
+
+def test_the_dashboard_reads_the_tallies_through_its_use_case(written):
+    org, agent, _ = written
+    from memories.use_cases import lifecycle
+
+    with tenant_context(org.id):
+        shown = lifecycle.dashboard(Caller(org_id=org.id))
+        memories = Memory.objects.filter(org_id=org.id, deleted_at__isnull=True)
+        assert shown.total == memories.count() and dict(shown.by_status) == {"active": memories.count()}
+        assert dict(shown.by_agent) == {agent.id: memories.filter(agent=agent).count()}
+        assert dict(shown.by_category) == {
+            category: memories.filter(category=category).count() for category in ("episodic", "factual", "preference")
+            if memories.filter(category=category).exists()}
+        assert shown.added_per_day[-1][1] == memories.count() and len(shown.added_per_day) == stats.GROWTH_DAYS
+        assert shown.embedding_pending == memories.filter(embedding__isnull=True, indexed=True).count()
