@@ -639,7 +639,7 @@ export interface paths {
         };
         /**
          * The store at a glance: memories by status, category, type and strength, growth, relationships, entities, and the lifecycle jobs' last runs
-         * @description Within the key's reach. `memories.strength` counts live memories that decay: strong (at least 0.5), fading, faded (below the decay threshold, archived by the next nightly run), and those that do not decay. `lifecycle` says when the decay, the expiry sweep and a session's consolidation last ran for the organisation, and what they did (counts only for a key that reaches every namespace).
+         * @description Within the key's reach. `memories.strength` counts live memories that decay: strong (at least 0.5), fading, faded (below the decay threshold, archived by the next nightly run), and those that do not decay. Over the whole organisation the bands are as last counted (every 10 minutes): `about` true and `as_of` say when; under a namespace or a key's namespaces they are counted for the answer; every other count is exact. `lifecycle` says when the decay, the expiry sweep and a session's consolidation last ran for the organisation, and what they did (counts only for a key that reaches every namespace).
          */
         get: operations["stats"];
         put?: never;
