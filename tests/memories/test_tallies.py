@@ -2,9 +2,11 @@
 of counting, kept by row triggers and folded by the cron, equal a full count of the rows after
 every kind of write, before and after a fold; the strength bands as last counted."""
 
+import io
 from datetime import timedelta
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
@@ -140,15 +142,21 @@ def test_deleting_an_organisation_folds_its_tallies_away(written):
             assert cursor.fetchone()[0] == 0
 
 
-def test_differences_report_a_write_that_bypassed_the_triggers_and_rebuild_repairs_it(written):
+def test_verify_reports_a_write_that_bypassed_the_triggers_and_rebuild_repairs_it(written):
     org, agent, _ = written
+    call_command("memory_tallies", "--verify", stdout=io.StringIO(), stderr=io.StringIO())
     with tenant_context(org.id), connection.cursor() as cursor:
         cursor.execute("INSERT INTO memory_tally_deltas (org_id, agent_id, status, category, memory_type, n, "
                        "expiring, embedding_pending, not_decaying) VALUES (%s, %s, 'active', 'factual', "
                        "'semantic', 5, 0, 0, 0)", [org.id, agent.id])
-        assert tallies.differences(org.id) != []
-        assert tallies.rebuild(org.id) > 0
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="1 of .* differ"):
+        call_command("memory_tallies", "--verify", stdout=out, stderr=io.StringIO())
+    assert f"{org.slug}: " in out.getvalue() and "kept" in out.getvalue()
+    call_command("memory_tallies", "--rebuild", "--org", org.slug, stdout=io.StringIO(), stderr=io.StringIO())
+    with tenant_context(org.id):
         assert tallies.differences(org.id) == []
+    call_command("memory_tallies", "--fold", stdout=io.StringIO())
 
 
 def test_org_wide_strength_bands_are_about_as_last_counted(written):
