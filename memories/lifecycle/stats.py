@@ -5,7 +5,7 @@ dashboard (`dashboard`).
 
 No read here counts an organisation's memories (docs/adr/0045): over the whole organisation
 the counts are its tallies (memories.lifecycle.tallies, exact as of the statement), the growth
-an index range over the last 30 days, and the strength bands the last count of them
+its day tallies (memories created each UTC day, not deleted), and the strength bands the last count of them
 (memories.lifecycle.decay.bands: "about", as of when they were counted). A namespace prefix or
 a key limited to namespaces counts the rows under them by index, as before: bounded by the
 namespaces, not the organisation.
@@ -14,7 +14,7 @@ namespaces, not the organisation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import date, timedelta
 
 from django.db.models import Count, Q
 from django.db.models.functions import TruncDate
@@ -50,13 +50,16 @@ def memory_stats(*, org_id, namespace: str | None = None, reach: KeyReach = EVER
     since = timezone.now() - timedelta(days=GROWTH_DAYS)
     if namespace or reach.limited:
         counts, strength, relationships = _counted_by_rows(memories, org_id=org_id, namespace=namespace, reach=reach)
+        growth = _growth(memories, since)
     else:
         counts, strength = _tallied(org_id)
         relationships = MemoryRelationship.objects.filter(org_id=org_id, source__deleted_at__isnull=True,
                                                           target__deleted_at__isnull=True)
+        # Whole UTC days, the first one too (the rows' count starts at this moment 30 days ago).
+        growth = [{"date": day, "created": n} for day, n in sorted(tallies.created_per_day(org_id, since.date()).items())]
     return {
         "memories": {**counts, "strength": strength},
-        "growth": _growth(memories, since),
+        "growth": growth,
         "relationships": _counted(relationships, "relation_type"),
         "entities": _counted(entities, "kind"),
         "lifecycle": {job: last_run(org_id, job, with_counts=not reach.limited) for job in LifecycleRun.Job.values},
@@ -105,13 +108,13 @@ def last_run(org_id, job: str, *, with_counts: bool) -> dict | None:
 @dataclass
 class Dashboard:
     """What the console's dashboard shows of one organisation, read without counting its
-    memories: the tallies, the last 30 days by index, the strength bands as last counted."""
+    memories: the tallies, the day tallies of the last 30 days, the strength bands as last counted."""
 
     total: int
     by_status: list[tuple[str, int]]
     by_category: list[tuple[str, int]]
     by_agent: list[tuple[object, int]]  # (agent id, memories)
-    added_per_day: list[tuple[date, int]]
+    added_per_day: list[tuple[date, int]]  # memories created each day, not deleted since
     pending_review: int
     embedding_pending: int
     strength: dict = field(default_factory=dict)
@@ -127,10 +130,7 @@ def dashboard(org_id) -> Dashboard:
     rows = tallies.tallies(org_id)
     by_status = _ranked(tallies.summed(rows, "status"))
     since = timezone.localdate() - timedelta(days=GROWTH_DAYS - 1)
-    start = timezone.make_aware(datetime.combine(since, time.min))  # a range of created_at: its index
-    per_day = dict(Memory.objects.filter(org_id=org_id, status__in=STATUSES, created_at__gte=start)
-                   .annotate(day=TruncDate("created_at")).values("day").annotate(n=Count("id"))
-                   .values_list("day", "n"))
+    per_day = tallies.created_per_day(org_id, since)
     bands = decay.bands(org_id=org_id, weakest=FADING_SHOWN)
     return Dashboard(
         total=sum(n for _, n in by_status),

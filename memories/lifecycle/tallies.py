@@ -6,7 +6,8 @@ A row trigger on memories appends what each write changed to memory_tally_deltas
 reads both, so its counts are exactly those of the rows its snapshot sees, folded or not, as
 the word statistics' (memories.understanding.lexicon). Counted: the memories not deleted, per
 (agent, status, category, memory type): n, and of them those that expire, wait for their
-embedding and never decay.
+embedding and never decay; and per UTC day, the memories created that day not deleted
+(migration 0036), which the growth per day reads.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import date
 
 from django.db import connection, transaction
 
@@ -22,7 +24,7 @@ from tenants.context import service_account
 
 logger = logging.getLogger(__name__)
 
-TABLES = ("memory_tallies", "memory_tally_deltas")
+TABLES = ("memory_tallies", "memory_tally_deltas", "memory_day_tallies", "memory_day_tally_deltas")
 KEY = ("agent_id", "status", "category", "memory_type")
 COUNTS = ("n", "expiring", "embedding_pending", "not_decaying")
 FOLD_LOCK = 0x7A11_0045  # pg_try_advisory_xact_lock key: one fold at a time
@@ -34,6 +36,22 @@ RECOUNT = """
            count(*) FILTER (WHERE embedding IS NULL AND indexed), count(*) FILTER (WHERE decay_rate = 0)
     FROM memories WHERE org_id = %s AND deleted_at IS NULL
     GROUP BY agent_id, status, category, memory_type
+"""
+
+# The memories created each UTC day, not deleted, counted from the rows.
+RECOUNT_DAYS = """
+    SELECT (created_at AT TIME ZONE 'UTC')::date, count(*) FROM memories
+    WHERE org_id = %s AND deleted_at IS NULL GROUP BY 1
+"""
+
+# The day tallies of one organisation from a day on, folded and not, added up.
+CURRENT_DAYS = """
+    SELECT day, sum(created)::bigint FROM (
+        SELECT day, created FROM memory_day_tallies WHERE org_id = %(org)s AND day >= %(since)s
+        UNION ALL
+        SELECT day, created FROM memory_day_tally_deltas WHERE org_id = %(org)s AND day >= %(since)s
+    ) counted
+    GROUP BY day HAVING sum(created) <> 0
 """
 
 # Both tables' counts for one organisation: folded and not yet folded, added up.
@@ -73,6 +91,14 @@ def tallies(org_id) -> list[Tally]:
     with connection.cursor() as cursor:
         cursor.execute(CURRENT, {"org": org_id})
         return [Tally(*row) for row in cursor.fetchall()]
+
+
+def created_per_day(org_id, since) -> dict:
+    """The memories (not deleted) created each UTC day from `since` (a date) on: day -> how
+    many, the days with none left out. One round trip, bounded by the days."""
+    with connection.cursor() as cursor:
+        cursor.execute(CURRENT_DAYS, {"org": org_id, "since": since})
+        return dict(cursor.fetchall())
 
 
 def summed(rows: list[Tally], by: str | None = None, **where) -> dict | int:
@@ -131,6 +157,24 @@ def fold() -> dict:
                   AND t.n = 0 AND t.expiring = 0 AND t.embedding_pending = 0 AND t.not_decaying = 0
             """, [orgs, agents, statuses, categories, types])
             emptied = cursor.rowcount
+        cursor.execute("""
+            WITH moved AS (DELETE FROM memory_day_tally_deltas RETURNING org_id, day, created),
+            summed AS (SELECT org_id, day, sum(created) AS created, count(*) AS deltas FROM moved GROUP BY org_id, day),
+            upserted AS (
+                INSERT INTO memory_day_tallies AS t (org_id, day, created)
+                SELECT org_id, day, created FROM summed WHERE created <> 0
+                ON CONFLICT (org_id, day) DO UPDATE SET created = t.created + excluded.created
+                RETURNING org_id, day, created
+            )
+            SELECT (SELECT coalesce(sum(deltas), 0) FROM summed), array_agg(org_id), array_agg(day)
+            FROM upserted WHERE created = 0
+        """)
+        days_folded, orgs, days = cursor.fetchone()
+        folded += days_folded
+        if orgs:
+            cursor.execute("DELETE FROM memory_day_tallies t USING unnest(%s::uuid[], %s::date[]) e(org_id, day) "
+                           "WHERE t.org_id = e.org_id AND t.day = e.day AND t.created = 0", [orgs, days])
+            emptied += cursor.rowcount
     done = {"folded": int(folded), "emptied": emptied, "seconds": round(time.monotonic() - started, 3)}
     if folded:
         logger.info("memory tallies folded", extra=done)
@@ -146,10 +190,16 @@ def differences(org_id) -> list[tuple[tuple, tuple, tuple]]:
         kept = {tuple(row[:4]): tuple(row[4:]) for row in cursor.fetchall()}
         cursor.execute(RECOUNT, [org_id])
         recounted = {tuple(row[:4]): tuple(row[4:]) for row in cursor.fetchall()}
-    nothing = (0, 0, 0, 0)
-    return [(key, kept.get(key, nothing), recounted.get(key, nothing))
-            for key in sorted(kept.keys() | recounted.keys(), key=str)
-            if kept.get(key, nothing) != recounted.get(key, nothing)]
+        cursor.execute(CURRENT_DAYS, {"org": org_id, "since": date.min})
+        kept.update({("day", day): (created,) for day, created in cursor.fetchall()})
+        cursor.execute(RECOUNT_DAYS, [org_id])
+        recounted.update({("day", day): (created,) for day, created in cursor.fetchall()})
+
+    def of(counts: dict, key: tuple) -> tuple:
+        return counts.get(key, (0,) if key[0] == "day" else (0, 0, 0, 0))
+
+    return [(key, of(kept, key), of(recounted, key)) for key in sorted(kept.keys() | recounted.keys(), key=str)
+            if of(kept, key) != of(recounted, key)]
 
 
 def rebuild(org_id) -> int:
@@ -161,6 +211,8 @@ def rebuild(org_id) -> int:
         cursor.execute("LOCK TABLE memories IN SHARE MODE")
         cursor.execute("DELETE FROM memory_tally_deltas WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_tallies WHERE org_id = %s", [org_id])
+        cursor.execute("DELETE FROM memory_day_tally_deltas WHERE org_id = %s", [org_id])
+        cursor.execute("DELETE FROM memory_day_tallies WHERE org_id = %s", [org_id])
         # ON CONFLICT (never met) keeps a Citus cluster from writing by COPY (as lexicon.rebuild).
         cursor.execute(f"""
             INSERT INTO memory_tallies AS t (org_id, agent_id, status, category, memory_type, n, expiring,
@@ -168,4 +220,9 @@ def rebuild(org_id) -> int:
             SELECT %s, * FROM ({RECOUNT}) counted
             ON CONFLICT (org_id, agent_id, status, category, memory_type) DO UPDATE SET n = excluded.n
         """, [org_id, org_id])
-        return cursor.rowcount
+        written = cursor.rowcount
+        cursor.execute(f"""
+            INSERT INTO memory_day_tallies AS t (org_id, day, created) SELECT %s, * FROM ({RECOUNT_DAYS}) counted
+            ON CONFLICT (org_id, day) DO UPDATE SET created = excluded.created
+        """, [org_id, org_id])
+        return written + cursor.rowcount

@@ -33,8 +33,11 @@ def counted_right(org) -> bool:
         read = stats.memory_stats(org_id=org.id)["memories"]
         memories = Memory.objects.filter(org_id=org.id, deleted_at__isnull=True)
         counts, _, _ = stats._counted_by_rows(memories, org_id=org.id, namespace=None, reach=stats.EVERYWHERE)
+        growth = stats.memory_stats(org_id=org.id)["growth"]
+        counted_growth = stats._growth(memories, timezone.now() - timedelta(days=stats.GROWTH_DAYS))
     assert before == [] and after == [], (before, after)
     assert {name: read[name] for name in counts} == counts
+    assert growth == counted_growth
     return True
 
 
@@ -72,6 +75,7 @@ def test_the_tallies_equal_a_count_after_every_kind_of_write(written, tenant_a):
                                                           embedding_model="all-MiniLM-L6-v2"),
         lambda: Memory.objects.filter(pk=sweden.pk).update(decay_rate=0, agent=helper),
         lambda: Memory.objects.filter(pk=sweden.pk).update(expires_at=None, ttl_seconds=None),
+        lambda: Memory.objects.filter(pk=jazz.pk).update(created_at=timezone.now() - timedelta(days=3)),
         lambda: Memory.objects.filter(pk=puppy.pk).delete(),  # gone for good
     ]
     for step in steps:

@@ -41,6 +41,9 @@ class Command(BaseCommand):
                 found = tallies.differences(organization.id)
             differing += bool(found)
             for key, kept, counted in found[:20]:
+                if key[0] == "day":
+                    self.stdout.write(f"{organization.slug}: created on {key[1]} kept {kept[0]}, counted {counted[0]}")
+                    continue
                 self.stdout.write(f"{organization.slug}: {dict(zip(tallies.KEY, map(str, key)))} kept "
                                   f"{dict(zip(tallies.COUNTS, kept))}, counted {dict(zip(tallies.COUNTS, counted))}")
             if len(found) > 20:
