@@ -143,11 +143,13 @@ def test_the_cron_configuration_registers_the_periodic_jobs():
     import memories.cron
 
     importlib.reload(memories.cron)
-    registered = {job["func"].__name__: job["interval"] or job["cron"] for job in cron._job_data_registry}
+    registered = {f"{job['func'].__module__.rsplit('.', 1)[-1]}.{job['func'].__name__}": job["interval"] or job["cron"]
+                  for job in cron._job_data_registry}
     cron._job_data_registry.clear()
-    assert registered == {"embed_pending": 60, "purge_idempotency_records": 3600, "flush_retrievals": 30,
-                          "sync_tenant_indexes": 3600, "fold": 30, "expire": 60, "decay": "0 3 * * *",
-                          "consolidate_pending": 600}
+    assert registered == {"jobs.embed_pending": 60, "jobs.purge_idempotency_records": 3600,
+                          "events.flush_retrievals": 30, "index.sync_tenant_indexes": 3600, "lexicon.fold": 30,
+                          "tallies.fold": 30, "decay.count_bands": 600, "expiry.expire": 60,
+                          "decay.decay": "0 3 * * *", "consolidation.consolidate_pending": 600}
 
 
 class BrokenModel:
