@@ -246,6 +246,9 @@ class Memory(ReferencedTenantModel):
                 condition=Q(deleted_at__isnull=True), name="memories_agent_category",
             ),
             models.Index(fields=["org", "status", "-created_at"], name="memories_org_status_created"),
+            # The list of memories (API, console), newest first, paged by key (memories.keyset).
+            models.Index(F("org"), F("created_at").desc(), F("id").desc(), condition=Q(deleted_at__isnull=True),
+                         name="memories_org_recent"),
             # A namespace's live memories in the order they were written: a search's
             # neighbours signal steps one memory back and forth from each of its best results.
             models.Index(fields=["org", "namespace", "created_at", "id"], condition=LIVE,
@@ -744,7 +747,11 @@ class Entity(TenantModel):
 
     class Meta:
         db_table = "entities"
-        indexes = [models.Index(fields=["org", "namespace", "-mention_count"], name="entities_scope_mentions")]
+        indexes = [
+            models.Index(fields=["org", "namespace", "-mention_count"], name="entities_scope_mentions"),
+            # The list of entities, the most mentioned first, paged by key over the ties (memories.keyset).
+            models.Index(F("org"), F("mention_count").desc(), F("id").desc(), name="entities_org_mentions"),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["org", "namespace", "kind", "key"], name="entities_unique_name"),
             models.CheckConstraint(condition=Q(kind__in=EntityKind.values), name="entities_kind_valid"),
