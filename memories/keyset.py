@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import decimal
 import json
 import uuid
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ class Page:
 def _plain(value):
     if isinstance(value, datetime.datetime):
         return value.isoformat()
-    if isinstance(value, uuid.UUID):
+    if isinstance(value, (uuid.UUID, decimal.Decimal)):
         return str(value)
     return value
 
