@@ -1,6 +1,8 @@
 """The review queue and conflict resolution: what an operator decides is written as versions
 (changed_by_type conflict_resolution for conflicts) and leaves the queue."""
 
+import re
+
 import pytest
 
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
@@ -148,3 +150,28 @@ def test_resolution_input_errors_change_nothing(operator_a, tenant_a, contradict
     no_choice = operator_a.post(url, {"resolution": "keep", "keep": tenant_a.memory.pk}, **htmx("resolve"))
     assert no_choice.status_code == 422 and "choose which of the two memories to keep" in no_choice.content.decode()
     assert reload(left).version == reload(right).version == 1
+
+
+def test_the_queue_pages_by_key_while_it_is_worked(operator_a, tenant_a):
+    """Memories approved and others arriving between two pages skip and repeat none that waited
+    throughout (docs/adr/0046); the queue keeps its count."""
+    from tests.console.test_memories import link
+
+    rows = [remember(tenant_a, f"waiting {i:02d}", status="pending_review") for i in range(60)]
+    approved = rows[::9]
+    stable = {row.content for row in rows if row not in approved}
+    first = operator_a.get(operator_a.base + "review/")
+    assert "60 waiting" in first.content.decode()
+    seen, response, n = [], first, 0
+    while True:
+        seen += re.findall(r"waiting \d\d", response.content.decode())
+        n += 1
+        remember(tenant_a, f"arrived {n}", status="pending_review")
+        if approved:
+            with tenant_context(tenant_a.org.id):
+                Memory.objects.filter(pk=approved.pop().pk).update(status="active")
+        following = link(response, "next")
+        if not following:
+            break
+        response = operator_a.get(operator_a.base + "review/?" + following)
+    assert len(seen) == len(set(seen)) and stable <= set(seen)
