@@ -246,6 +246,9 @@ class Memory(ReferencedTenantModel):
                 condition=Q(deleted_at__isnull=True), name="memories_agent_category",
             ),
             models.Index(fields=["org", "status", "-created_at"], name="memories_org_status_created"),
+            # The store's items without a query (LangGraph's search), the last updated first.
+            models.Index(F("org"), F("updated_at").desc(), F("id"),
+                         condition=Q(key__isnull=False, deleted_at__isnull=True), name="memories_store_recent"),
             # The list of memories (API, console), newest first, paged by key (memories.keyset).
             models.Index(F("org"), F("created_at").desc(), F("id").desc(), condition=Q(deleted_at__isnull=True),
                          name="memories_org_recent"),

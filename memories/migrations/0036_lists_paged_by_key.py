@@ -1,6 +1,7 @@
 """The lists of memories and of entities paged by key (memories.keyset, docs/adr/0046): each
 walked from an index in its order, newest first (memories not deleted) and the most mentioned
-first with ties by id (entities), instead of a sort of the whole organisation per page. Built
+first with ties by id (entities), instead of a sort of the whole organisation per page; and
+the store's items without a query, the last updated first (its first pages). Built
 CONCURRENTLY, so writes go on while they build (as 0027)."""
 
 from django.contrib.postgres.operations import AddIndexConcurrently
@@ -26,5 +27,11 @@ class Migration(migrations.Migration):
             index=models.Index(models.F('org'), models.OrderBy(models.F('created_at'), descending=True),
                                models.OrderBy(models.F('id'), descending=True),
                                condition=models.Q(('deleted_at__isnull', True)), name='memories_org_recent'),
+        ),
+        AddIndexConcurrently(
+            model_name='memory',
+            index=models.Index(models.F('org'), models.OrderBy(models.F('updated_at'), descending=True),
+                               models.F('id'), condition=models.Q(('deleted_at__isnull', True), ('key__isnull', False)),
+                               name='memories_store_recent'),
         ),
     ]
