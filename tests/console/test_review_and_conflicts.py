@@ -4,6 +4,7 @@
 import re
 
 import pytest
+from django.utils import timezone
 
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
 from memories.writes import tagging
@@ -175,3 +176,29 @@ def test_the_queue_pages_by_key_while_it_is_worked(operator_a, tenant_a):
             break
         response = operator_a.get(operator_a.base + "review/?" + following)
     assert len(seen) == len(set(seen)) and stable <= set(seen)
+
+
+def test_conflicts_page_by_key_past_the_first_hundred_while_resolved(operator_a, tenant_a):
+    """Both kinds in one order (when found, then id), a hundred a page; conflicts resolved or
+    found between two pages skip and repeat none of the others (docs/adr/0046)."""
+    from tests.console.test_memories import link
+
+    rows = [remember(tenant_a, f"clash {i:03d}") for i in range(2 * 131)]
+    with tenant_context(tenant_a.org.id):
+        made = [DuplicateCandidate.objects.create(org=tenant_a.org, memory=rows[2 * i], candidate=rows[2 * i + 1],
+                                                  similarity=0.9) for i in range(131)]
+    resolved = made[::20]
+    stable = {str(row.pk) for row in made if row not in resolved}
+    seen, response = [], operator_a.get(operator_a.base + "conflicts/")
+    assert "clash" in response.content.decode() and "open" not in response.content.decode().split("</h1>")[0][-40:]
+    while True:
+        seen += re.findall(r"/conflicts/duplicate/([0-9a-f-]{36})/", response.content.decode())
+        with tenant_context(tenant_a.org.id):
+            if resolved:
+                DuplicateCandidate.objects.filter(pk=resolved.pop().pk).update(resolved_at=timezone.now())
+        following = link(response, "next")
+        if not following:
+            break
+        response = operator_a.get(operator_a.base + "conflicts/?" + following)
+    assert len(seen) == len(set(seen)) and stable <= set(seen)
+    assert operator_a.get(operator_a.base + "conflicts/?cursor=nonsense").status_code == 200
