@@ -249,9 +249,9 @@ class Memory(ReferencedTenantModel):
             # The store's items without a query (LangGraph's search), the last updated first.
             models.Index(F("org"), F("updated_at").desc(), F("id"),
                          condition=Q(key__isnull=False, deleted_at__isnull=True), name="memories_store_recent"),
-            # The list of memories (API, console), newest first, paged by key (memories.keyset).
-            models.Index(F("org"), F("created_at").desc(), F("id").desc(), condition=Q(deleted_at__isnull=True),
-                         name="memories_org_recent"),
+            # The list of memories (API, console), newest first or oldest, paged by key
+            # (memories.keyset); deleted rows in it too, for the lists that include them.
+            models.Index(F("org"), F("created_at").desc(), F("id").desc(), name="memories_org_recent"),
             # A namespace's live memories in the order they were written: a search's
             # neighbours signal steps one memory back and forth from each of its best results.
             models.Index(fields=["org", "namespace", "created_at", "id"], condition=LIVE,

@@ -100,6 +100,11 @@ def lists(org_id: str, agent_id: str, rows: int):
     yield "memories ?status=archived", records.memory_list(caller, status="archived"), keyset.NEWEST_FIRST
     yield "memories ?category&agent", records.memory_list(caller, category="preference", agent=agent_id), \
         keyset.NEWEST_FIRST
+    yield "memories ?include_deleted", records.memory_list(caller, include_deleted=True), keyset.NEWEST_FIRST
+    for sort in ("newest", "oldest"):
+        yield f"console memories sort={sort}", console_memories(org_id, {"sort": sort}), console_order(sort)
+    yield "console memories namespace&category", console_memories(
+        org_id, {"namespace": "users/u0", "category": "preference"}), console_order("newest")
     yield "entities", lifecycle.entity_list(caller), keyset.Order(("mention_count", "id"))
     yield "entities ?namespace=users/u0", lifecycle.entity_list(caller, namespace="users/u0"), \
         keyset.Order(("mention_count", "id"))
@@ -108,6 +113,25 @@ def lists(org_id: str, agent_id: str, rows: int):
     yield "retrieval events ?kind=search", retrieval.retrieval_event_list(caller, kind="search"), keyset.NEWEST_FIRST
     yield "review queue", Memory.objects.filter(org_id=org_id, status="pending_review", deleted_at__isnull=True), \
         keyset.OLDEST_FIRST
+
+
+def console_memories(org_id: str, query: dict):
+    """The console's memory browser's queryset without a search, as console.views.memories builds it."""
+    from django.http import QueryDict
+
+    from console.forms import MemoryFilterForm
+    from memories.models import Memory
+
+    form = MemoryFilterForm(QueryDict(mutable=True) | query, agents=[])
+    assert form.is_valid(), form.errors
+    where, params = form.search_filters().where(org_id, alias="memories")
+    return Memory.objects.filter(org_id=org_id).extra(where=[where], params=params).defer("embedding", "search_vector")
+
+
+def console_order(sort: str):
+    from console.views.memories import BY_KEY
+
+    return BY_KEY[sort]
 
 
 def measure(org_id: str, agent_id: str, rows: int) -> dict:

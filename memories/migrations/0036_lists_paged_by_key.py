@@ -1,8 +1,8 @@
 """The lists of memories and of entities paged by key (memories.keyset, docs/adr/0046): each
-walked from an index in its order, newest first (memories not deleted) and the most mentioned
-first with ties by id (entities), instead of a sort of the whole organisation per page; and
-the store's items without a query, the last updated first (its first pages). Built
-CONCURRENTLY, so writes go on while they build (as 0027)."""
+walked from an index in its order, newest first (deleted ones too, for the lists that include
+them) and the most mentioned first with ties by id (entities), instead of a sort of the whole
+organisation per page; and the store's items without a query, the last updated first (its
+first pages). Built CONCURRENTLY, so writes go on while they build (as 0027)."""
 
 from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
@@ -25,8 +25,7 @@ class Migration(migrations.Migration):
         AddIndexConcurrently(
             model_name='memory',
             index=models.Index(models.F('org'), models.OrderBy(models.F('created_at'), descending=True),
-                               models.OrderBy(models.F('id'), descending=True),
-                               condition=models.Q(('deleted_at__isnull', True)), name='memories_org_recent'),
+                               models.OrderBy(models.F('id'), descending=True), name='memories_org_recent'),
         ),
         AddIndexConcurrently(
             model_name='memory',
