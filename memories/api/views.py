@@ -413,7 +413,7 @@ class EntityCollectionView(AgentAPIView):
                             "key: follow `next` (`count` is null). An `offset` is still taken, with `count`, "
                             "but is slow deep in a large list. An entity whose mention count changes while "
                             "the list is walked moves in it.",
-                response_example={"count": 1, "next": None, "previous": None, "results": [EXAMPLE_ENTITY]},
+                response_example={"count": None, "next": None, "previous": None, "results": [EXAMPLE_ENTITY]},
                 operation_id="entities_list")
     def get(self, request):
         query = self.validated(s.EntityListQuerySerializer, s.query_data(request.query_params, ()))
