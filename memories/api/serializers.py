@@ -696,6 +696,11 @@ class SessionCloseSerializer(StrictSerializer):
                                                                   "and a summary for review (default true).")
 
 
+class HistoryQuerySerializer(StrictSerializer):
+    cursor = CleanCharField(secrets=Secrets.LOOKUP, max_length=CURSOR_MAX_CHARS, required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
 class SessionMemoriesQuerySerializer(StrictSerializer):
     cursor = CleanCharField(secrets=Secrets.LOOKUP, max_length=CURSOR_MAX_CHARS, required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=200)

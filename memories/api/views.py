@@ -240,12 +240,25 @@ class MemoryFeedbackView(AgentAPIView):
         return self.memory_response(records.memory_feedback(self.caller, memory_id, **body))
 
 
+HISTORY_PAGE = 200
+
+
 class MemoryHistoryView(AgentAPIView):
-    @documented(summary="A memory's history: one version per change", response=list_of(s.VersionSerializer, "VersionList"),
-                response_example={"results": [EXAMPLE_VERSION]}, operation_id="memories_history")
+    @documented(summary="A memory's history: one version per change, the first first",
+                response=list_of(s.VersionSerializer, "VersionList", paginated=True),
+                parameters=[s.HistoryQuerySerializer],
+                description=f"Paged by key: up to `limit` versions (default {HISTORY_PAGE}), `next` for more (a "
+                            "store item upserted often has many).",
+                response_example={"next": None, "previous": None, "results": [EXAMPLE_VERSION]},
+                operation_id="memories_history")
     def get(self, request, memory_id):
+        self.validated(s.HistoryQuerySerializer, s.query_data(request.query_params, ()))
         versions = records.memory_versions(self.caller, memory_id)
-        return Response({"results": s.VersionSerializer(versions, many=True).data})
+        paginator = KeysetPagination(keyset.Order(("version_num", "id"), descending=False))
+        paginator.default_limit = HISTORY_PAGE
+        page = paginator.paginate_queryset(versions, request)
+        return paginator.get_paginated_response(s.VersionSerializer(page.items, many=True).data)
+
 
 
 # --------------------------------------------------------------------------- tags and relationships

@@ -258,10 +258,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A memory's history: one version per change
-         * @description Authenticated by an agent's API key: each view parses the request, calls one use case
-         *     (memories.use_cases) with the key's Caller, and shapes the answer. The use case keeps the
-         *     caller within its organisation and its key's reach.
+         * A memory's history: one version per change, the first first
+         * @description Paged by key: up to `limit` versions (default 200), `next` for more (a store item upserted often has many).
          */
         get: operations["memories_history"];
         put?: never;
@@ -1726,6 +1724,10 @@ export interface components {
         };
         VersionList: {
             results: components["schemas"]["Version"][];
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
         };
         /**
          * @description Rejects fields it does not declare: a client learns at once that `status` or
@@ -3035,7 +3037,10 @@ export interface operations {
     };
     memories_history: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
             header?: never;
             path: {
                 memory_id: string;

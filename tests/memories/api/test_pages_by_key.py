@@ -235,3 +235,21 @@ def test_another_tenants_cursor_shows_nothing_of_theirs(tenant_a, tenant_b, api_
     ours = {row["id"] for row in api_a.get(theirs).json()["results"]}
     with tenant_context(tenant_b.org.id):
         assert not ours & {str(pk) for pk in Memory.objects.filter(org=tenant_b.org).values_list("pk", flat=True)}
+
+
+def test_a_memory_s_history_pages_by_version_while_it_changes(tenant_a, api_a):
+    url = f"/api/v1/memories/{tenant_a.memory.pk}"
+    for i in range(7):
+        version = api_a.get(url).json()["version"]
+        assert api_a.patch(url, {"confidence": 0.5 + i / 100}, HTTP_IF_MATCH=f'"{version}"').status_code == 200
+    before = [row["id"] for row in api_a.get(f"{url}/history").json()["results"]]
+    assert len(before) >= 8
+
+    def changed():
+        version = api_a.get(url).json()["version"]
+        api_a.patch(url, {"confidence": 0.9}, HTTP_IF_MATCH=f'"{version}"')
+
+    seen, following = walk(api_a, f"{url}/history?limit=3", changed)
+    assert_each_once(seen, set(before))
+    assert seen[:len(before)] == before  # the first first, then what was written during the walk
+    assert "cursor" in error(api_a.get(f"{url}/history", {"cursor": "nope"}), 400)["fields"]
