@@ -115,11 +115,12 @@ def page(queryset: QuerySet, *, order: Order, limit: int, cursor: str | None = N
     more = len(rows) > limit
     rows = rows[:limit]
     if position.backwards:
+        if not rows:  # everything before was deleted meanwhile: the first page is the one before
+            return page(queryset, order=order, limit=limit)
         rows.reverse()
         # Going back, the page after is the one we came from; the one before exists if more did.
-        previous = cursor_encode(key_of(rows[0], order), backwards=True) if more and rows else None
-        following = cursor_encode(key_of(rows[-1], order)) if rows else cursor_encode(position.key)
-        return Page(rows, following, previous)
+        previous = cursor_encode(key_of(rows[0], order), backwards=True) if more else None
+        return Page(rows, cursor_encode(key_of(rows[-1], order)), previous)
     following = cursor_encode(key_of(rows[-1], order)) if more else None
     previous = cursor_encode(key_of(rows[0], order) if rows else position.key, backwards=True)
     return Page(rows, following, previous)
