@@ -211,7 +211,10 @@ class Chunk:
             sessions.append(self.uuid() if has_session[b] or probe_block else None)
             if probe_block:
                 closed[b] = True
-        self.block_started = o.now - age_days * 86400
+        # An hour back at least, so that no memory is clipped to the load's clock: memories
+        # sharing a created_at beyond a page break the lists' cursors (DRF's cursor holds
+        # created_at alone), as no real write makes them.
+        self.block_started = o.now - 3600 - age_days * 86400
         for b, session in enumerate(sessions):
             if session is None:
                 continue
@@ -339,7 +342,9 @@ class Chunk:
             chosen = list(dict.fromkeys(members))[:10]
             if not chosen:
                 continue
-            moment = min(created[chosen].max() + rng.random() * 30 * 86400, o.now - 1)
+            moment = created[chosen].max() + rng.random() * 30 * 86400
+            if moment >= o.now:  # none in the future, and no two at the same instant
+                moment = o.now - rng.random() * 3600
             scores = sorted((round(float(s), 4) for s in rng.uniform(0.3, 0.9, len(chosen))), reverse=True)
             org_wide = rng.random() < 0.4
             scope = "" if org_wide else scope_of[chosen[0]]

@@ -861,6 +861,15 @@ def benchmark(args, data_dir: Path, sizes: list[int], reads: list[Read], namespa
           f"{short(measured[0])} to {short(measured[-1])}")
     if errors:
         print("errors:", *errors, sep="\n  ")
+    # An answer that held nothing read nothing: the data (or the read) is wrong for it. A console
+    # page without a table counts none at every size.
+    empty = []
+    for name, by_size in report["reads"].items():
+        found = [f.get("items") for f in by_size.values()]
+        if 0 in found and (report["what"][name]["door"] != "console" or any(found)):
+            empty.append(name)
+    if empty:
+        print("answered with nothing (0 items) at some size:", *empty, sep="\n  ")
     print(f"results in {results_path}")
 
 if __name__ == "__main__":
