@@ -92,6 +92,9 @@ COLUMNS = {
 # The order of the COPYs: what a row refers to is loaded before it.
 TABLES = tuple(COLUMNS)
 
+# What a retrieval event records of its request, by kind (what a replay reads back).
+REQUESTS = {"context": {"max_tokens": 1000, "candidates": 30, "encoding": "o200k_base", "order": "relevance"},
+            "": {"limit": 10, "mode": "hybrid", "expand": 0}}
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # the model benchmarks/search's corpus was embedded with
 PROBE_INDEX = 137  # a memory of the namespace the detail reads ask about (history, explain, ...)
 PROBE_VERSIONS = 6
@@ -351,7 +354,7 @@ class Chunk:
             query = self.texts[int(rng.integers(0, len(self.texts)))]
             self.rows["retrieval_events"].append((
                 self.uuid(), o.org_id, o.agent(agent[b]), kind, query, scope,
-                json.dumps({"filters": {"namespace": scope} if scope else {}, "request": {"limit": 10, "mode": "hybrid"}}),
+                json.dumps({"filters": {"namespace": scope} if scope else {}, "request": REQUESTS.get(kind, REQUESTS[""])}),
                 [ids[i] for i in chosen], scores, [], json.dumps({"degraded": None, "vector_method": "hnsw"}),
                 at(moment)))
             for i in chosen:

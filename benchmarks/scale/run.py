@@ -312,7 +312,8 @@ class Target:
     store_key: str = ""
     namespace_entity: tuple[str, str] = ("", "")  # (id, name) of the namespace's most mentioned entity
     org_entity: tuple[str, str] = ("", "")  # the organisation's
-    event: str = ""
+    event: str = ""  # the newest retrieval event, as loaded
+    search_event: str = ""  # a search's, made at this size: what a replay runs again
     conflict: tuple[str, str] = ("", "")  # (kind, id) of an open conflict
     cursors: dict = field(default_factory=dict)  # (scope) -> (next page url, previous page url)
     mcp: object = None  # the MCP client, once connected
@@ -335,9 +336,10 @@ class Read:
 
 
 def counted(data, items: str | None):
+    """How many items an answer held: the list at the dotted path `items` ("" the answer itself)."""
     if items is None:
         return None
-    for part in items.split("."):
+    for part in filter(None, items.split(".")):
         data = data[part]
     return len(data)
 
@@ -351,18 +353,18 @@ def query_string(params) -> str:
 
 
 def rest(name: str, scope: str, method: str, path, *, params=None, body=None, items: str | None = "results",
-         what: str = "") -> Read:
-    """A REST (or LangGraph store) read with the API key. path, params, body: values or
-    functions of (target, rep)."""
+         what: str = "", status: int = 200, door: str = "rest") -> Read:
+    """A REST read (or the LangGraph store's, or Mem0's) with the API key. path, params, body:
+    values or functions of (target, rep)."""
 
     def call(target: Target, rep: int):
         response = target.api.request(method, resolve(path, target, rep), params=resolve(params, target, rep),
                                       json=resolve(body, target, rep))
-        if response.status_code != 200:
+        if response.status_code != status:
             raise AssertionError(f"{response.status_code}: {response.text[:300]}")
         return counted(response.json(), items)
 
-    return Read(name, "rest", scope, what or f"{method} {path}{query_string(params)}", call)
+    return Read(name, door, scope, what or f"{method} {path}{query_string(params)}", call)
 
 
 def page(name: str, scope: str, path, *, params=None, form=None, items: str = "rows", what: str = "") -> Read:
@@ -492,6 +494,9 @@ READS: list[Read] = [
          what="GET /api/v1/retrieval-events?agent=<the support agent>"),
     rest("rest retrieval event", "one", "GET", lambda t, rep: f"/api/v1/retrieval-events/{t.event}", items=None,
          what="GET /api/v1/retrieval-events/<the newest>"),
+    rest("rest retrieval event replay", "one", "POST", lambda t, rep: f"/api/v1/retrieval-events/{t.search_event}/replay",
+         items="event.returned_memory_ids", status=201,
+         what="POST /api/v1/retrieval-events/<a search of users/dana>/replay (the search run again, recorded)"),
     rest("rest memory", "one", "GET", lambda t, rep: f"/api/v1/memories/{t.memory}", items=None,
          what="GET /api/v1/memories/<probe>"),
     rest("rest history", "one", "GET", lambda t, rep: f"/api/v1/memories/{t.memory}/history",
@@ -515,6 +520,10 @@ READS: list[Read] = [
                          what=the(s, "POST /api/v1/search {query, limit: 10} (hybrid)"))),
     rest("rest retrieve", "namespace", "POST", "/api/v1/retrieve", items="candidates",
          body=lambda t, rep: {"query": t.query(rep), "scope": NS}, what=f"POST /api/v1/retrieve {{query, scope: {NS}}}"),
+    rest("rest erase (dry run)", "namespace", "POST", "/api/v1/erase", items=None,
+         body={"namespace": NS, "dry_run": True},
+         what=f"POST /api/v1/erase {{namespace: {NS}, dry_run: true}} (counts the agent's memories there and what "
+              "refers to them)"),
     rest("rest store item", "one", "GET", "/api/v1/store/items", items=None,
          params=lambda t, rep: {"namespace": ".".join(NS_LABELS), "key": t.store_key},
          what="GET /api/v1/store/items?namespace=users.dana&key=<an item's key>"),
@@ -545,6 +554,30 @@ READS: list[Read] = [
          what="store_get {namespace: [users, dana], key: <an item's key>}"),
     tool("mcp store_list_keys", "namespace", "store_list_keys", {"namespace": NS_LABELS}, items="keys"),
     tool("mcp store_list_namespaces", "org", "store_list_namespaces", {"prefix": ["users"]}, items="namespaces"),
+    *both(lambda s: tool("mcp assemble_context", s, "assemble_context", items="memories",
+                         arguments=lambda t, rep, s=s: within(s, query=t.query(rep)),
+                         what=the(s, "assemble_context {query} (max_tokens 1000)"))),
+    *both(lambda s: tool("mcp list_sessions", s, "list_sessions", within(s), items="sessions")),
+    tool("mcp list_session_memories", "one", "list_session_memories", lambda t, rep: {"session_id": t.session},
+         items="memories", what="list_session_memories {session_id: <the probe's session>}"),
+    tool("mcp erase_namespace (count)", "namespace", "erase_namespace", {"namespace": NS},
+         what=f"erase_namespace {{namespace: {NS}}} without a confirmation (counts, erases nothing)"),
+    tool("mcp replay_retrieval", "one", "replay_retrieval", lambda t, rep: {"retrieval_event_id": t.search_event},
+         items="results", what="replay_retrieval {retrieval_event_id: <a search of users/dana>}"),
+    # ---- Mem0's platform API (/api/mem0/), as the mem0ai client calls it, with the same key
+    rest("mem0 get_all", "namespace", "POST", "/api/mem0/v3/memories/", door="mem0",
+         body={"filters": {"user_id": NS_LABELS[1]}},
+         what=f"POST /api/mem0/v3/memories/ {{filters: {{user_id: {NS_LABELS[1]}}}}} (newest first, a page of 100 "
+              "with the count)"),
+    rest("mem0 search", "namespace", "POST", "/api/mem0/v3/memories/search/", door="mem0",
+         body=lambda t, rep: {"query": t.query(rep), "filters": {"user_id": NS_LABELS[1]}},
+         what=f"POST /api/mem0/v3/memories/search/ {{query, filters: {{user_id: {NS_LABELS[1]}}}}}"),
+    rest("mem0 get", "one", "GET", lambda t, rep: f"/api/mem0/v1/memories/{t.memory}/", door="mem0", items=None,
+         what="GET /api/mem0/v1/memories/<probe>/"),
+    rest("mem0 history", "one", "GET", lambda t, rep: f"/api/mem0/v1/memories/{t.memory}/history/", door="mem0",
+         items="", what="GET /api/mem0/v1/memories/<probe>/history/"),
+    rest("mem0 users", "org", "GET", "/api/mem0/v1/entities/", door="mem0",
+         what="GET /api/mem0/v1/entities/ (every user, agent and run, with its memories' count)"),
     # ---- the console: an operator's pages, under /console/<org>/
     page("console dashboard", "org", "", what="GET / (the dashboard)"),
     page("console memories", "org", "memories/", what="GET memories/ (live, newest first, 25 a page, with the count)"),
@@ -640,6 +673,8 @@ def aim(target: Target, state: State) -> None:
     first = api.get("/api/v1/entities", params={"limit": 1}).json()["results"][0]
     target.org_entity = (first["id"], first["name"])
     target.event = api.get("/api/v1/retrieval-events", params={"limit": 1}).json()["results"][0]["id"]
+    target.search_event = api.post("/api/v1/search", json={"query": target.queries[-1], "limit": 10, "filters": {
+        "namespace": NS}}).json()["retrieval_event_id"]
     for scope in ("org", "namespace"):
         one = api.get("/api/v1/memories", params=within(scope)).json()
         two = api.get(one["next"]).json()
