@@ -246,6 +246,12 @@ class Memory(ReferencedTenantModel):
                 condition=Q(deleted_at__isnull=True), name="memories_agent_category",
             ),
             models.Index(fields=["org", "status", "-created_at"], name="memories_org_status_created"),
+            # The store's items without a query (LangGraph's search), the last updated first.
+            models.Index(F("org"), F("updated_at").desc(), F("id"),
+                         condition=Q(key__isnull=False, deleted_at__isnull=True), name="memories_store_recent"),
+            # The list of memories (API, console), newest first or oldest, paged by key
+            # (memories.keyset); deleted rows in it too, for the lists that include them.
+            models.Index(F("org"), F("created_at").desc(), F("id").desc(), name="memories_org_recent"),
             # A namespace's live memories in the order they were written: a search's
             # neighbours signal steps one memory back and forth from each of its best results.
             models.Index(fields=["org", "namespace", "created_at", "id"], condition=LIVE,
@@ -744,7 +750,11 @@ class Entity(TenantModel):
 
     class Meta:
         db_table = "entities"
-        indexes = [models.Index(fields=["org", "namespace", "-mention_count"], name="entities_scope_mentions")]
+        indexes = [
+            models.Index(fields=["org", "namespace", "-mention_count"], name="entities_scope_mentions"),
+            # The list of entities, the most mentioned first, paged by key over the ties (memories.keyset).
+            models.Index(F("org"), F("mention_count").desc(), F("id").desc(), name="entities_org_mentions"),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["org", "namespace", "kind", "key"], name="entities_unique_name"),
             models.CheckConstraint(condition=Q(kind__in=EntityKind.values), name="entities_kind_valid"),

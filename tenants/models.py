@@ -11,7 +11,7 @@ from collections import defaultdict
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models, router, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.db.models.functions import Length
 
 from memory_platform.references import clear_references
@@ -194,7 +194,11 @@ class Session(ReferencedTenantModel):
     class Meta:
         db_table = "sessions"
         ordering = ["-started_at"]
-        indexes = [models.Index(fields=["org", "agent", "-started_at"], name="sessions_org_agent_started")]
+        indexes = [
+            models.Index(fields=["org", "agent", "-started_at"], name="sessions_org_agent_started"),
+            # The list of sessions, newest first, paged by key (memories.keyset).
+            models.Index(F("org"), F("started_at").desc(), F("id").desc(), name="sessions_org_started"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(ended_at__isnull=True) | Q(ended_at__gte=models.F("started_at")),

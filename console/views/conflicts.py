@@ -1,21 +1,33 @@
 """Conflicting memories side by side, and their resolution."""
 
-from django.http import Http404
+from django.http import Http404, QueryDict
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console.access import OPERATOR, VIEWER, console_view, may
 from console.forms import ResolveForm
+from console.pages import ListPage
 from console.responses import INVALID, done, failed, page
-from memories.errors import MemoryServiceError, NotFound
+from memories.errors import InvalidInput, MemoryServiceError, NotFound
 from memories.models import MemoryTag
 from memories.use_cases import review
+
+PAGE_SIZE = 100
 
 
 @require_GET
 @console_view(VIEWER)
 def conflict_list(request):
-    return page(request, "console/conflict_list.html", {"conflicts": review.conflict_list(request.caller)})
+    try:
+        found = review.conflict_list(request.caller, limit=PAGE_SIZE, cursor=request.GET.get("cursor") or None)
+    except InvalidInput:  # a cursor edited by hand: the first page
+        found = review.conflict_list(request.caller, limit=PAGE_SIZE)
+    following = QueryDict(mutable=True)
+    following["cursor"] = found.next or ""
+    return page(request, "console/conflict_list.html", {
+        "conflicts": found.items,
+        "page": ListPage(found.items, following.urlencode() if found.next else None,
+                         "cursor=" if request.GET.get("cursor") else None)})
 
 
 def _conflict(request, kind, conflict_id):

@@ -3,13 +3,14 @@ each (the memories that mention it, and those that say when it happened)."""
 
 import json
 
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.views.decorators.http import require_GET
 
 from console.access import VIEWER, console_view
 from console.forms import EntityFilterForm
+from console.pages import by_key
 from console.responses import page
+from memories import keyset
 from memories.errors import NotFound
 from memories.models import Entity
 from memories.use_cases import lifecycle
@@ -17,6 +18,7 @@ from memories.use_cases import lifecycle
 PAGE_SIZE = 50
 FACTS_SHOWN = 50
 TIMELINE_SHOWN = 100
+MOST_MENTIONED = keyset.Order(("mention_count", "id"))  # ties page too (docs/adr/0046)
 
 
 @require_GET
@@ -28,11 +30,9 @@ def entity_list(request):
         data = form.cleaned_data
         entities = lifecycle.entity_list(request.caller, namespace=data["namespace"].strip() or None,
                                          kind=data["kind"] or None, query=data["q"].strip() or None)
-    state = request.GET.copy()
-    state.pop("page", None)
     return page(request, "console/entity_list.html",
-                {"form": form, "page": Paginator(entities, PAGE_SIZE).get_page(request.GET.get("page")),
-                 "state": state.urlencode()}, partial="results")
+                {"form": form, "page": by_key(entities, order=MOST_MENTIONED, limit=PAGE_SIZE, query=request.GET)},
+                partial="results")
 
 
 @require_GET

@@ -1,13 +1,14 @@
 """Retrieval events: what an agent was shown, in order, with scores; and their replay."""
 
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console.access import OPERATOR, VIEWER, console_view
 from console.forms import EventFilterForm
+from console.pages import by_key
 from console.responses import failed, page
+from memories import keyset
 from memories.errors import Conflict, NotFound
 from memories.models import Memory, RetrievalEvent
 from memories.use_cases import retrieval
@@ -25,13 +26,10 @@ def event_list(request):
     if form.is_valid():
         asked = {"agent": form.cleaned_data["agent"] or None, "kind": form.cleaned_data["kind"] or None,
                  "query_contains": form.cleaned_data["q"] or None}
-    events = (retrieval.retrieval_event_list(request.caller, **asked).select_related("agent", "user")
-              .order_by("-created_at", "-id"))
-    state = request.GET.copy()
-    state.pop("page", None)
+    events = retrieval.retrieval_event_list(request.caller, **asked).select_related("agent", "user")
     return page(request, "console/event_list.html",
-                {"form": form, "page": Paginator(events, PAGE_SIZE).get_page(request.GET.get("page")),
-                 "state": state.urlencode()}, partial="results")
+                {"form": form, "page": by_key(events, order=keyset.NEWEST_FIRST, limit=PAGE_SIZE, query=request.GET)},
+                partial="results")
 
 
 def _event(request, event_id) -> RetrievalEvent:

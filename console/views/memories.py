@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import Http404, QueryDict
 from django.urls import reverse
@@ -12,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console.access import OPERATOR, VIEWER, console_view, may
 from console.diff import version_diff
+from console.pages import by_key, by_number
 from console.forms import (
     SORTS,
     ActionForm,
@@ -23,6 +23,7 @@ from console.forms import (
     TagsForm,
 )
 from console.responses import INVALID, done, failed, page
+from memories import keyset
 from memories.errors import MemoryServiceError, NotFound, StaleVersion
 from memories.models import Memory, MemoryRelationship, MemoryTag
 from memories.use_cases import records, retrieval, review
@@ -46,10 +47,17 @@ def _memory(request, memory_id) -> Memory:
 # --------------------------------------------------------------------------- browser
 
 
+# Each sort of the browser as the key its pages follow (the id last): newest and oldest read the
+# index memories_org_recent; the others sort the organisation's rows that pass the filters.
+BY_KEY = {name: keyset.Order(tuple(field.lstrip("-") for field in fields), descending=fields[0].startswith("-"))
+          for name, (_, fields) in SORTS.items()}
+
+
 def _browse(request, query: QueryDict) -> dict:
     agents = list(Agent.objects.filter(org_id=request.org.id))
     form = MemoryFilterForm(query, agents=agents)
     rows, scores, error = [], {}, ""
+    current = by_number([], limit=PAGE_SIZE, query=query)
     if form.is_valid():
         filters, sort, text = form.search_filters(), form.cleaned_data["sort"], form.cleaned_data["q"].strip()
         if text:
@@ -61,22 +69,21 @@ def _browse(request, query: QueryDict) -> dict:
             if sort:
                 field, reverse_order = SORTS[sort][1][0].lstrip("-"), SORTS[sort][1][0].startswith("-")
                 rows.sort(key=lambda memory: getattr(memory, field), reverse=reverse_order)
+            current = by_number(rows, limit=PAGE_SIZE, query=query)  # at most SEARCH_LIMIT
         else:
             where, params = filters.where(request.org.id, alias="memories")
             rows = (Memory.objects.filter(org_id=request.org.id).extra(where=[where], params=params)
                     .defer("embedding", "search_vector")
                     .prefetch_related(Prefetch("tags", queryset=MemoryTag.objects.filter(org_id=request.org.id)
-                                                                  .order_by("tag")))
-                    .order_by(*SORTS[sort or "newest"][1]))
-    paginator = Paginator(rows, PAGE_SIZE)
-    current = paginator.get_page(query.get("page"))
-    current.object_list = list(current.object_list)  # annotated below, then rendered: one query
+                                                                  .order_by("tag"))))
+            current = by_key(rows, order=BY_KEY[sort or "newest"], limit=PAGE_SIZE, query=query)
     agent_names = {agent.pk: agent.name for agent in agents}
     for memory in current.object_list:
         memory.agent_name = agent_names.get(memory.agent_id, "")
         memory.score = scores.get(memory.pk)
     state = query.copy()
     state.pop("page", None)
+    state.pop("cursor", None)
     return {"form": form, "page": current, "state": state.urlencode(), "notice": error,
             "searching": form.is_valid() and bool(form.cleaned_data["q"].strip()),
             "can_change": may(request.membership, OPERATOR), "bulk": BulkForm(QueryDict())}

@@ -1,13 +1,14 @@
 """The review queue: memories waiting in pending_review, approved or rejected one by one."""
 
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console.access import OPERATOR, VIEWER, console_view, may
 from console.forms import ReasonForm
+from console.pages import by_key
 from console.responses import INVALID, done, failed, page
+from memories import keyset
 from memories.errors import MemoryServiceError, NotFound
 from memories.models import Memory
 from memories.use_cases import review
@@ -17,8 +18,10 @@ PAGE_SIZE = 50
 
 def _queue(request) -> dict:
     pending = (Memory.objects.filter(org_id=request.org.id, status=Memory.Status.PENDING_REVIEW, deleted_at__isnull=True)
-               .defer("embedding", "search_vector").select_related("agent").order_by("created_at", "id"))
-    return {"page": Paginator(pending, PAGE_SIZE).get_page(request.GET.get("page")),
+               .defer("embedding", "search_vector").select_related("agent"))
+    # The queue's count stays: a queue is bounded (what waits for review), and
+    # memories_org_status_created counts it from the index.
+    return {"page": by_key(pending, order=keyset.OLDEST_FIRST, limit=PAGE_SIZE, query=request.GET),
             "pending_count": pending.count(), "can_change": may(request.membership, OPERATOR)}
 
 

@@ -16,6 +16,7 @@ from pydantic import Field
 from integrations.langgraph_store import serializers as lg
 from integrations.mcp import confirmation as confirmations
 from integrations.mcp.boundary import count_against, in_tenant
+from memories import keyset
 from memories.access import Caller
 from memories.api import serializers as s
 from memories.api.fields import namespace_labels
@@ -82,6 +83,21 @@ def page(items, *, limit: int, offset: int) -> tuple[list, int | None]:
     """One page of a queryset or list, and the offset of the next (None after the last)."""
     found = list(items[offset:offset + limit + 1])
     return found[:limit], offset + limit if len(found) > limit else None
+
+
+def page_by_key(items, *, order: keyset.Order, limit: int, offset: int, cursor: str | None) -> tuple[list, dict]:
+    """One page of a queryset and how to ask for the next: `next_cursor` (by key, memories.keyset:
+    the same cost however deep), and `next_offset` on a first page or after an offset (which
+    still works, slower the deeper it skips)."""
+    if cursor and offset:
+        raise InvalidInput("give a cursor or an offset, not both", field="cursor")
+    if offset:
+        found, next_offset = page(items.order_by(*order.order_by()), limit=limit, offset=offset)
+        following = keyset.cursor_encode(keyset.key_of(found[-1], order)) if next_offset is not None else None
+        return found, {"next_cursor": following, "next_offset": next_offset}
+    found = keyset.page(items, order=order, limit=limit, cursor=cursor)
+    return found.items, {"next_cursor": found.next,
+                         "next_offset": (limit if found.next else None) if not cursor else None}
 
 
 # --------------------------------------------------------------------------- spec §4's tools
@@ -271,7 +287,10 @@ ContextOrder = Literal["relevance", "time"]  # memories.retrieval.context.ORDERS
 ContextEncoding = Literal["o200k_base", "cl100k_base"]  # memories.retrieval.context.ENCODINGS
 SessionId = Annotated[uuid.UUID, Field(description="The session's id, as open_session or list_sessions returned it.")]
 Limit = Annotated[int, Field(description="How many to return, 1-200.")]
-Offset = Annotated[int, Field(ge=0, description="How many to skip: the next_offset a previous call returned.")]
+SESSIONS_NEWEST_FIRST = keyset.Order(("started_at", "id"))  # as GET /sessions pages them
+Offset = Annotated[int, Field(ge=0, description="How many to skip: the next_offset a previous call returned "
+                                                 "(slow deep in a long list: prefer cursor).")]
+Cursor = Annotated[str | None, Field(description="Where the page starts: the next_cursor a previous call returned.")]
 
 
 async def assemble_context(
@@ -361,18 +380,21 @@ async def list_sessions(
         description='Only sessions under this namespace, e.g. ["users", "alice"] or "users/alice".')] = None,
     external_id: Annotated[str | None, Field(description="Only sessions of this external_id.")] = None,
     limit: Limit = 20,
+    cursor: Cursor = None,
     offset: Offset = 0,
 ) -> str:
     """List sessions, the newest first, each with its number of memories, whether it is open or closed, and
-    (once closed) what its consolidation proposed. Find an open conversation's session again by external_id."""
-    query = given(status=status, namespace=namespace, external_id=external_id, limit=limit)
+    (once closed) what its consolidation proposed. Find an open conversation's session again by external_id.
+    For the next page, pass the next_cursor returned."""
+    query = given(status=status, namespace=namespace, external_id=external_id, limit=limit, cursor=cursor)
 
     def work(caller: Caller):
         where = s.validated(s.SessionListQuerySerializer, query)
         found = lifecycle.session_list(caller, status=where.get("status"), namespace=where.get("namespace"),
-                                       external_id=where.get("external_id")).order_by("-started_at", "-id")
-        sessions, next_offset = page(found, limit=where["limit"], offset=offset)
-        return {"sessions": [session_data(session) for session in sessions], "next_offset": next_offset}
+                                       external_id=where.get("external_id"))
+        sessions, following = page_by_key(found, order=SESSIONS_NEWEST_FIRST, limit=where["limit"], offset=offset,
+                                          cursor=where.get("cursor"))
+        return {"sessions": [session_data(session) for session in sessions], **following}
 
     return as_text(await in_tenant(ctx, {**query, "offset": offset}, work))
 
@@ -400,18 +422,20 @@ async def list_session_memories(
     ctx: Context,
     session_id: SessionId,
     limit: Limit = 50,
+    cursor: Cursor = None,
     offset: Offset = 0,
 ) -> str:
     """A session's memories in the order they were written (the conversation's), whatever their status (a
-    summary waiting for review included), deleted and expired ones left out."""
-    query = {"limit": limit}
+    summary waiting for review included), deleted and expired ones left out. For the next page, pass the
+    next_cursor returned."""
+    query = given(limit=limit, cursor=cursor)
 
     def work(caller: Caller):
         where = s.validated(s.SessionMemoriesQuerySerializer, query)
-        found = lifecycle.session_memories(caller, session_id).order_by("created_at", "id")
-        memories, next_offset = page(found, limit=where["limit"], offset=offset)
-        return {"session_id": str(session_id), "memories": [brief(memory) for memory in memories],
-                "next_offset": next_offset}
+        found = lifecycle.session_memories(caller, session_id)
+        memories, following = page_by_key(found, order=keyset.OLDEST_FIRST, limit=where["limit"], offset=offset,
+                                          cursor=where.get("cursor"))
+        return {"session_id": str(session_id), "memories": [brief(memory) for memory in memories], **following}
 
     return as_text(await in_tenant(ctx, {**query, "offset": offset, "session_id": str(session_id)}, work))
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers as drf
-from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
+from memories import keyset
 from memories.api import serializers as s
+from memories.api.pagination import KeysetPagination
 from memories.api.schema import EXAMPLE_MEMORY, documented, list_of
 from memories.api.views import AgentAPIView
 from memories.use_cases import retrieval
@@ -165,13 +166,6 @@ class HotView(AgentAPIView):
         return Response({"results": s.MemorySerializer(memories, many=True).data})
 
 
-class EventPagination(CursorPagination):
-    ordering = ("-created_at", "-id")
-    page_size = 50
-    page_size_query_param = "limit"
-    max_page_size = 200
-
-
 EXAMPLE_EVENT = {"id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "kind": "search",
                  "agent_id": EXAMPLE_MEMORY["agent_id"], "query": "what does the user drink?", "scope": "",
                  "filters": {"filters": {"statuses": ["active"]}, "request": {"limit": 5, "mode": "hybrid"}},
@@ -192,9 +186,9 @@ class RetrievalEventListView(AgentAPIView):
         query = self.validated(s.RetrievalEventQuerySerializer, s.query_data(request.query_params, ()))
         events = retrieval.retrieval_event_list(self.caller, **{name: query[name] for name in (
             "kind", "agent", "created_after", "created_before") if name in query})
-        paginator = EventPagination()
-        page = paginator.paginate_queryset(events, request, view=self)
-        return paginator.get_paginated_response(s.RetrievalEventSerializer(page, many=True).data)
+        paginator = KeysetPagination(keyset.NEWEST_FIRST)
+        page = paginator.paginate_queryset(events, request)
+        return paginator.get_paginated_response(s.RetrievalEventSerializer(page.items, many=True).data)
 
 
 class RetrievalEventDetailView(AgentAPIView):

@@ -245,7 +245,16 @@ class EntityListQuerySerializer(StrictSerializer):
     q = CleanCharField(secrets=Secrets.LOOKUP, max_length=256, required=False,
                               help_text="A name or an alias, or the beginning of one of its words; any case.")
     limit = serializers.IntegerField(required=False, min_value=1, max_value=100, help_text="Default 50.")
-    offset = serializers.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET)
+    cursor = CleanCharField(secrets=Secrets.LOOKUP, max_length=CURSOR_MAX_CHARS, required=False,
+                            help_text="The page after (or before) one: as `next` and `previous` carry it.")
+    offset = serializers.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET,
+                                      help_text="Deprecated: skips that many (slow deep in a large list), and "
+                                                "answers `count`. Follow `next` instead.")
+
+    def validate(self, attrs):
+        if "cursor" in attrs and "offset" in attrs:
+            raise serializers.ValidationError({"cursor": ["give a cursor or an offset, not both"]})
+        return attrs
 
 
 def query_data(query_params, list_fields=("tag",)) -> dict:
@@ -685,6 +694,11 @@ class SessionListQuerySerializer(StrictSerializer):
 class SessionCloseSerializer(StrictSerializer):
     consolidate = serializers.BooleanField(default=True, help_text="Propose merges of the session's near-duplicates "
                                                                   "and a summary for review (default true).")
+
+
+class HistoryQuerySerializer(StrictSerializer):
+    cursor = CleanCharField(secrets=Secrets.LOOKUP, max_length=CURSOR_MAX_CHARS, required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 
 class SessionMemoriesQuerySerializer(StrictSerializer):

@@ -7,14 +7,16 @@ import re
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, inline_serializer
 from rest_framework import status
 from rest_framework import serializers as drf
-from rest_framework.pagination import CursorPagination, LimitOffsetPagination
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memories import keyset
 from memories.access import Caller
 from memories.api import serializers as s
 from memories.api import storable
 from memories.api.idempotency import idempotent
+from memories.api.pagination import KeysetPagination
 from memories.api.parsers import BoundedBodyRequest, LimitedJSONParser
 from memories.api.schema import (
     EXAMPLE_ENTITY,
@@ -37,13 +39,6 @@ from tenants.authentication import ApiKeyAuthentication, KeyMayAct
 from tenants.throttles import RateLimited
 
 ETAG = re.compile(r'^\s*(?:W/)?"?(\d+)"?\s*$')
-
-
-class MemoryCursorPagination(CursorPagination):
-    ordering = ("-created_at", "-id")
-    page_size = 50
-    page_size_query_param = "limit"
-    max_page_size = 200
 
 
 class AgentAPIView(APIView):
@@ -126,9 +121,9 @@ class MemoryCollectionView(AgentAPIView):
     def get(self, request):
         filters = self.validated(s.MemoryListQuerySerializer, s.query_data(request.query_params))
         queryset = records.memory_list(self.caller, **filters)
-        paginator = MemoryCursorPagination()
-        page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response(s.MemorySerializer(page, many=True).data)
+        paginator = KeysetPagination(keyset.NEWEST_FIRST)
+        page = paginator.paginate_queryset(queryset, request)
+        return paginator.get_paginated_response(s.MemorySerializer(page.items, many=True).data)
 
     @documented(
         summary="Create a memory, or a batch",
@@ -245,12 +240,25 @@ class MemoryFeedbackView(AgentAPIView):
         return self.memory_response(records.memory_feedback(self.caller, memory_id, **body))
 
 
+HISTORY_PAGE = 200
+
+
 class MemoryHistoryView(AgentAPIView):
-    @documented(summary="A memory's history: one version per change", response=list_of(s.VersionSerializer, "VersionList"),
-                response_example={"results": [EXAMPLE_VERSION]}, operation_id="memories_history")
+    @documented(summary="A memory's history: one version per change, the first first",
+                response=list_of(s.VersionSerializer, "VersionList", paginated=True),
+                parameters=[s.HistoryQuerySerializer],
+                description=f"Paged by key: up to `limit` versions (default {HISTORY_PAGE}), `next` for more (a "
+                            "store item upserted often has many).",
+                response_example={"next": None, "previous": None, "results": [EXAMPLE_VERSION]},
+                operation_id="memories_history")
     def get(self, request, memory_id):
+        self.validated(s.HistoryQuerySerializer, s.query_data(request.query_params, ()))
         versions = records.memory_versions(self.caller, memory_id)
-        return Response({"results": s.VersionSerializer(versions, many=True).data})
+        paginator = KeysetPagination(keyset.Order(("version_num", "id"), descending=False))
+        paginator.default_limit = HISTORY_PAGE
+        page = paginator.paginate_queryset(versions, request)
+        return paginator.get_paginated_response(s.VersionSerializer(page.items, many=True).data)
+
 
 
 # --------------------------------------------------------------------------- tags and relationships
@@ -309,17 +317,26 @@ class RelationshipDetailView(AgentAPIView):
 # --------------------------------------------------------------------------- entities (spec §4)
 
 
-class EntityPagination(LimitOffsetPagination):
-    """Entities are ordered by how often they are mentioned, which every write may change, and
-    most share a count (one mention): a cursor over that order stalls once more than 1000 share
-    one (DRF's cursor counts ties only that far); offsets walk it whatever the ties."""
+class EntityOffsetPagination(LimitOffsetPagination):
+    """The old way, kept for clients that send `offset`: a count of the whole list and OFFSET,
+    both slower the larger the list and the deeper the page."""
 
     default_limit = 50
     max_limit = 100
 
 
+class EntityPagination(KeysetPagination):
+    """Entities are ordered by how often they are mentioned, and most share a count (one
+    mention): the key is (mention_count, id), so ties page like any other rows (DRF's cursor
+    counted ties only up to 1000)."""
+
+    order = keyset.Order(("mention_count", "id"))
+    max_limit = 100
+
+
 ENTITY_PAGE = inline_serializer("EntityPage", {
-    "count": drf.IntegerField(), "next": drf.URLField(allow_null=True), "previous": drf.URLField(allow_null=True),
+    "count": drf.IntegerField(allow_null=True, help_text="With `offset` only: null when paging by cursor."),
+    "next": drf.URLField(allow_null=True), "previous": drf.URLField(allow_null=True),
     "results": s.EntitySerializer(many=True)})
 FACTS_SHOWN = 20
 TIMELINE_SHOWN = 50
@@ -408,16 +425,23 @@ class EntityCollectionView(AgentAPIView):
     @documented(summary="List entities: who and what the memories mention, the most mentioned first",
                 response=ENTITY_PAGE, parameters=[s.EntityListQuerySerializer],
                 description="A key limited to namespaces lists the entities of those namespaces only "
-                            "(an entity belongs to the namespace of the memories that mention it).",
-                response_example={"count": 1, "next": None, "previous": None, "results": [EXAMPLE_ENTITY]},
+                            "(an entity belongs to the namespace of the memories that mention it). Paged by "
+                            "key: follow `next` (`count` is null). An `offset` is still taken, with `count`, "
+                            "but is slow deep in a large list. An entity whose mention count changes while "
+                            "the list is walked moves in it.",
+                response_example={"count": None, "next": None, "previous": None, "results": [EXAMPLE_ENTITY]},
                 operation_id="entities_list")
     def get(self, request):
         query = self.validated(s.EntityListQuerySerializer, s.query_data(request.query_params, ()))
         entities = lifecycle.entity_list(self.caller, namespace=query.get("namespace"), kind=query.get("type"),
                                          query=query.get("q"))
+        if "offset" in query:
+            old_way = EntityOffsetPagination()
+            found = old_way.paginate_queryset(entities, request, view=self)
+            return old_way.get_paginated_response(s.EntitySerializer(found, many=True).data)
         paginator = EntityPagination()
-        page = paginator.paginate_queryset(entities, request, view=self)
-        return paginator.get_paginated_response(s.EntitySerializer(page, many=True).data)
+        page = paginator.paginate_queryset(entities, request)
+        return paginator.get_paginated_response(s.EntitySerializer(page.items, many=True).data, count=None)
 
 
 class EntityDetailView(AgentAPIView):
@@ -435,12 +459,7 @@ class EntityDetailView(AgentAPIView):
 # --------------------------------------------------------------------------- sessions
 
 
-class SessionCursorPagination(MemoryCursorPagination):
-    ordering = ("-started_at", "-id")
-
-
-class SessionMemoriesPagination(MemoryCursorPagination):
-    ordering = ("created_at", "id")  # the order they were written in: the conversation's
+SESSIONS_NEWEST_FIRST = keyset.Order(("started_at", "id"))
 
 
 class SessionCollectionView(AgentAPIView):
@@ -454,9 +473,9 @@ class SessionCollectionView(AgentAPIView):
         query = self.validated(s.SessionListQuerySerializer, s.query_data(request.query_params, ()))
         queryset = lifecycle.session_list(self.caller, agent=query.get("agent"), status=query.get("status"),
                                           namespace=query.get("namespace"), external_id=query.get("external_id"))
-        paginator = SessionCursorPagination()
-        page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response(s.SessionSerializer(page, many=True).data)
+        paginator = KeysetPagination(SESSIONS_NEWEST_FIRST)
+        page = paginator.paginate_queryset(queryset, request)
+        return paginator.get_paginated_response(s.SessionSerializer(page.items, many=True).data)
 
     @documented(summary="Open a session (or find the open one of this external_id)", request=s.SessionCreateSerializer,
                 response=s.SessionSerializer, status=201, also=(200,), parameters=[IDEMPOTENCY_KEY],
@@ -515,9 +534,10 @@ class SessionMemoriesView(AgentAPIView):
     def get(self, request, session_id):
         self.validated(s.SessionMemoriesQuerySerializer, s.query_data(request.query_params, ()))
         queryset = lifecycle.session_memories(self.caller, session_id)
-        paginator = SessionMemoriesPagination()
-        page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response(s.MemorySerializer(page, many=True).data)
+        # The order they were written in: the conversation's.
+        paginator = KeysetPagination(keyset.OLDEST_FIRST)
+        page = paginator.paginate_queryset(queryset, request)
+        return paginator.get_paginated_response(s.MemorySerializer(page.items, many=True).data)
 
 
 # --------------------------------------------------------------------------- erasure

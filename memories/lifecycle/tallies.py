@@ -7,7 +7,7 @@ reads both, so its counts are exactly those of the rows its snapshot sees, folde
 the word statistics' (memories.understanding.lexicon). Counted: the memories not deleted, per
 (agent, status, category, memory type): n, and of them those that expire, wait for their
 embedding and never decay; and per UTC day, the memories created that day not deleted
-(migration 0036), which the growth per day reads.
+(migration 0037), which the growth per day reads.
 """
 
 from __future__ import annotations

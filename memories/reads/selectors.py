@@ -97,8 +97,8 @@ def _with_aliases(queryset: QuerySet, org_id) -> QuerySet:
 
 def entity_list(*, org_id, namespace: str | None = None, kind: str | None = None, query: str | None = None,
                 reach: KeyReach = EVERYWHERE) -> QuerySet:
-    """Entities in reach, the most mentioned first (then by name). namespace: a prefix, as
-    memory_list takes it. query: a name or an alias, folded as names are (name_key), matching
+    """Entities in reach, the most mentioned first, ties by id (an order pages by key:
+    memories.keyset). namespace: a prefix, as memory_list takes it. query: a name or an alias, folded as names are (name_key), matching
     its beginning or the beginning of one of its words ("smi" finds "John Smith"); a query
     that folds to nothing names nothing."""
     queryset = Entity.objects.filter(reach.memories(), org_id=org_id)
@@ -113,7 +113,7 @@ def entity_list(*, org_id, namespace: str | None = None, kind: str | None = None
         named = Q(key__startswith=key) | Q(key__contains=f" {key}")  # the name or an alias, any word of it
         aliased = EntityAlias.objects.filter(named, org_id=org_id)
         queryset = queryset.filter(named | Q(pk__in=aliased.values("entity_id")))
-    return _with_aliases(queryset, org_id).order_by("-mention_count", "name", "id")
+    return _with_aliases(queryset, org_id).order_by("-mention_count", "-id")
 
 
 def entity_get(*, org_id, entity_id, reach: KeyReach = EVERYWHERE) -> Entity:

@@ -4,9 +4,10 @@ the console; each change is recorded as the caller's."""
 
 from __future__ import annotations
 
+from memories import keyset
 from memories.access import Caller
 from memories.errors import NotFound
-from memories.models import Memory
+from memories.models import DuplicateCandidate, Memory
 from memories.use_cases.records import memory_get
 from memories.writes import conflicts, review
 
@@ -23,9 +24,18 @@ def memory_reject(caller: Caller, memory_id, *, reason: str) -> Memory:
     return review.memory_reject(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason))
 
 
-def conflict_list(caller: Caller, *, limit: int = 100) -> list[conflicts.MemoryConflict]:
-    return [conflict for conflict in conflicts.open_conflicts(org_id=caller.org_id, limit=limit)
-            if caller.covers(conflict.first.namespace) and caller.covers(conflict.second.namespace)]
+def conflict_list(caller: Caller, *, limit: int = 100, cursor: str | None = None) -> keyset.Page:
+    """A page of the open conflicts whose both memories the caller reaches, oldest first, from
+    the cursor (a next page's); `next` is the cursor of the page after (None after the last)."""
+    after = None
+    if cursor:
+        after = keyset.cursor_decode(cursor, model=DuplicateCandidate, order=conflicts.DUPLICATES_ORDER).key
+    found = conflicts.open_conflicts(org_id=caller.org_id, limit=limit + 1, after=after)
+    shown = found[:limit]
+    following = keyset.cursor_encode((shown[-1].detected_at, shown[-1].id)) if len(found) > limit else None
+    return keyset.Page([conflict for conflict in shown
+                        if caller.covers(conflict.first.namespace) and caller.covers(conflict.second.namespace)],
+                       following, None)
 
 
 def conflict_get(caller: Caller, *, kind: str, conflict_id) -> conflicts.MemoryConflict:

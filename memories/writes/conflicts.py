@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memories import keyset
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.intake.redaction import redactor_for
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
@@ -62,13 +63,24 @@ def _duplicates(org_id):
         _both_open("memory", "candidate"))
 
 
-def open_conflicts(*, org_id, limit: int = 100) -> list[MemoryConflict]:
-    """Unresolved conflicts whose memories are both still open, oldest first."""
+# Both kinds in one order, by when each was found and then its id: a page of conflicts starts
+# after the last one shown, in each table (memories.keyset).
+CONTRADICTIONS_ORDER = keyset.Order(("created_at", "id"), descending=False)
+DUPLICATES_ORDER = keyset.Order(("detected_at", "id"), descending=False)
+
+
+def open_conflicts(*, org_id, limit: int = 100, after: tuple | None = None) -> list[MemoryConflict]:
+    """Unresolved conflicts whose memories are both still open, oldest first; after: the
+    (detected_at, id) of the last one shown, to list those after it."""
+    contradictions, duplicates = _contradictions(org_id), _duplicates(org_id)
+    if after is not None:
+        contradictions = keyset.after(contradictions, order=CONTRADICTIONS_ORDER, key=after)
+        duplicates = keyset.after(duplicates, order=DUPLICATES_ORDER, key=after)
     found = [MemoryConflict(CONTRADICTION, r.pk, r.source, r.target, r.created_at, predicate=r.predicate)
-             for r in _contradictions(org_id).select_related("source", "target").order_by("created_at")[:limit]]
+             for r in contradictions.select_related("source", "target").order_by("created_at", "id")[:limit]]
     found += [MemoryConflict(DUPLICATE, d.pk, d.memory, d.candidate, d.detected_at, similarity=d.similarity)
-              for d in _duplicates(org_id).select_related("memory", "candidate").order_by("detected_at")[:limit]]
-    return sorted(found, key=lambda c: (c.detected_at, str(c.id)))[:limit]
+              for d in duplicates.select_related("memory", "candidate").order_by("detected_at", "id")[:limit]]
+    return sorted(found, key=lambda c: (c.detected_at, c.id))[:limit]
 
 
 def open_conflict_count(*, org_id) -> int:

@@ -283,9 +283,16 @@ def test_every_page_fits_a_phone_screen(page, world):
     world.remember("The user prefers green tea in the morning, " + "and a very long unbroken word " * 8,
                    namespace="users/someone-with-a-rather-long-identifier", tags=["drinks", "mornings"])
     memory = world.remember("Waiting for a reviewer", status="pending_review")
+    for i in range(30):  # more than a page: the Previous / Next links show (docs/adr/0046)
+        world.remember(f"Filler memory number {i}")
     page.set_viewport_size({"width": 375, "height": 740})
     sign_in(page, world)
-    for path in ("", "memories/", f"memories/{memory.pk}/", "review/", "conflicts/", "events/"):
+    page.goto("/console/acme/memories/")
+    page.get_by_role("link", name="Next ›").click()
+    page.get_by_role("link", name="‹ Previous").wait_for()
+    assert "cursor=" in page.url
+    for path in ("", "memories/", f"memories/{memory.pk}/", page.url.split("/console/acme/")[1], "review/",
+                 "conflicts/", "events/"):
         page.goto(f"/console/acme/{path}")
         page.screenshot(path=str(SCREENSHOTS / f"phone-{path.strip('/').replace('/', '-') or 'dashboard'}.png"),
                         full_page=True)

@@ -149,3 +149,27 @@ def test_the_dashboard_shows_the_lifecycle_jobs_and_what_is_fading(console_as, t
     assert re.search(r"<strong>\d+</strong> strong, <strong>1</strong> fading", lifecycle)
     weakest = lifecycle[lifecycle.index("Weakest"):]
     assert f"memories/{fading.pk}/" in weakest and "gym is on Elm" in weakest and "Organisation B" not in weakest
+
+
+def test_the_events_page_by_key_while_searches_are_recorded(console_as, tenant_a):
+    """Events recorded between two pages (newest first) skip and repeat none of the others."""
+    from tests.console.test_memories import link
+
+    viewer = console_as(tenant_a.org, "viewer")
+    with tenant_context(tenant_a.org.id):
+        RetrievalEvent.objects.all().delete()
+        ids = {str(RetrievalEvent.objects.create(org=tenant_a.org, agent=tenant_a.agent, kind="search",
+                                                 query=f"question {i}").pk) for i in range(120)}
+    seen, url = [], ""
+    while True:
+        response = viewer.get(viewer.base + "events/" + url)
+        page = response.content.decode()
+        assert "in all" not in page
+        seen += re.findall(r"/events/([0-9a-f-]{36})/", page)
+        with tenant_context(tenant_a.org.id):
+            RetrievalEvent.objects.create(org=tenant_a.org, agent=tenant_a.agent, kind="search", query="later")
+        following = link(response, "next")
+        if not following:
+            break
+        url = "?" + following
+    assert len(seen) == len(set(seen)) and ids <= set(seen)

@@ -1,7 +1,10 @@
 """The review queue and conflict resolution: what an operator decides is written as versions
 (changed_by_type conflict_resolution for conflicts) and leaves the queue."""
 
+import re
+
 import pytest
+from django.utils import timezone
 
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
 from memories.writes import tagging
@@ -148,3 +151,54 @@ def test_resolution_input_errors_change_nothing(operator_a, tenant_a, contradict
     no_choice = operator_a.post(url, {"resolution": "keep", "keep": tenant_a.memory.pk}, **htmx("resolve"))
     assert no_choice.status_code == 422 and "choose which of the two memories to keep" in no_choice.content.decode()
     assert reload(left).version == reload(right).version == 1
+
+
+def test_the_queue_pages_by_key_while_it_is_worked(operator_a, tenant_a):
+    """Memories approved and others arriving between two pages skip and repeat none that waited
+    throughout (docs/adr/0046); the queue keeps its count."""
+    from tests.console.test_memories import link
+
+    rows = [remember(tenant_a, f"waiting {i:02d}", status="pending_review") for i in range(60)]
+    approved = rows[::9]
+    stable = {row.content for row in rows if row not in approved}
+    first = operator_a.get(operator_a.base + "review/")
+    assert "60 waiting" in first.content.decode()
+    seen, response, n = [], first, 0
+    while True:
+        seen += re.findall(r"waiting \d\d", response.content.decode())
+        n += 1
+        remember(tenant_a, f"arrived {n}", status="pending_review")
+        if approved:
+            with tenant_context(tenant_a.org.id):
+                Memory.objects.filter(pk=approved.pop().pk).update(status="active")
+        following = link(response, "next")
+        if not following:
+            break
+        response = operator_a.get(operator_a.base + "review/?" + following)
+    assert len(seen) == len(set(seen)) and stable <= set(seen)
+
+
+def test_conflicts_page_by_key_past_the_first_hundred_while_resolved(operator_a, tenant_a):
+    """Both kinds in one order (when found, then id), a hundred a page; conflicts resolved or
+    found between two pages skip and repeat none of the others (docs/adr/0046)."""
+    from tests.console.test_memories import link
+
+    rows = [remember(tenant_a, f"clash {i:03d}") for i in range(2 * 131)]
+    with tenant_context(tenant_a.org.id):
+        made = [DuplicateCandidate.objects.create(org=tenant_a.org, memory=rows[2 * i], candidate=rows[2 * i + 1],
+                                                  similarity=0.9) for i in range(131)]
+    resolved = made[::20]
+    stable = {str(row.pk) for row in made if row not in resolved}
+    seen, response = [], operator_a.get(operator_a.base + "conflicts/")
+    assert "clash" in response.content.decode() and "open" not in response.content.decode().split("</h1>")[0][-40:]
+    while True:
+        seen += re.findall(r"/conflicts/duplicate/([0-9a-f-]{36})/", response.content.decode())
+        with tenant_context(tenant_a.org.id):
+            if resolved:
+                DuplicateCandidate.objects.filter(pk=resolved.pop().pk).update(resolved_at=timezone.now())
+        following = link(response, "next")
+        if not following:
+            break
+        response = operator_a.get(operator_a.base + "conflicts/?" + following)
+    assert len(seen) == len(set(seen)) and stable <= set(seen)
+    assert operator_a.get(operator_a.base + "conflicts/?cursor=nonsense").status_code == 200

@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * List entities: who and what the memories mention, the most mentioned first
-         * @description A key limited to namespaces lists the entities of those namespaces only (an entity belongs to the namespace of the memories that mention it).
+         * @description A key limited to namespaces lists the entities of those namespaces only (an entity belongs to the namespace of the memories that mention it). Paged by key: follow `next` (`count` is null). An `offset` is still taken, with `count`, but is slow deep in a large list. An entity whose mention count changes while the list is walked moves in it.
          */
         get: operations["entities_list"];
         put?: never;
@@ -258,10 +258,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A memory's history: one version per change
-         * @description Authenticated by an agent's API key: each view parses the request, calls one use case
-         *     (memories.use_cases) with the key's Caller, and shapes the answer. The use case keeps the
-         *     caller within its organisation and its key's reach.
+         * A memory's history: one version per change, the first first
+         * @description Paged by key: up to `limit` versions (default 200), `next` for more (a store item upserted often has many).
          */
         get: operations["memories_history"];
         put?: never;
@@ -888,7 +886,8 @@ export interface components {
             aliases?: string[];
         };
         EntityPage: {
-            count: number;
+            /** @description With `offset` only: null when paging by cursor. */
+            count: number | null;
             /** Format: uri */
             next: string | null;
             /** Format: uri */
@@ -1725,6 +1724,10 @@ export interface components {
         };
         VersionList: {
             results: components["schemas"]["Version"][];
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
         };
         /**
          * @description Rejects fields it does not declare: a client learns at once that `status` or
@@ -1845,10 +1848,13 @@ export interface operations {
     entities_list: {
         parameters: {
             query?: {
+                /** @description The page after (or before) one: as `next` and `previous` carry it. */
+                cursor?: string;
                 /** @description Default 50. */
                 limit?: number;
                 /** @description Prefix: `memories` matches memories/user-1 too. */
                 namespace?: string[] | string;
+                /** @description Deprecated: skips that many (slow deep in a large list), and answers `count`. Follow `next` instead. */
                 offset?: number;
                 /** @description A name or an alias, or the beginning of one of its words; any case. */
                 q?: string;
@@ -3031,7 +3037,10 @@ export interface operations {
     };
     memories_history: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
             header?: never;
             path: {
                 memory_id: string;

@@ -195,3 +195,42 @@ def test_keys_of_narrower_reach_and_another_organisation(tenant_a, tenant_b, key
     [still] = data_of(calls(served.url, key_a, ("list_sessions", {"external_id": "shared-id"}))[0])["sessions"]
     assert still["status"] == "open" and still["memory_count"] == 1
     assert memories_of(tenant_a.org) == before and consolidation_queue.count == 0
+
+
+@committing
+def test_sessions_and_a_session_s_memories_page_by_cursor_while_written(tenant_a, key_a, served):
+    """next_cursor walks the list by key (docs/adr/0046): sessions opened and deleted between two
+    calls neither skip nor repeat one that was there throughout; an offset still works."""
+    with tenant_context(tenant_a.org.id):
+        rows = [Session.objects.create(org=tenant_a.org, agent=tenant_a.agent, namespace="users/alice")
+                for _ in range(12)]
+    volatile = rows[::4]
+    stable = {str(row.pk) for row in rows if row not in volatile} | {str(tenant_a.session.pk)}
+    seen, arguments = [], {"limit": 4}
+    while True:
+        listed = data_of(calls(served.url, key_a, ("list_sessions", arguments))[0])
+        seen += [row["id"] for row in listed["sessions"]]
+        with tenant_context(tenant_a.org.id):
+            Session.objects.create(org=tenant_a.org, agent=tenant_a.agent, namespace="users/alice")
+            if volatile:
+                Session.objects.filter(pk=volatile.pop().pk).delete()
+        if not listed["next_cursor"]:
+            break
+        arguments = {"limit": 4, "cursor": listed["next_cursor"]}
+    assert len(seen) == len(set(seen)) and stable <= set(seen)
+
+    by_offset, bad, both = calls(served.url, key_a, ("list_sessions", {"limit": 2, "offset": 2}),
+                                 ("list_sessions", {"cursor": "nonsense"}),
+                                 ("list_sessions", {"cursor": listed["next_cursor"] or "x", "offset": 2}))
+    assert data_of(by_offset)["next_offset"] == 4 and data_of(by_offset)["next_cursor"]
+    assert bad.is_error and "cursor" in text_of(bad) and both.is_error and "cursor" in text_of(both)
+
+    written = [factories.memory(org=tenant_a.org, agent=tenant_a.agent, content=f"Turn {i}",
+                                session=tenant_a.session, embedding=None).pk for i in range(5)]
+    first, = calls(served.url, key_a, ("list_session_memories", {"session_id": str(tenant_a.session.pk), "limit": 3}))
+    first = data_of(first)
+    second, = calls(served.url, key_a, ("list_session_memories", {"session_id": str(tenant_a.session.pk), "limit": 3,
+                                                                  "cursor": first["next_cursor"]}))
+    shown = [row["id"] for row in first["memories"] + data_of(second)["memories"]]
+    assert set(map(str, written)) <= set(shown) and len(shown) == len(set(shown))
+    assert first["next_offset"] == 3

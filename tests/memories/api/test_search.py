@@ -64,8 +64,11 @@ def test_a_query_embedded_in_int8_finds_the_same_memory(api_a, facts, int8_queri
 
 
 def test_the_same_search_returns_the_same_order(api_a, facts):
-    orders = {tuple(found(api_a.post("/api/v1/search", {"query": "user", "limit": 5}))) for _ in range(3)}
-    assert len(orders) == 1
+    answers = [api_a.post("/api/v1/search", {"query": "user", "limit": 5}) for _ in range(3)]
+    orders = {tuple(found(answer)) for answer in answers}
+    # On failure, what each search saw: it has failed now and then on a loaded machine, unexplained.
+    assert len(orders) == 1, [[(r["memory"]["content"][:24], r["score"], r["signals"]) for r in answer.json()["results"]]
+                              for answer in answers]
 
 
 def test_each_mode(api_a, facts):

@@ -88,7 +88,7 @@ GROUP BY 1, 2;
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memories", "0035_memory_tallies")]
+    dependencies = [("memories", "0035_memory_tallies"), ("memories", "0036_lists_paged_by_key")]
 
     operations = [
         migrations.RunSQL(TABLES, "DROP TABLE memory_day_tally_deltas; DROP TABLE memory_day_tallies;"),
