@@ -20,7 +20,6 @@ SORTS = {
     "oldest": ("Oldest first", ["created_at", "id"]),
     "confidence": ("Confidence", ["-confidence", "-created_at", "-id"]),
     "importance": ("Importance", ["-importance", "-created_at", "-id"]),
-    "retrieved": ("Most retrieved", ["-retrieval_count", "-created_at", "-id"]),
     "updated": ("Recently changed", ["-updated_at", "-id"]),
 }
 ALL_STATUSES = "any"
