@@ -22,7 +22,7 @@ def _page(request, *, status: int = 200):
     standings = use_cases.standings(request.caller)
     context = {"standings": standings, "may_change": use_cases.may_change(request.caller),
                "busy": any(standing.busy for standing in standings),
-               "rollback_to": next((standing.replaced for standing in standings if standing.active), "")}
+               "rollback_to": use_cases.rollback_target(standings)}
     return page(request, "console/embeddings.html", context, partial="embeddings-status", status=status)
 
 

@@ -21,6 +21,11 @@ def standings(caller: Caller) -> list[reembed.Standing]:
     return reembed.standings()
 
 
+def rollback_target(standings: list[reembed.Standing]) -> str:
+    """The model a rollback returns to: the one the active model replaced ("" if none)."""
+    return next((standing.replaced for standing in standings if standing.active), "")
+
+
 def may_change(caller: Caller) -> bool:
     return caller.user is not None and caller.user.is_staff
 
@@ -34,7 +39,7 @@ def change(caller: Caller, action: str, model: str = "") -> str:
     if not may_change(caller):
         raise OutOfReach("only the deployment's staff may change the embedding model: it serves every organisation")
     if action == "rollback":
-        model = next((standing.replaced for standing in reembed.standings() if standing.active), "")
+        model = rollback_target(reembed.standings())
         if not model:
             raise Conflict("nothing to roll back to: no model was active before this one")
     return reembed.reembed_enqueue(model=model, then_activate=action != "build")
