@@ -1,7 +1,7 @@
 """The product's own knobs as one typed, read-only object: `config().search.exact_scan_rows`.
 
 Built from the Django setting MEMORY_PLATFORM, where memory_platform/settings/base.py reads
-each knob from its environment variable (README, "Settings"), so override_settings and
+each knob from its environment variable (docs/configuration.md), so override_settings and
 pytest's `settings` fixture change it too. A field's key in that setting is its name in upper
 case (`search.exact_scan_rows` is MEMORY_PLATFORM["SEARCH"]["EXACT_SCAN_ROWS"]). The object is
 built at its first use and again after Django's setting_changed signal says MEMORY_PLATFORM

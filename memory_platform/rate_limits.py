@@ -7,7 +7,7 @@ the record of anything: when Redis is unreachable every check allows the request
 one failure this process stops asking Redis for REDIS_RETRY_SECONDS, so an outage costs one
 timeout per process and window, not one per request.
 
-The rates are config().rate_limits (README, "Rate limits").
+The rates are config().rate_limits (docs/security.md, "Rate limits").
 """
 
 from __future__ import annotations

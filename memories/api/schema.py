@@ -86,11 +86,11 @@ COMMON_ERRORS = dict([
     documented_error(401, "not_authenticated", "Authentication credentials were not provided."),
     # A key limited to namespaces, or to reads, is refused what it may not do (memories.access).
     documented_error(403, "out_of_reach", "this API key is read-only",
-           note="Only for keys issued limited to namespace prefixes or read-only (README, \"Who may touch what\")."),
+           note="Only for keys issued limited to namespace prefixes or read-only (docs/api.md, \"Who may touch what\")."),
     documented_error(404, "not_found", "memory 3f1c9a52-... not found"),
     # Every endpoint counts against its API key's rates (and searches against their own).
     documented_error(429, "rate_limited", "Too many requests for this API key. Retry after 12 seconds.",
-           note="The `Retry-After` header says how many seconds to wait (README, \"Rate limits\")."),
+           note="The `Retry-After` header says how many seconds to wait (docs/security.md, \"Rate limits\")."),
 ])
 PRECONDITION_ERRORS = dict([
     documented_error(412, "version_mismatch", "memory 3f1c9a52-... is at version 3, not 2"),

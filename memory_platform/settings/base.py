@@ -1,6 +1,6 @@
 """Settings shared by every environment. Values come from the environment (django-environ).
 
-Every setting the product reads is listed in README.md ("Settings").
+Every setting the product reads is listed in docs/configuration.md.
 """
 
 from pathlib import Path
@@ -236,7 +236,7 @@ SPECTACULAR_SETTINGS = {
 
 # --------------------------------------------------------------------------- the product's own knobs
 # The code reads them as memory_platform.config.config(), where each one's meaning is written
-# on its field (the key in lower case); README ("Settings") lists their variables.
+# on its field (the key in lower case); docs/configuration.md lists their variables.
 
 MEMORY_PLATFORM = {
     "VECTOR_INDEX": env.str("MEMORY_PLATFORM_VECTOR_INDEX", default="hnsw"),

@@ -1,4 +1,4 @@
-"""README's REST example ("The agent API"), run as written with curl against a live server:
+"""docs/api.md's REST example (the first block of "The agent API"), run as written with curl against a live server:
 what a reader copies works."""
 
 import json
@@ -12,21 +12,19 @@ from tests.markers import committing
 
 pytestmark = [committing, pytest.mark.slow]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 
 def rest_example() -> str:
-    text = README.read_text()
-    section = text[text.index("## The agent API"):text.index("### Decay and expiry")]
-    return re.search(r"```sh\n(.*?)```", section, flags=re.S).group(1)
+    return re.search(r"```sh\n(.*?)```", API_DOC.read_text(), flags=re.S).group(1)
 
 
-def test_the_readme_s_rest_example_runs_as_written(api_a, live_server):
+def test_the_api_page_s_rest_example_runs_as_written(api_a, live_server):
     script = rest_example()
-    assert re.search(r"^KEY=mp_\.\.\. ", script, flags=re.M) and re.search(r"^URL=", script, flags=re.M)
+    assert re.search(r"^KEY=mp_\.\.\. ", script, flags=re.M) and re.search(r"^BASE=", script, flags=re.M)
     # The reader's key and address, in place of the placeholders; every other line as written.
     script = re.sub(r"^KEY=.*$", f"KEY={api_a.key}", script, flags=re.M)
-    script = re.sub(r"^URL=.*$", f"URL={live_server.url}", script, flags=re.M)
+    script = re.sub(r"^BASE=.*$", f"BASE={live_server.url}", script, flags=re.M)
     ran = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     decoder, answers, text, at = json.JSONDecoder(), [], ran.stdout, 0

@@ -1798,7 +1798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1834,7 +1834,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1902,7 +1902,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1920,7 +1920,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1968,7 +1968,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1986,7 +1986,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2036,7 +2036,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2072,7 +2072,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2120,7 +2120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2138,7 +2138,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2219,7 +2219,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2237,7 +2237,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2298,7 +2298,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2352,7 +2352,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2400,7 +2400,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2418,7 +2418,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2469,7 +2469,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2514,7 +2514,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2569,7 +2569,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2632,7 +2632,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2687,7 +2687,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2741,7 +2741,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2798,7 +2798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2870,7 +2870,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2918,7 +2918,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2936,7 +2936,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2988,7 +2988,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3024,7 +3024,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3075,7 +3075,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3093,7 +3093,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3141,7 +3141,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3159,7 +3159,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3211,7 +3211,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3256,7 +3256,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3311,7 +3311,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3374,7 +3374,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3431,7 +3431,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3503,7 +3503,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3551,7 +3551,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3569,7 +3569,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3621,7 +3621,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3657,7 +3657,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3706,7 +3706,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3724,7 +3724,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3777,7 +3777,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3795,7 +3795,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3842,7 +3842,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3860,7 +3860,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3920,7 +3920,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3938,7 +3938,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3986,7 +3986,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4004,7 +4004,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4052,7 +4052,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4070,7 +4070,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4120,7 +4120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4156,7 +4156,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4206,7 +4206,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4242,7 +4242,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4300,7 +4300,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4318,7 +4318,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4379,7 +4379,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4424,7 +4424,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4472,7 +4472,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4490,7 +4490,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4542,7 +4542,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4587,7 +4587,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4638,7 +4638,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4656,7 +4656,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4705,7 +4705,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4723,7 +4723,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4785,7 +4785,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4812,7 +4812,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4861,7 +4861,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4906,7 +4906,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4955,7 +4955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5000,7 +5000,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5050,7 +5050,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5095,7 +5095,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5145,7 +5145,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (README, "Who may touch what"). */
+            /** @description this API key is read-only Only for keys issued limited to namespace prefixes or read-only (docs/api.md, "Who may touch what"). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5190,7 +5190,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (README, "Rate limits"). */
+            /** @description Too many requests for this API key. Retry after 12 seconds. The `Retry-After` header says how many seconds to wait (docs/security.md, "Rate limits"). */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -1,4 +1,4 @@
-"""The README's MCP example, run as a reader would run it (its own process, the official client)
+"""docs/mcp.md's example, run as a reader would run it (its own process, the official client)
 against the served app."""
 
 import json
@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 
 
 def readme_example() -> str:
-    readme = (settings.BASE_DIR / "README.md").read_text()
-    return re.search(r"<!-- mcp-example -->\n```python\n(.*?)```", readme, re.S)[1]
+    page = (settings.BASE_DIR / "docs" / "mcp.md").read_text()
+    return re.search(r"<!-- mcp-example -->\n```python\n(.*?)```", page, re.S)[1]
 
 
 @committing
@@ -33,7 +33,7 @@ def test_the_readme_s_python_example_runs(tenant_a, served):
 
 
 def test_the_readme_s_client_configuration_is_json_with_the_url_and_the_key_header():
-    readme = (settings.BASE_DIR / "README.md").read_text()
-    configuration = json.loads(re.search(r"## MCP\n.*?```json\n(.*?)```", readme, re.S)[1])
+    page = (settings.BASE_DIR / "docs" / "mcp.md").read_text()
+    configuration = json.loads(re.search(r"```json\n(.*?)```", page, re.S)[1])
     server = configuration["mcpServers"]["memory-platform"]
     assert server["url"].endswith("/mcp") and server["headers"]["Authorization"].startswith("Bearer ")
