@@ -73,7 +73,7 @@ def assert_same(shown, answered, where="output"):
 def test_the_walkthrough_is_marked_and_shows_what_it_says():
     steps = walkthrough_steps(README.read_text())
     setup, *calls = steps
-    assert re.search(r"^BASE=http://localhost:8000$", setup[0], re.M) and re.search(r"^KEY=mp_\.\.\.", setup[0], re.M)
+    assert re.search(r"^BASE=http://127\.0\.0\.1:8000$", setup[0], re.M) and re.search(r"^KEY=mp_\.\.\.", setup[0], re.M)
     assert len(calls) >= 2 and all(output is not None for _, output in calls)
     assert "/api/v1/memories" in calls[0][0] and "/api/v1/search" in calls[1][0]
 
