@@ -134,6 +134,18 @@ class SpeakerField(CleanCharField):
         return value
 
 
+def as_speaker(given) -> str | None:
+    """`given` as a speaker, if it is a person's name as SpeakerField takes one; None otherwise
+    (a door that finds a name in data it does not own, such as a store item's value or a Mem0
+    message's name, keeps the data as it is and names no speaker)."""
+    if not isinstance(given, str):
+        return None
+    try:
+        return SpeakerField().run_validation(given)
+    except serializers.ValidationError:
+        return None
+
+
 SPEAKER_HELP = ("Who said it: a person's name. Linked to the memory as its speaker, which a search that names "
                 "the person prefers; it overrides the speaker the text's shape shows (\"Name: ...\", "
                 "\"Name said: ...\"), which is found when this is not given.")
