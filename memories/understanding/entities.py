@@ -165,29 +165,39 @@ def trimmed(name: str) -> str | None:
     return " ".join(words)
 
 
+# Shapes other texts take too ("Paris - a city I love", "Rome said goodbye to..."): the
+# name they show is a person only if the namespace does not know it as something else.
+WEAK_SHAPES = {"dashed", "reporting"}
+
+
 def speaker_of(text: str) -> tuple[str, int] | None:
     """Who speaks the text, if it opens in one of the common shapes of a transcript's line
     (SPEAKER), and where their words begin; None when it does not, or when what stands there
     is a label or a role rather than a name (NOT_SPEAKERS, NOT_NAMES)."""
+    found = _speaker(text)
+    return found[:2] if found else None
+
+
+def _speaker(text: str) -> tuple[str, int, bool] | None:
     match = SPEAKER.match(text)
     if match is None:
         return None
-    name = next(value for group, value in match.groupdict().items() if value)
+    shape, name = next((group, value) for group, value in match.groupdict().items() if value)
     words = [word.lower() for word in name.split()]
     if any(word in NOT_SPEAKERS for word in words) or any(
             word in NOT_NAMES and not (index == 0 < len(words) - 1 and word in TITLES) for index, word in enumerate(words)):
         return None
     if name.isupper() and len(name) <= 5:  # "FAQ:", "NB:": an acronym labels, it does not speak
         return None
-    return name, match.end()
+    return name, match.end(), shape in WEAK_SHAPES and not match.group(0).rstrip().endswith(":")
 
 
 def names(text: str) -> list[Mention]:
     found = []
-    speaker = speaker_of(text)
+    speaker = _speaker(text)
     body_start = 0
     if speaker:
-        found.append(Mention(speaker[0], "person", speaker[0], speaker=True))
+        found.append(Mention(speaker[0], "person", speaker[0], speaker=True, guessed=speaker[2]))
         body_start = speaker[1]
     for match in NAME.finditer(text, body_start):
         name = trimmed(match.group(0))

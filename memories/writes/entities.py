@@ -156,7 +156,7 @@ def link_entities(org_id, memories: list[Memory], given: dict | None = None) -> 
                 continue
             seen.add(entity.pk)
             counts[entity.pk] += 1
-            role = "speaker" if (mention.kind, mention.key) in speakers else "mentioned"
+            role = "speaker" if (mention.kind, mention.key) in speakers and entity.kind == "person" else "mentioned"
             links.append(MemoryEntity(org_id=org_id, memory=memory, entity=entity, mention=mention.text[:256],
                                       source=source, role=role))
     by_increment = defaultdict(list)

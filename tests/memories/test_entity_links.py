@@ -146,3 +146,15 @@ def test_siemens_after_at_is_an_organisation(api_a, tenant_a):
     memory_id = write(api_a, "Caroline: I started work at Siemens in Munich")
     assert entities_of(tenant_a.org, memory_id) == {("Caroline", "person"), ("Siemens", "organization"),
                                                    ("Munich", "place")}
+
+
+def test_a_name_in_a_weak_speaker_shape_the_namespace_knows_as_a_place_is_that_place(api_a, tenant_a):
+    write(api_a, "We moved to Paris last spring")
+    memory_id = write(api_a, "Paris - the best city for a long walk")
+    with tenant_context(tenant_a.org.id):
+        links = {(link.entity.name, link.entity.kind, link.role)
+                 for link in MemoryEntity.objects.filter(memory_id=memory_id).select_related("entity")}
+    assert links == {("Paris", "place", "mentioned")}
+    # The strong shapes still make a person speak.
+    spoken = write(api_a, "Paris: hi all", namespace=["users", "erin"])
+    assert entities_of(tenant_a.org, spoken) == {("Paris", "person")}
