@@ -212,6 +212,9 @@ class SupersedeSerializer(StrictSerializer):
     category = serializers.ChoiceField(Memory.Category.choices, required=False)
     metadata = CleanJSONField(secrets=Secrets.RECORDED, required=False)
     version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION, required=False)
+    speaker = SpeakerField(required=False, allow_null=True,
+                           help_text="Who said the correction (a person's name); unsent: the speaker named for the "
+                                     "memory it corrects; null: nobody named.")
 
 
 class FeedbackSerializer(StrictSerializer):

@@ -13,7 +13,7 @@ from memories.errors import Conflict, InvalidInput
 from memories.intake.redaction import redactor_for
 from memories.models import Memory, MemoryRelationship, MemoryVersion
 from memories.writes.create import WriteResult, insert_memory
-from memories.writes.entities import UNCHANGED, link_entities, relink_entities
+from memories.writes.entities import UNCHANGED, link_entities, named_speaker, relink_entities
 from memories.writes.kernel import (
     UPDATABLE_FIELDS,
     Actor,
@@ -204,8 +204,10 @@ def memory_supersede(*, org_id, memory_id, agent_id, content: str, actor: Actor,
         if old.deleted_at is not None or old.status != "active":
             state = "deleted" if old.deleted_at else old.status
             raise Conflict(f"memory {old.pk} is {state}; only an active memory can be superseded", code=state)
+        # The correction is in the same person's words as what it corrects, unless it says otherwise.
         inherited = {"category": old.category, "memory_type": old.memory_type, "namespace": old.namespace,
-                     "sensitivity": old.sensitivity, "importance": old.importance}
+                     "sensitivity": old.sensitivity, "importance": old.importance,
+                     "speaker": named_speaker(org_id, old.pk)}
         result = insert_memory(org_id, agent_id, content, {**inherited, **fields}, [], actor, redactor=redactor)
         new = result.memory
         if new.pk == old.pk:

@@ -171,6 +171,12 @@ def link_entities(org_id, memories: list[Memory], given: dict | None = None) -> 
     return MemoryEntity.objects.bulk_create(links, ignore_conflicts=True)
 
 
+def named_speaker(org_id, memory_id) -> str | None:
+    """The speaker the agent named for a memory (not one the text's shape showed), by name."""
+    return (MemoryEntity.objects.filter(org_id=org_id, memory_id=memory_id, role="speaker", source="agent",
+                                        entity__org_id=org_id).values_list("entity__name", flat=True).first())
+
+
 UNCHANGED = object()
 
 

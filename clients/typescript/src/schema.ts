@@ -1662,6 +1662,8 @@ export interface components {
                 [key: string]: unknown;
             };
             version?: number;
+            /** @description Who said the correction (a person's name); unsent: the speaker named for the memory it corrects; null: nobody named. */
+            speaker?: string | null;
         };
         SupersedeResult: {
             superseded: components["schemas"]["Memory"];

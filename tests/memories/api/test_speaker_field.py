@@ -145,3 +145,14 @@ def test_a_short_name_as_speaker_is_the_known_person(api_a, tenant_a):
     memory = write(api_a, "I love the beach too", speaker="Mel")
     assert memory["speaker"] == "Melanie"
     assert roles(tenant_a.org, memory["id"]) == {"Melanie": "speaker"}
+
+
+def test_a_correction_keeps_the_speaker_named_unless_it_names_another(api_a, tenant_a):
+    memory = write(api_a, "I have two kids", speaker="Melanie")
+    corrected = api_a.post(f"/api/v1/memories/{memory['id']}/supersede", {"content": "I have three kids"})
+    assert corrected.status_code == 201, corrected.content
+    assert corrected.json()["memory"]["speaker"] == "Melanie"
+    again = api_a.post(f"/api/v1/memories/{corrected.json()['memory']['id']}/supersede",
+                       {"content": "She has three kids", "speaker": None})
+    assert again.status_code == 201, again.content
+    assert again.json()["memory"]["speaker"] is None
