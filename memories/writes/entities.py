@@ -115,11 +115,13 @@ def resolve(org_id, namespace: str, mentions: list[Mention], aliases_given: dict
     return resolved
 
 
-def link_entities(org_id, memories: list[Memory], given: dict | None = None) -> list[MemoryEntity]:
-    """Link the new live memories among `memories` to the entities they mention, inside the
-    caller's transaction. given: memory pk -> the entities the agent named with it."""
+def link_entities(org_id, memories: list[Memory], given: dict | None = None, *,
+                  live_only: bool = True) -> list[MemoryEntity]:
+    """Link the new live memories among `memories` (all of them: live_only=False) to the
+    entities they mention, inside the caller's transaction. given: memory pk -> the entities
+    the agent named with it."""
     given = given or {}
-    live = [memory for memory in memories if memory.is_live]
+    live = [memory for memory in memories if memory.is_live or not live_only]
     # Each memory's mentions with where they came from: the agent's first, then the extractor's.
     sourced = {memory.pk: [*((mention, "agent") for mention in given_mentions(given.get(memory.pk))),
                            *((mention, "extractor") for mention in extract(memory.content))] for memory in live}
@@ -191,4 +193,6 @@ def relink_entities(org_id, memory: Memory, speaker=UNCHANGED) -> list[MemoryEnt
         kept = kept.exclude(role="speaker")
     stale.exclude(entity_id__in=list(kept.values_list("entity_id", flat=True))).delete()
     given = speaker_given(speaker) if speaker is not UNCHANGED else []
-    return link_entities(org_id, [memory], {memory.pk: given} if given else None)
+    # An archived or superseded memory keeps its links as a live one does (they were made when
+    # it was live, and stay): an edit of it finds them again too.
+    return link_entities(org_id, [memory], {memory.pk: given} if given else None, live_only=False)

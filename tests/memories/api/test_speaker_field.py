@@ -156,3 +156,21 @@ def test_a_correction_keeps_the_speaker_named_unless_it_names_another(api_a, ten
                        {"content": "She has three kids", "speaker": None})
     assert again.status_code == 201, again.content
     assert again.json()["memory"]["speaker"] is None
+
+
+def test_an_archived_memory_s_speaker_changes_and_survives_unarchiving(api_a, tenant_a):
+    from memories.access import Actor
+    from memories.writes.change import memory_archive, memory_unarchive
+
+    memory = write(api_a, "I went to the parade", speaker="Melanie")
+    path = f"/api/v1/memories/{memory['id']}"
+    actor = Actor(agent_id=tenant_a.agent.pk)
+    with tenant_context(tenant_a.org.id):
+        memory_archive(org_id=tenant_a.org.id, memory_id=memory["id"], actor=actor)
+    changed = api_a.patch(path, {"speaker": "Oscar", "version": 2})
+    assert changed.status_code == 200, changed.content
+    assert changed.json()["speaker"] == "Oscar" and changed.json()["status"] == "archived"
+    with tenant_context(tenant_a.org.id):
+        memory_unarchive(org_id=tenant_a.org.id, memory_id=memory["id"], actor=actor)
+    assert api_a.get(path).json()["speaker"] == "Oscar"
+    assert roles(tenant_a.org, memory["id"]) == {"Oscar": "speaker"}
