@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/recall/run.py [--mode hybrid]   # writes results-<mode>.json
 
 Each conversation of ../shared/eval/locomo-dev.json is stored turn by turn as an agent would:
-POST /api/v1/memories in batches, content "<speaker>: <text>", the dia_id in metadata, the
+POST /api/v1/memories in batches, content "<speaker>: <text>" (--shape: "<speaker> said: <text>",
+or the text alone with the speaker as the write's `speaker`), the dia_id in metadata, the
 session's date as event_time, one namespace per conversation. Then every question of categories
 1-4 is asked with POST /api/v1/search, the conversation's namespace as its only filter, limit
 20: recall@k = |evidence ∩ dia_ids of the top k| / |evidence|, averaged, for k = 5, 10, 20, per
@@ -44,7 +45,16 @@ def event_time(text: str) -> str:
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc).isoformat()
 
 
-def turns(sample: dict) -> list[dict]:
+# How a turn is written (--shape): "Name: text", "Name said: text", or the text alone with
+# the speaker given as the write's `speaker` field (issue 34: who said it, as data).
+SHAPES = {
+    "colon": lambda speaker, text: ({"content": f"{speaker}: {text}"}),
+    "said": lambda speaker, text: ({"content": f"{speaker} said: {text}"}),
+    "bare": lambda speaker, text: ({"content": text, "speaker": speaker}),
+}
+
+
+def turns(sample: dict, shape: str = "colon") -> list[dict]:
     conversation, memories = sample["conversation"], []
     sessions = sorted((int(name.split("_")[1]), name) for name in conversation
                       if name.startswith("session_") and not name.endswith("date_time"))
@@ -52,7 +62,7 @@ def turns(sample: dict) -> list[dict]:
         when = event_time(conversation[f"{name}_date_time"])
         for turn in conversation[name]:
             text = turn["text"] + (f" [shares {turn['blip_caption']}]" if turn.get("blip_caption") else "")
-            memories.append({"content": f"{turn['speaker']}: {text}", "category": "episodic",
+            memories.append({**SHAPES[shape](turn["speaker"], text), "category": "episodic",
                              "memory_type": "episodic", "event_time": when,
                              "namespace": ["locomo", sample["sample_id"]], "metadata": {"dia_id": turn["dia_id"]}})
     return memories
@@ -84,13 +94,17 @@ def main() -> None:
                         help="relationships followed from the best results (the search's `expand`; default none)")
     parser.add_argument("--port", type=int, default=PORT,
                         help=f"port the product listens on (default {PORT}; another lets the search benchmark run beside)")
+    parser.add_argument("--shape", default="colon", choices=sorted(SHAPES),
+                        help='how each turn is written: "Name: text" (colon, the default), "Name said: text" '
+                             '(said), or the text alone with the write\'s `speaker` field (bare)')
     parser.add_argument("--details", help="also write each question with its evidence and what came back "
                                           "to this file (outside the repository: it holds the data)")
     arguments = parser.parse_args()
     mode = arguments.mode
     samples = json.loads(DATA.read_text())
     stored_marker = DATA_DIR / "stored"
-    reuse = arguments.reuse and stored_marker.exists()
+    # Reused only if stored in the same shape (the marker holds it; an older, empty one: colon).
+    reuse = arguments.reuse and stored_marker.exists() and (stored_marker.read_text() or "colon") == arguments.shape
     if not reuse:
         shutil.rmtree(DATA_DIR, ignore_errors=True)
         DATA_DIR.mkdir(parents=True)
@@ -100,7 +114,7 @@ def main() -> None:
     os.environ.update(env)  # pending_count finds the embedded PostgreSQL through it
     with product(DATA_DIR, arguments.port, env) as key:
         started = time.perf_counter()
-        memories = [memory for sample in samples for memory in turns(sample)]
+        memories = [memory for sample in samples for memory in turns(sample, arguments.shape)]
         for start in tqdm(range(0, len(memories) if not reuse else 0, BATCH), desc="storing turns"):
             status, _ = api(arguments.port, "POST", "/api/v1/memories", key, {"memories": memories[start:start + BATCH]})
             assert status == 201, status
@@ -112,7 +126,7 @@ def main() -> None:
             bar.n = len(memories)
             bar.refresh()
         ingest_seconds = time.perf_counter() - started
-        stored_marker.touch()
+        stored_marker.write_text(arguments.shape)
         if reuse:
             forget_usage()
 
@@ -140,7 +154,7 @@ def main() -> None:
         "machine": machine(),
         "recorded_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "data": "shared/eval/locomo-dev.json (conv-26, -41, -43, -47, -49), categories 1-4",
-        "mode": mode, "expand": arguments.expand, "memories": len(memories), "questions": len(questions),
+        "mode": mode, "expand": arguments.expand, "shape": arguments.shape, "memories": len(memories), "questions": len(questions),
         "ingest_seconds": None if reuse else round(ingest_seconds, 1),
         "settings": {name: value for name, value in os.environ.items()
                      if name.startswith("MEMORY_PLATFORM_") and name != "MEMORY_PLATFORM_DATA_DIR"

@@ -25,7 +25,7 @@ from memories.api.fields import (
     NamespaceField,
     namespace_labels,
 )
-from memories.api.serializers import StrictSerializer
+from memories.api.serializers import SpeakerField, StrictSerializer, as_speaker
 from memories.intake.cleaning import Secrets, clean_text
 from memories.store.search import DEPTH_MAX
 from memories.writes.kernel import TTL_MAX_SECONDS
@@ -143,6 +143,15 @@ class PutItemSerializer(StrictSerializer):
     value = ValueField()
     index = IndexField()
     ttl = MinutesField()
+    speaker = SpeakerField(required=False, allow_null=True,
+                           help_text='Who said it (a person\'s name), linked as the item\'s speaker. Unsent, a '
+                                     '"speaker" string at the top of the value is taken when it is a name (letters, '
+                                     'one line, at most 128 characters): LangGraph\'s clients send no other field.')
+
+    def validate(self, attrs):
+        if attrs.get("speaker") is None:
+            attrs["speaker"] = as_speaker(attrs["value"].get("speaker"))
+        return attrs
 
     def validate_namespace(self, namespace):
         if namespace.split(NAMESPACE_SEPARATOR)[0] == RESERVED_ROOT:

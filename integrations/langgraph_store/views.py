@@ -82,12 +82,13 @@ class StoreItemView(LangGraphStoreView):
                                  "value": {"text": "vegetarian", "since": 2019}, "index": ["text"], "ttl": 1440},
                 description="`value` is any JSON object. `index`: null embeds the whole value's JSON, false "
                             "embeds nothing (the item is found by key and filters, not by meaning), a list of "
-                            "field paths embeds their text. `ttl`: minutes (null: no expiry).",
+                            "field paths embeds their text. `ttl`: minutes (null: no expiry). `speaker`: who said it "
+                            "(else a name the value holds under \"speaker\").",
                 errors=INVALID, operation_id="store_put_item")
     def put(self, request):
         body = self.validated(s.PutItemSerializer, request.data)
         store.store_put(self.caller, namespace=body["namespace"], key=body["key"], value=body["value"],
-                        index=body["index"], ttl=body["ttl"])
+                        index=body["index"], ttl=body["ttl"], speaker=body["speaker"])
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @documented(summary="Get an item (LangGraph's get_item); null when there is none", response=ITEM_OR_NULL,

@@ -25,7 +25,7 @@ from memories.use_cases import lifecycle, records, retrieval, store
 
 # What a language model needs of a memory; the REST API's full record is one GET away.
 BRIEF_FIELDS = ("id", "content", "namespace", "category", "memory_type", "status", "confidence", "importance",
-                "strength", "is_protected", "tags", "event_time", "created_at", "version")
+                "strength", "is_protected", "tags", "event_time", "speaker", "created_at", "version")
 FACTS_SHOWN = 20
 TIMELINE_SHOWN = 50
 
@@ -154,13 +154,16 @@ async def remember_fact(
     session_id: Annotated[uuid.UUID | None, Field(
         description="The session it was said in, as open_session returned it: it is listed with the session's "
                     "memories and consolidated when the session closes.")] = None,
+    speaker: Annotated[str | None, Field(
+        description="Who said it: a person's name (e.g. the user's). A later question naming them ranks what "
+                    "they said first.")] = None,
 ) -> str:
     """Save a fact to long-term memory (embedded for search at once). Saving the same sentence again in the same
     namespace returns the memory already held (deduplicated: true); near-duplicates are reported. To change a
     fact that is wrong, use correct_fact instead."""
     body = given(content=content, namespace=namespace, category=category, memory_type=memory_type,
                  importance=importance, confidence=confidence, tags=tags, event_time=event_time, metadata=metadata,
-                 session_id=str(session_id) if session_id else None)
+                 session_id=str(session_id) if session_id else None, speaker=speaker)
 
     def work(caller: Caller):
         result = records.memory_create(caller, s.validated(s.MemoryCreateSerializer, body))
@@ -526,7 +529,8 @@ async def store_put(
     namespace: StoreNamespace,
     key: StoreKey,
     value: Annotated[dict[str, Any], Field(description='The value to keep, a JSON object, e.g. {"text": '
-                                                       '"vegetarian since 2019"}.')],
+                                                       '"vegetarian since 2019"}; a "speaker" in it that is a '
+                                                       'person\'s name says who said it.')],
     index: Annotated[list[str] | bool | None, Field(description="Which fields are found by meaning: their paths "
                                                                 "(e.g. [\"text\"]), false for none; omit for "
                                                                 "the whole value.")] = None,
@@ -540,7 +544,7 @@ async def store_put(
     def work(caller: Caller):
         request = s.validated(lg.PutItemSerializer, body)
         result = store.store_put(caller, namespace=request["namespace"], key=request["key"], value=request["value"],
-                                 index=request["index"], ttl=request["ttl"])
+                                 index=request["index"], ttl=request["ttl"], speaker=request["speaker"])
         return {**store_item(result.memory), "created": result.created}
 
     return as_text(await in_tenant(ctx, body, work))

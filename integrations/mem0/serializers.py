@@ -17,7 +17,7 @@ from rest_framework import serializers
 from integrations.mem0.scope import ENTITY_TYPES, Scope, entities_of, scope_of
 from memories.api.fields import CleanCharField, CleanField, CleanJSONField, Secrets, clean_json
 from memories.api.serializers import MemorySerializer as RecordSerializer
-from memories.api.serializers import StrictSerializer
+from memories.api.serializers import StrictSerializer, as_speaker
 from memories.models import CONTENT_MAX_CHARS, Memory
 from memories.retrieval.filters import SearchFilters
 from memory_platform.config import config
@@ -258,6 +258,7 @@ class AddSerializer(Mem0Serializer):
             ids[name] = given or filtered
         expiration = attrs.get("expiration_date")
         return {"messages": attrs["messages"], "scope": scoped(ids, "user_id"), "infer": attrs["infer"],
+                "agent_id": ids["agent_id"],
                 "metadata": attrs.get("metadata") or {},
                 "expires_at": end_of_day(expiration, "expiration_date") if expiration else None,
                 "event_time": datetime.fromtimestamp(attrs["timestamp"], UTC) if attrs.get("timestamp") is not None
@@ -279,11 +280,22 @@ def memory_body(message: dict, add: dict, session_id) -> dict:
             metadata["actor_id"] = message["name"]
     body = {"content": message["content"], "namespace": add["scope"].namespace, "metadata": metadata,
             "source": Memory.Source.USER_PROVIDED, **kind}
+    if speaker := speaker_of(message, add):
+        body["speaker"] = speaker
     for name, value in (("session_id", session_id), ("expires_at", add["expires_at"]),
                         ("event_time", add["event_time"])):
         if value is not None:
             body[name] = value
     return body
+
+
+def speaker_of(message: dict, add: dict) -> str | None:
+    """Who said a message, as the memory's `speaker` (docs/mem0.md): the message's `name`; else,
+    for the assistant, the agent the add names (agent_id). A user's message without a name has
+    none (user_id is an id, not a name). A name that is no person's name (no letter, several
+    lines, past 128 characters) is kept in the metadata only, as Mem0 keeps it."""
+    name = message.get("name") or (add.get("agent_id") if message["role"] == "assistant" else None)
+    return as_speaker(name)
 
 
 def kept(messages: list[dict], *, infer: bool) -> list[dict]:

@@ -20,7 +20,7 @@ EXAMPLE_MEMORY = {
     "last_retrieved_at": None, "last_injected_at": None, "decay_rate": 0.1, "is_protected": False,
     "strength": 1.0, "reinforced_at": None, "ttl_seconds": None,
     "valid_from": None, "valid_until": None, "event_time": None, "superseded_by": None, "merged_into": None,
-    "expires_at": None, "deleted_at": None, "version": 1, "embedding_status": "ready",
+    "expires_at": None, "deleted_at": None, "version": 1, "embedding_status": "ready", "speaker": None,
     "embedding_model": "all-MiniLM-L6-v2", "created_at": "2026-11-21T16:31:56Z", "updated_at": "2026-11-21T16:31:56Z",
 }
 EXAMPLE_SESSION = {

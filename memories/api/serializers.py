@@ -29,6 +29,7 @@ from memories.models import (
 )
 from memories.retrieval import context, expansion
 from memories.retrieval.filters import TIME_PRESETS, SearchFilters, time_preset
+from memories.writes.entities import speakers_of
 from memories.writes.kernel import DECAY_RATE_MAX, TTL_MAX_SECONDS
 from memory_platform.config import config
 from tenants.models import Session
@@ -116,6 +117,40 @@ class EntityGivenSerializer(StrictSerializer):
                                     required=False, max_length=20)
 
 
+SPEAKER_MAX_CHARS = 128
+
+
+class SpeakerField(CleanCharField):
+    """Who said the memory: a person's name ("Melanie"), linked to the memory as its speaker
+    (the person is found by name, alias or short name in the memory's namespace, or created)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(secrets=Secrets.REDACT, min_length=1, max_length=SPEAKER_MAX_CHARS, **kwargs)
+
+    def run_validation(self, data=serializers.empty):
+        value = super().run_validation(data)
+        if isinstance(value, str) and (not any(character.isalpha() for character in value) or "\n" in value):
+            raise serializers.ValidationError("a person's name: letters, on one line")
+        return value
+
+
+def as_speaker(given) -> str | None:
+    """`given` as a speaker, if it is a person's name as SpeakerField takes one; None otherwise
+    (a door that finds a name in data it does not own, such as a store item's value or a Mem0
+    message's name, keeps the data as it is and names no speaker)."""
+    if not isinstance(given, str):
+        return None
+    try:
+        return SpeakerField().run_validation(given)
+    except serializers.ValidationError:
+        return None
+
+
+SPEAKER_HELP = ("Who said it: a person's name. Linked to the memory as its speaker, which a search that names "
+                "the person prefers; it overrides the speaker the text's shape shows (\"Name: ...\", "
+                "\"Name said: ...\"), which is found when this is not given.")
+
+
 class MemoryCreateSerializer(MemoryFieldsMixin):
     content = CleanCharField(secrets=Secrets.RECORDED, max_length=CONTENT_MAX_CHARS)
     source = serializers.ChoiceField(Memory.Source.choices, required=False)
@@ -129,6 +164,7 @@ class MemoryCreateSerializer(MemoryFieldsMixin):
                                      help_text="Entities the memory is about, with their aliases; the built-in "
                                                "extractor finds people, places, organisations, dates and "
                                                "quantities too.")
+    speaker = SpeakerField(required=False, help_text=SPEAKER_HELP)
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -154,6 +190,9 @@ class MemoryUpdateSerializer(MemoryFieldsMixin):
     content = CleanCharField(secrets=Secrets.RECORDED, max_length=CONTENT_MAX_CHARS, required=False)
     version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION, required=False,
                                        help_text="The version being changed, if If-Match is not sent.")
+    speaker = SpeakerField(required=False, allow_null=True,
+                           help_text="Who said it (a person's name); null: nobody named, the text's shape "
+                                     "decides. Unsent: unchanged.")
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -173,6 +212,9 @@ class SupersedeSerializer(StrictSerializer):
     category = serializers.ChoiceField(Memory.Category.choices, required=False)
     metadata = CleanJSONField(secrets=Secrets.RECORDED, required=False)
     version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION, required=False)
+    speaker = SpeakerField(required=False, allow_null=True,
+                           help_text="Who said the correction (a person's name); unsent: the speaker named for the "
+                                     "memory it corrects; null: nobody named.")
 
 
 class FeedbackSerializer(StrictSerializer):
@@ -298,6 +340,9 @@ class MemorySerializer(serializers.ModelSerializer):
     strength = serializers.SerializerMethodField(
         help_text="How strongly the memory is held now, 0-1 (decay since its last retrieval or change; "
                   "archived below the decay threshold). 1 for memories that do not decay.")
+    speaker = serializers.SerializerMethodField(
+        help_text="Who said it: the person linked to the memory as its speaker (named with the write, or "
+                  "found in the text's shape), by the name the namespace knows them by; null if nobody.")
 
     class Meta:
         model = Memory
@@ -307,7 +352,7 @@ class MemorySerializer(serializers.ModelSerializer):
             "namespace", "key", "provenance", "metadata", "tags", "retrieval_count", "last_retrieved_at",
             "last_injected_at", "decay_rate", "is_protected", "strength", "reinforced_at", "valid_from",
             "valid_until", "event_time", "superseded_by", "merged_into", "expires_at", "ttl_seconds", "deleted_at",
-            "version", "embedding_status",
+            "version", "embedding_status", "speaker",
             "embedding_model", "created_at", "updated_at",
         ]
         read_only_fields = fields
@@ -334,6 +379,15 @@ class MemorySerializer(serializers.ModelSerializer):
 
     def get_strength(self, memory) -> float:
         return round(strength.of(memory, timezone.now()), 4)
+
+    def get_speaker(self, memory) -> str | None:
+        # A search's records carry it (retrieval.records.load), lists prefetch the links.
+        if hasattr(memory, "speaker_name"):
+            return memory.speaker_name
+        prefetched = getattr(memory, "_prefetched_objects_cache", {}).get("entity_links")
+        if prefetched is not None:
+            return next((link.entity.name for link in prefetched if link.role == "speaker"), None)
+        return speakers_of(memory.org_id, [memory.pk]).get(memory.pk)
 
 
 class WeakQuerySerializer(StrictSerializer):

@@ -24,7 +24,11 @@ from memories.understanding.entities import name_key
 def with_tags(queryset: QuerySet, org_id) -> QuerySet:
     """The memories with their tags, read in one more query: named by organisation too, so on a
     Citus cluster it goes to that organisation's shard only (docs/adr/0042)."""
-    return queryset.prefetch_related(Prefetch("tags", queryset=MemoryTag.objects.filter(org_id=org_id).order_by("tag")))
+    return queryset.prefetch_related(
+        Prefetch("tags", queryset=MemoryTag.objects.filter(org_id=org_id).order_by("tag")),
+        # Who said each (the speaker link), for the memory's `speaker`.
+        Prefetch("entity_links", queryset=MemoryEntity.objects.filter(org_id=org_id, role="speaker").select_related(
+            "entity").order_by("source", "created_at")))
 
 
 # A memory past its expiry is gone to every read at once, before the sweep removes it for good

@@ -18,22 +18,25 @@ RECORDS_SQL = f"""
     SELECT {RECORD_COLUMNS},
            ARRAY(SELECT t.tag FROM memory_tags t WHERE t.org_id = %s AND t.memory_id = m.id) AS tag_names,
            ARRAY(SELECT a.artifact_id FROM memory_artifacts a WHERE a.org_id = %s AND a.memory_id = m.id)
-             AS artifact_ids{{usage_columns}}
+             AS artifact_ids,
+           (SELECT e.name FROM memory_entities me JOIN entities e ON e.org_id = me.org_id AND e.id = me.entity_id
+            WHERE me.org_id = %s AND me.memory_id = m.id AND me.role = 'speaker'
+            ORDER BY me.source, me.created_at LIMIT 1) AS speaker_name{{usage_columns}}
     FROM unnest(%s::uuid[]) AS wanted(id) JOIN memories m ON m.org_id = %s AND m.id = wanted.id
     {{usage_join}}
 """
 
 
 def load(org_id, ids, usage: dict | None = None) -> dict:
-    """Full records, each with `tag_names` and `artifact_ids` (RECORDS_SQL), by id. usage: each
+    """Full records, each with `tag_names`, `artifact_ids` and `speaker_name` (RECORDS_SQL), by id. usage: each
     memory's RankingRow, when the caller has read them already (then the records are read
     without looking their usage up again: 1 ms of a 3.5 ms load at 1M memories)."""
     ids = [str(memory_id) for memory_id in ids]
     if usage is None:
         sql = RECORDS_SQL.format(usage_columns=", " + USAGE_COLUMNS, usage_join=usage_join("m"))
-        return {memory.pk: memory for memory in Memory.objects.raw(sql, [org_id, org_id, ids, org_id, org_id])}
+        return {memory.pk: memory for memory in Memory.objects.raw(sql, [org_id, org_id, org_id, ids, org_id, org_id])}
     loaded = {memory.pk: memory for memory in Memory.objects.raw(RECORDS_SQL.format(usage_columns="", usage_join=""),
-                                                                 [org_id, org_id, ids, org_id])}
+                                                                 [org_id, org_id, org_id, ids, org_id])}
     for memory_id, memory in loaded.items():
         memory.retrieval_count = usage[memory_id].retrieval_count
         memory.last_retrieved_at = usage[memory_id].last_retrieved_at

@@ -22,12 +22,13 @@ STORE_DECAY_RATE = 0.0
 
 
 def store_put(*, org_id, agent_id, namespace: str, key: str, value: dict, index=None, ttl: int | None = None,
-              actor: Actor | None = None) -> WriteResult:
+              speaker: str | None = None, actor: Actor | None = None) -> WriteResult:
     """Upsert by namespace and key: last write wins, and every write leaves a version. value: a
     JSON object, kept as the memory's metadata. index: None (the whole value is its text), False
     (not embedded: found by its key and filters, never by meaning) or the field paths whose text
     is embedded. ttl: a time to live in seconds (None: the item does not expire, and loses one
-    it had)."""
+    it had). speaker: who said it (a person's name), linked as the memory's speaker; a put
+    replaces the item whole, so one without a speaker leaves it with none the agent named."""
     actor = actor or Actor(agent_id=agent_id)
     text = store_values.item_text(value, store_values.check_index(index), CONTENT_MAX_CHARS)
     with transaction.atomic():
@@ -39,12 +40,12 @@ def store_put(*, org_id, agent_id, namespace: str, key: str, value: dict, index=
                     return memory_create(org_id=org_id, agent_id=agent_id, content=text.content, namespace=namespace,
                                          key=key, metadata=value, category=Memory.Category.FACTUAL,
                                          source=Memory.Source.USER_PROVIDED, decay_rate=STORE_DECAY_RATE,
-                                         indexed=text.indexed, actor=actor, ttl=ttl)
+                                         indexed=text.indexed, actor=actor, ttl=ttl, speaker=speaker)
             except Conflict:
                 # A concurrent first put of the same key won; this write comes last, so it wins.
                 current = Memory.objects.select_for_update().get(org_id=org_id, namespace=namespace, key=key,
                                                                 deleted_at__isnull=True)
-        changes = {"content": text.content, "metadata": value, "indexed": text.indexed,
+        changes = {"content": text.content, "metadata": value, "indexed": text.indexed, "speaker": speaker,
                    **({"ttl": ttl} if ttl is not None else {"expires_at": None})}
         memory = memory_update(org_id=org_id, memory_id=current.pk, changes=changes,
                                expected_version=current.version, actor=actor)

@@ -2,19 +2,25 @@
 entities; the rows are memories.models.Entity, EntityAlias and MemoryEntity).
 
 `extract(text)` finds mentions, deterministically:
-- people: a speaker's name before a colon ("Caroline: ..."), and capitalised names inside a
-  sentence ("... with Melanie and her kids"), possessives folded ("Caroline's" is Caroline);
+- people: the speaker of a line written in one of the common transcript shapes (`speaker_of`:
+  "Caroline: ...", "Caroline said: ...", "[Caroline] ...", "<Caroline> ...", "**Caroline**: ...",
+  "Caroline (10:32): ...", "[10:32] Caroline: ...", "> Caroline wrote: ..."), and capitalised
+  names inside a sentence ("... with Melanie and her kids"), possessives folded ("Caroline's" is
+  Caroline);
 - organisations and places: capitalised names ending in a word that says so ("Lakeside
-  High School", "Ocean Avenue"), or places after "in", "at", "from", "to", "near" ("moved
-  from Sweden");
+  High School", "Ocean Avenue"); organisations after a word of work ("works at Siemens",
+  "joined Acme Robotics") and single words after "at" ("at Siemens": a workplace, a shop or a
+  venue more often than a town, which "in" names); places after "in", "from", "to", "near"
+  ("moved from Sweden");
 - dates ("8 May, 2023", "May 2023", "2023-05-08"; memories.understanding.when reads the same
   forms from queries) and quantities ("3 kids", "$500", "10 km").
 A capitalised word that opens a sentence is only a candidate (it may be any word): it counts
 when it names an entity the namespace already knows (`Mention.known_only`).
 
 Aliases resolve within a namespace: a name recorded as an alias of an entity is that entity,
-and a person's short name is the person whose name it begins ("Mel" is Melanie) when exactly
-one person of the namespace has such a name.
+a person's short name is the person whose name it begins ("Mel" is Melanie) and a first name
+alone the person whose full name it begins ("Bob" is Bob Smith), when exactly one person of
+the namespace has such a name (memories.writes.entities.resolve).
 """
 
 from __future__ import annotations
@@ -37,7 +43,14 @@ PLACE_WORDS = {
     "ocean", "peninsula", "country", "republic", "kingdom", "trail", "bridge",
 }
 PLACE_CUES = {"in", "at", "from", "to", "near", "visited", "visiting", "around", "across", "toward", "towards"}
+# A name after one of these is where someone works: an organisation ("works at Siemens", "a job
+# with Acme", "joined Initech"), whatever its words.
+WORK_CUES = re.compile(r"\b(?:(?:work|works|worked|working|job|jobs|employed|intern|interned|interning|internship|"
+                       r"position|career|hired|engineer|manager|developer|consultant|volunteer|volunteers|"
+                       r"volunteered|volunteering)\s+(?:at|for|with|by)|joined|joining|joins|employer)\s+(?:the\s+)?$",
+                       re.IGNORECASE)
 CONNECTORS = {"of", "the", "de", "la", "van", "von", "da", "del", "and"}
+TITLES = {"mr", "mrs", "ms", "dr"}  # "Dr Patel: ...": a title before a name is part of it
 # Capitalised words that are not names wherever they stand.
 NOT_NAMES = {
     "i", "i'm", "i've", "i'd", "i'll", "im", "ive", "ok", "okay", "hey", "hi", "hello", "thanks", "thank", "wow",
@@ -56,7 +69,42 @@ NOT_NAMES = {
 }
 WORD = r"[A-Z][a-zA-Z'’\-]*[a-zA-Z]"
 NAME = re.compile(rf"\b{WORD}(?:\s+(?:(?:of|the|de|la|van|von|da|del)\s+)?{WORD})*")
-SPEAKER = re.compile(r"^\s*([A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)\s*:")
+# The speaker of a line of a transcript, chat log or mail thread (`speaker_of`): a name of one
+# to three capitalised words where such a line puts it. Optionally quoted ("> "), after a time
+# ("[10:32] Name: ...", "10:32 - Name: ..."), then: "Name: ...", "**Name**: ...", "[Name] ...",
+# "<Name> ...", "Name (10:32): ...", "Name - ...", or "Name said: ..." and the other verbs of
+# reported speech ("Name wrote:", "Name asked ...").
+SPEAKER_NAME = r"(?P<name>[A-Z][\w'’\-]*(?:[ \t]+[A-Z][\w'’\-]*){0,2})"
+SPEAKER_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[AaPp]\.?[Mm]\.?)?"
+SPEECH_VERBS = ("said|says|wrote|writes|asked|asks|replied|replies|answered|answers|added|adds|explained|"
+                "explains|responded|responds|told|tells|shared|shares|mentioned|mentions|texted|texts|posted|posts")
+SPEAKER = re.compile(
+    rf"""^\s*(?:>[ \t]*)*                                      # quoted, in a mail thread
+    (?:\[[\d:/.,\-\sAaPpMmTZ]{{4,40}}\][ \t]*|{SPEAKER_TIME}[ \t]*[-–—|]?[ \t]*)?    # [10:32] / 10:32 -
+    (?:\*\*{SPEAKER_NAME}\*\*[ \t]*:|\*\*{SPEAKER_NAME.replace("name", "bold")}:\*\*   # **Name**: / **Name:**
+      |\[{SPEAKER_NAME.replace("name", "bracketed")}\][ \t]*:?                  # [Name] / [Name]:
+      |<{SPEAKER_NAME.replace("name", "angled")}>[ \t]*:?                         # <Name>
+      |{SPEAKER_NAME.replace("name", "timed")}[ \t]*\([^()\n]{{1,40}}\)[ \t]*:     # Name (10:32):
+      |{SPEAKER_NAME.replace("name", "reporting")}[ \t]+(?:{SPEECH_VERBS})\b[ \t]*[:,]?    # Name said: / said,
+      |{SPEAKER_NAME.replace("name", "dashed")}[ \t]+[-–—][ \t]+                  # Name - / Name —
+      |{SPEAKER_NAME.replace("name", "plain")}[ \t]*:(?!//))                      # Name: (not a URL)
+    """, re.VERBOSE)
+# Capitalised words before a colon or a dash that head a line but name nobody: labels of
+# notes, mail and documents ("Note:", "Re:", "Update -"), and the roles of a chat
+# ("User:", "Assistant:"), which are not a person's name (the Mem0 door maps a role to one).
+NOT_SPEAKERS = {
+    "note", "notes", "nb", "update", "updates", "re", "fw", "fwd", "subject", "summary", "todo", "to-do", "done",
+    "warning", "important", "reminder", "tip", "hint", "question", "answer", "q", "a", "ps", "edit", "edited",
+    "context", "example", "step", "goal", "goals", "result", "results", "status", "action", "task", "tasks", "title",
+    "date", "time", "from", "cc", "bcc", "topic", "agenda", "decision", "reason", "source", "sources", "fact",
+    "facts", "preference", "memory", "memories", "info", "fyi", "tl;dr", "tldr", "conclusion", "problem",
+    "solution", "issue", "bug", "fix", "error", "caution", "attention", "breaking", "news", "location", "address",
+    "phone", "email", "url", "link", "price", "cost", "total", "name", "age", "level", "score", "rule", "rules",
+    "user", "users", "assistant", "system", "bot", "ai", "human", "agent", "customer", "support", "admin",
+    "moderator", "host", "guest", "speaker", "narrator", "interviewer", "interviewee", "me", "everyone", "all",
+    "morning", "afternoon", "evening", "night", "weekend", "week", "day", "plan", "plans", "idea", "ideas",
+    "chapter", "part", "section", "figure", "table", "appendix", "day", "session", "meeting", "minutes",
+}
 SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|:\s+|\n\s*|[\"“(]\s*)$")
 QUANTITY = re.compile(
     r"(?<![\w.])(?:(?P<money>[$€£])\s?(?P<amount>\d[\d,]*(?:\.\d+)?)"
@@ -93,6 +141,10 @@ def kind_of(name: str, preceding: str) -> tuple[str, bool]:
     if words[-1] in PLACE_WORDS:
         return "place", False
     before = preceding.split()[-1].lower() if preceding.split() else ""
+    if WORK_CUES.search(preceding):
+        return "organization", True
+    if before == "at" and len(words) == 1:  # "at Siemens", "at Starbucks": towns are mostly "in"
+        return "organization", True
     if before in PLACE_CUES:
         return "place", True
     if before == "the":  # "the Red Cross", "the Boston Celtics": not a person
@@ -113,13 +165,40 @@ def trimmed(name: str) -> str | None:
     return " ".join(words)
 
 
+# Shapes other texts take too ("Paris - a city I love", "Rome said goodbye to..."): the
+# name they show is a person only if the namespace does not know it as something else.
+WEAK_SHAPES = {"dashed", "reporting"}
+
+
+def speaker_of(text: str) -> tuple[str, int] | None:
+    """Who speaks the text, if it opens in one of the common shapes of a transcript's line
+    (SPEAKER), and where their words begin; None when it does not, or when what stands there
+    is a label or a role rather than a name (NOT_SPEAKERS, NOT_NAMES)."""
+    found = _speaker(text)
+    return found[:2] if found else None
+
+
+def _speaker(text: str) -> tuple[str, int, bool] | None:
+    match = SPEAKER.match(text)
+    if match is None:
+        return None
+    shape, name = next((group, value) for group, value in match.groupdict().items() if value)
+    words = [word.lower() for word in name.split()]
+    if any(word in NOT_SPEAKERS for word in words) or any(
+            word in NOT_NAMES and not (index == 0 < len(words) - 1 and word in TITLES) for index, word in enumerate(words)):
+        return None
+    if name.isupper() and len(name) <= 5:  # "FAQ:", "NB:": an acronym labels, it does not speak
+        return None
+    return name, match.end(), shape in WEAK_SHAPES and not match.group(0).rstrip().endswith(":")
+
+
 def names(text: str) -> list[Mention]:
     found = []
-    speaker = SPEAKER.match(text)
+    speaker = _speaker(text)
     body_start = 0
-    if speaker and speaker.group(1).lower() not in NOT_NAMES:
-        found.append(Mention(speaker.group(1), "person", speaker.group(1), speaker=True))
-        body_start = speaker.end()
+    if speaker:
+        found.append(Mention(speaker[0], "person", speaker[0], speaker=True, guessed=speaker[2]))
+        body_start = speaker[1]
     for match in NAME.finditer(text, body_start):
         name = trimmed(match.group(0))
         if name is None or name.isupper() and len(name) <= 5:  # "LGBTQ", "OK": acronyms say too little
@@ -174,3 +253,9 @@ def nickname_of(short: str, full: str) -> bool:
     name begins with it, and it has at least three letters."""
     first = full.split()[0] if full else ""
     return len(short) >= 3 and " " not in short and first != short and first.startswith(short)
+
+
+def first_name_of(short: str, full: str) -> bool:
+    """Whether `short` is the first name alone of the person name `full` ("bob" of "bob smith")."""
+    words = full.split()
+    return len(words) > 1 and " " not in short and words[0] == short

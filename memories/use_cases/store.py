@@ -18,10 +18,10 @@ from memories.writes.create import WriteResult
 
 
 def store_put(caller: Caller, *, namespace: str, key: str, value: dict, index=None,
-              ttl: int | None = None) -> WriteResult:
+              ttl: int | None = None, speaker: str | None = None) -> WriteResult:
     caller.check_write(namespace)
     return store.store_put(org_id=caller.org_id, agent_id=caller.agent_id, namespace=namespace, key=key, value=value,
-                           index=index, ttl=ttl, actor=caller.actor())
+                           index=index, ttl=ttl, speaker=speaker, actor=caller.actor())
 
 
 def store_get(caller: Caller, *, namespace: str, key: str, refresh_ttl: bool = True) -> Memory:

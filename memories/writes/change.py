@@ -13,7 +13,7 @@ from memories.errors import Conflict, InvalidInput
 from memories.intake.redaction import redactor_for
 from memories.models import Memory, MemoryRelationship, MemoryVersion
 from memories.writes.create import WriteResult, insert_memory
-from memories.writes.entities import link_entities, relink_entities
+from memories.writes.entities import UNCHANGED, link_entities, named_speaker, relink_entities
 from memories.writes.kernel import (
     UPDATABLE_FIELDS,
     Actor,
@@ -37,6 +37,8 @@ from memory_platform.config import config
 def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | None, actor: Actor) -> Memory:
     """Change a memory's content or classification (optimistic concurrency: expected_version
     must be the current one)."""
+    changes = dict(changes)
+    speaker = changes.pop("speaker", UNCHANGED)  # a link, not a column (memories.writes.entities)
     unknown = set(changes) - set(UPDATABLE_FIELDS)
     if unknown:
         raise InvalidInput(f"cannot change {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
@@ -88,9 +90,9 @@ def memory_update(*, org_id, memory_id, changes: dict, expected_version: int | N
                 raise Conflict("an identical live memory exists in this namespace", code="duplicate",
                                field="content") from None
             raise
+        if {"content", "namespace"} & set(changes) or speaker is not UNCHANGED:
+            relink_entities(org_id, memory, speaker if speaker is UNCHANGED else redactor.plain(speaker or "") or None)
         record_version(memory, MemoryVersion.Operation.UPDATE, actor)
-        if {"content", "namespace"} & set(changes):
-            relink_entities(org_id, memory)
         refresh_hot_set(memory)
         if {"content", "indexed"} & set(changes) and memory.indexed and memory.embedding is None:
             enqueue_embedding(org_id, [memory.pk])
@@ -202,8 +204,10 @@ def memory_supersede(*, org_id, memory_id, agent_id, content: str, actor: Actor,
         if old.deleted_at is not None or old.status != "active":
             state = "deleted" if old.deleted_at else old.status
             raise Conflict(f"memory {old.pk} is {state}; only an active memory can be superseded", code=state)
+        # The correction is in the same person's words as what it corrects, unless it says otherwise.
         inherited = {"category": old.category, "memory_type": old.memory_type, "namespace": old.namespace,
-                     "sensitivity": old.sensitivity, "importance": old.importance}
+                     "sensitivity": old.sensitivity, "importance": old.importance,
+                     "speaker": named_speaker(org_id, old.pk)}
         result = insert_memory(org_id, agent_id, content, {**inherited, **fields}, [], actor, redactor=redactor)
         new = result.memory
         if new.pk == old.pk:

@@ -18,7 +18,7 @@ from memories.errors import Conflict, InvalidInput, NotFound
 from memories.intake.redaction import Redactor, redactor_for
 from memories.models import LIVE, Memory, MemoryTag, MemoryVersion
 from memories.writes.duplicates import near_duplicates, record_duplicates
-from memories.writes.entities import link_entities
+from memories.writes.entities import link_entities, speaker_given, speakers_of
 from memories.writes.kernel import (
     Actor,
     check_content,
@@ -65,7 +65,8 @@ def insert_memory(org_id, agent_id, content: str, fields: dict, tags: list[str],
     (the caller enqueues the job)."""
     fields = decay_fields(lifetime(fields, timezone.now()))
     redactor = redactor or redactor_for(org_id)
-    given_entities = redacted_entities(redactor, fields.pop("entities", None))
+    given_entities = redacted_entities(redactor, [*(fields.pop("entities", None) or []),
+                                                  *speaker_given(fields.pop("speaker", None))])
     check_identifiers(redactor, namespace=fields.get("namespace"), key=fields.get("key"), tags=tags,
                       sensitivity=fields.get("sensitivity"))
     actor = recorded(actor, redactor)
@@ -175,7 +176,8 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
             except InvalidInput as exc:
                 raise InvalidInput(exc.message, field=f"memories[{index}].{exc.field}") from None
             content, tags = item.pop("content"), sorted(set(item.pop("tags", [])))
-            named = redacted_entities(redactor, item.pop("entities", None))
+            named = redacted_entities(redactor, [*(item.pop("entities", None) or []),
+                                                 *speaker_given(item.pop("speaker", None))])
             try:
                 check_identifiers(redactor, namespace=item.get("namespace"), key=item.get("key"), tags=tags,
                                   sensitivity=item.get("sensitivity"))
@@ -219,8 +221,9 @@ def memory_create_batch(*, org_id, agent_id, items: list[dict], actor: Actor | N
                       {memory.pk: given[id(memory)] for memory, _ in new if id(memory) in given})
         MemoryTag.objects.bulk_create([MemoryTag(org_id=org_id, memory=memory, tag=tag)
                                        for memory, tags in new for tag in tags])
-        MemoryVersion.objects.bulk_create([version_row(memory, MemoryVersion.Operation.CREATE, actor, tags)
-                                           for memory, tags in new])
+        spoken = speakers_of(org_id, [memory.pk for memory, _ in new])
+        MemoryVersion.objects.bulk_create([version_row(memory, MemoryVersion.Operation.CREATE, actor, tags,
+                                                       speaker=spoken.get(memory.pk)) for memory, tags in new])
         for memory, _ in new:
             refresh_hot_set(memory)
         if new:

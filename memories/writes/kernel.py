@@ -25,6 +25,7 @@ from memories.errors import InvalidInput, NotFound, StaleVersion, VersionRequire
 from memories.intake.redaction import IdentifierHoldsSecret, Redactor
 from memories.models import CONTENT_MAX_CHARS, EMBEDDING_DIMENSIONS, LIVE, Memory, MemoryTag, MemoryVersion
 from memories.vectors.embeddings import Embedded, EmbeddingError, get_embedder
+from memories.writes.entities import speakers_of
 
 logger = logging.getLogger(__name__)
 
@@ -173,18 +174,25 @@ def tags_of(memory: Memory) -> list[str]:
     return sorted(MemoryTag.objects.filter(org_id=memory.org_id, memory_id=memory.pk).values_list("tag", flat=True))
 
 
-def snapshot(memory: Memory, tags: list[str] | None = None) -> dict:
-    """The memory's fields a version row keeps beside its content, as JSON."""
+NOT_READ = object()
+
+
+def snapshot(memory: Memory, tags: list[str] | None = None, speaker=NOT_READ) -> dict:
+    """The memory's fields a version row keeps beside its content, as JSON; with who said it
+    (`speaker`, the name of the person linked as speaker, or None) when the caller read it."""
     values = {}
     for name in SNAPSHOT_FIELDS:
         value = getattr(memory, name)
         values[SNAPSHOT_KEYS.get(name, name)] = value.isoformat() if hasattr(value, "isoformat") else (
             str(value) if isinstance(value, (Decimal, uuid.UUID)) else value)
     values["tags"] = tags_of(memory) if tags is None else sorted(tags)
+    if speaker is not NOT_READ:
+        values["speaker"] = speaker
     return values
 
 
-def version_row(memory: Memory, operation: str, actor: Actor, tags: list[str] | None = None) -> MemoryVersion:
+def version_row(memory: Memory, operation: str, actor: Actor, tags: list[str] | None = None,
+                speaker=NOT_READ) -> MemoryVersion:
     """The version row recording memory as it now is (unsaved: a batch saves many at once)."""
     return MemoryVersion(
         org_id=memory.org_id,
@@ -196,7 +204,7 @@ def version_row(memory: Memory, operation: str, actor: Actor, tags: list[str] | 
         confidence=memory.confidence,
         status=memory.status,
         metadata=memory.metadata,
-        snapshot=snapshot(memory, tags),
+        snapshot=snapshot(memory, tags, speaker),
         changed_by_type=actor.changed_by_type,
         changed_by_agent_id=actor.agent_id,
         changed_by_user=actor.user,
@@ -205,7 +213,7 @@ def version_row(memory: Memory, operation: str, actor: Actor, tags: list[str] | 
 
 
 def record_version(memory: Memory, operation: str, actor: Actor, tags: list[str] | None = None) -> MemoryVersion:
-    version = version_row(memory, operation, actor, tags)
+    version = version_row(memory, operation, actor, tags, speaker=speakers_of(memory.org_id, [memory.pk]).get(memory.pk))
     version.save(force_insert=True)
     return version
 

@@ -256,6 +256,30 @@ def test_a_bad_put_is_a_422_naming_the_field_and_writes_nothing(tenant_a, api_a,
         assert Memory.objects.count() == before
 
 
+def test_who_said_an_item_is_the_put_s_speaker_or_a_name_in_its_value(tenant_a, api_a):
+    """Issue 34: `speaker` in the put's body, or else a name the value holds under "speaker"
+    (LangGraph's clients send no other field), is linked as the item's speaker; a put replaces
+    the item whole, speaker included; anything else under the value's "speaker" is its data."""
+    def speaker(key):
+        memory = memory_of(tenant_a.org, ["users", "alice"], key)
+        with tenant_context(tenant_a.org.id):
+            return list(memory.entity_links.filter(role="speaker").values_list("entity__name", flat=True))
+
+    put(api_a, ["users", "alice"], "diet", {"text": "I am vegetarian"}, speaker="Alice")
+    put(api_a, ["users", "alice"], "pet", {"text": "I have a cat", "speaker": "Alice"})
+    put(api_a, ["users", "alice"], "device", {"text": "the kitchen speaker", "speaker": {"model": "X1"}})
+    assert (speaker("diet"), speaker("pet"), speaker("device")) == (["Alice"], ["Alice"], [])
+    assert get(api_a, ["users", "alice"], "device")["value"]["speaker"] == {"model": "X1"}
+    put(api_a, ["users", "alice"], "diet", {"text": "I am vegan now"}, speaker="Bob")
+    assert speaker("diet") == ["Bob"]
+    put(api_a, ["users", "alice"], "diet", {"text": "I am vegan now, really"})
+    assert speaker("diet") == []
+    invalid(api_a.put(ITEMS, {"namespace": ["users", "alice"], "key": "x", "value": {"text": "hi"},
+                              "speaker": ""}), "speaker")
+    with tenant_context(tenant_a.org.id):
+        assert not Memory.objects.filter(key="x").exists()
+
+
 def test_bad_reads_are_422s_naming_the_field(api_a):
     invalid(api_a.get(ITEMS, {"namespace": "users..alice", "key": "k"}), "namespace")
     invalid(api_a.get(ITEMS, {"namespace": "", "key": "k"}), "namespace")

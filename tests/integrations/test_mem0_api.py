@@ -107,6 +107,28 @@ def test_infer_keeps_what_the_user_said_and_without_it_every_turn_verbatim(tenan
     assert add(mem0, [turns[2]], user_id="carol") == []  # infer: an assistant's reply alone keeps nothing
 
 
+def test_who_said_a_message_is_the_memory_s_speaker(tenant_a, mem0):
+    """Issue 34: a message's name is who said it; the assistant without one is the agent the add
+    names; a user's message without one has none (user_id is an id, not a name); a name that is
+    no person's name stays in the metadata only."""
+    turns = [{"role": "user", "content": "I'm Carol and I hate cilantro.", "name": "Carol"},
+             {"role": "assistant", "content": "Noted, no cilantro."},
+             {"role": "user", "content": "And no olives either."},
+             {"role": "user", "content": "Also no capers.", "name": "1234"}]
+    ids = add(mem0, turns, user_id="carol", agent_id="Concierge", infer=False)
+    speakers = {}
+    with tenant_context(tenant_a.org.id):
+        for memory in memories(tenant_a.org, pk__in=ids):
+            link = memory.entity_links.filter(role="speaker").select_related("entity").first()
+            speakers[memory.content] = link.entity.name if link else None
+    assert speakers == {"I'm Carol and I hate cilantro.": "Carol", "Noted, no cilantro.": "Concierge",
+                        "And no olives either.": None, "Also no capers.": None}
+    [inferred] = add(mem0, [turns[0]], user_id="dave")  # infer: the user's words, who said them too
+    with tenant_context(tenant_a.org.id):
+        assert list(Memory.objects.get(pk=inferred).entity_links.filter(role="speaker")
+                    .values_list("entity__name", flat=True)) == ["Carol"]
+
+
 def test_a_memory_the_door_did_not_write_answers_with_no_user_agent_or_run(tenant_a, mem0):
     answer = ok(mem0.get(f"{BASE}/v1/memories/{tenant_a.other_memory.pk}/"))
     assert (answer["user_id"], answer["agent_id"], answer["session_id"]) == (None, None, None)

@@ -117,3 +117,44 @@ def test_a_speaker_is_linked_as_the_speaker_and_whom_they_name_as_mentioned(api_
                  for link in MemoryEntity.objects.filter(memory_id=memory_id).select_related("entity")}
     assert roles == {"Melanie": "speaker", "Caroline": "mentioned"}
 
+
+
+def test_a_first_name_alone_is_the_one_person_of_that_full_name_either_way_round(api_a, tenant_a):
+    """Issue 33: "Bob" and "Bob Smith" in one namespace are one person, when no other Bob is."""
+    write(api_a, "Lunch with Bob Smith at the harbour")
+    short = write(api_a, "Had a call with Bob about the boat")
+    assert entities_of(tenant_a.org, short) == {("Bob Smith", "person")}
+    # The other way round: Carla first, then Carla Diaz: the same person, named in full.
+    write(api_a, "We met Carla at the market")
+    full = write(api_a, "Dinner with Carla Diaz tonight")
+    assert entities_of(tenant_a.org, full) == {("Carla Diaz", "person")}
+    with tenant_context(tenant_a.org.id):
+        assert not Entity.objects.filter(namespace="users/alice", name__in=["Bob", "Carla"]).exists()
+        assert list(EntityAlias.objects.filter(entity__name="Carla Diaz").values_list("alias", flat=True)) == ["Carla"]
+    # Two Bobs known (and "Bob" not yet learnt as either's): "Bob" alone is neither of them.
+    two = ["users", "dave"]
+    write(api_a, "Lunch with Bob Smith at the harbour", namespace=two)
+    write(api_a, "Bob Jones fixed the sink", namespace=two)
+    ambiguous = write(api_a, "Had a call with Bob about the boat", namespace=two)
+    assert entities_of(tenant_a.org, ambiguous) == {("Bob", "person")}
+    # Another namespace's Bob Smith is not this one's Bob.
+    elsewhere = write(api_a, "Had a call with Bob about the roof", namespace=["users", "carol"])
+    assert entities_of(tenant_a.org, elsewhere) == {("Bob", "person")}
+
+
+def test_siemens_after_at_is_an_organisation(api_a, tenant_a):
+    memory_id = write(api_a, "Caroline: I started work at Siemens in Munich")
+    assert entities_of(tenant_a.org, memory_id) == {("Caroline", "person"), ("Siemens", "organization"),
+                                                   ("Munich", "place")}
+
+
+def test_a_name_in_a_weak_speaker_shape_the_namespace_knows_as_a_place_is_that_place(api_a, tenant_a):
+    write(api_a, "We moved to Paris last spring")
+    memory_id = write(api_a, "Paris - the best city for a long walk")
+    with tenant_context(tenant_a.org.id):
+        links = {(link.entity.name, link.entity.kind, link.role)
+                 for link in MemoryEntity.objects.filter(memory_id=memory_id).select_related("entity")}
+    assert links == {("Paris", "place", "mentioned")}
+    # The strong shapes still make a person speak.
+    spoken = write(api_a, "Paris: hi all", namespace=["users", "erin"])
+    assert entities_of(tenant_a.org, spoken) == {("Paris", "person")}

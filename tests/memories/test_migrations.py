@@ -185,6 +185,38 @@ def test_entity_links_stored_before_roles_learn_who_spoke(scratch):
         assert cursor.fetchall() == [("Caroline", "mentioned"), ("Mel O'Neil", "speaker")]
 
 
+def test_links_stored_before_issue_34_learn_who_spoke_in_every_transcript_shape(scratch):
+    """Migration 0038: a person the text opens with in a transcript shape is its speaker; a
+    person it only mentions, or a memory that already has its speaker, stays as it was."""
+    from memories.models import Entity
+    from tenants.context import service_account
+
+    org, agent = migrated_to(scratch, "0037", "shapes")
+    texts = {"Melanie said: I went camping": "Melanie", "[Mel O'Neil] we went too": "Mel O'Neil",
+             "[10:32] Oscar: fine": "Oscar", "**Ann**: hello": "Ann", "Ben (10:32): hi": "Ben",
+             "> Cleo wrote: see below": "Cleo", "Dan - on my way": "Dan", "We met Eve at noon": "Eve",
+             "Fay: hi, Gus": "Gus"}
+    with service_account(using=scratch):
+        people = {name: Entity.objects.using(scratch).create(org=org, namespace="chats", kind="person", name=name,
+                                                             key=name.lower()) for name in [*texts.values(), "Fay"]}
+        with connections[scratch].cursor() as cursor:
+            for content, name in texts.items():
+                memory = memory_row(scratch, org, agent, content=content, category="episodic", namespace="chats")
+                cursor.execute("INSERT INTO memory_entities (id, org_id, memory_id, entity_id, mention, source, "
+                               "created_at) VALUES (gen_random_uuid(), %s, %s, %s, %s, 'extractor', now())",
+                               [org.pk, memory.pk, people[name].pk, name])
+                if name == "Gus":  # Fay already speaks it (migration 0020's shape)
+                    cursor.execute("INSERT INTO memory_entities (id, org_id, memory_id, entity_id, mention, source, "
+                                   "role, created_at) VALUES (gen_random_uuid(), %s, %s, %s, 'Fay', 'extractor', "
+                                   "'speaker', now())", [org.pk, memory.pk, people["Fay"].pk])
+    call_command("migrate", "memories", database=scratch, verbosity=0)
+    with service_account(using=scratch), connections[scratch].cursor() as cursor:
+        cursor.execute("SELECT mention, role FROM memory_entities ORDER BY mention")
+        assert dict(cursor.fetchall()) == {
+            "Melanie": "speaker", "Mel O'Neil": "speaker", "Oscar": "speaker", "Ann": "speaker", "Ben": "speaker",
+            "Cleo": "speaker", "Dan": "speaker", "Eve": "mentioned", "Fay": "speaker", "Gus": "mentioned"}
+
+
 def test_episodes_stored_before_decay_do_not_decay_and_the_rest_keep_their_rate(scratch):
     from memories.models import Memory
     from tenants.context import service_account

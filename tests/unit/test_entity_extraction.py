@@ -3,7 +3,7 @@ network, the same answer every time."""
 
 import pytest
 
-from memories.understanding.entities import extract, name_key, nickname_of
+from memories.understanding.entities import extract, first_name_of, name_key, nickname_of, speaker_of
 
 
 def found(text):
@@ -49,3 +49,72 @@ def test_a_short_name_is_the_start_of_a_first_name_of_three_letters_or_more():
     assert nickname_of("mel", "melanie") and nickname_of("mel", "melanie smith")
     assert not nickname_of("me", "melanie") and not nickname_of("melanie", "melanie")
     assert not nickname_of("ann", "joanne") and not nickname_of("mel smith", "melanie")
+
+
+# --------------------------------------------------------------------------- who speaks (issue 34)
+
+
+@pytest.mark.parametrize("text, speaker", [
+    ("Melanie: I went camping", "Melanie"),
+    ("Melanie said: I went camping", "Melanie"),
+    ("Melanie said, I went camping", "Melanie"),
+    ("Melanie said she went camping", "Melanie"),
+    ("Melanie wrote: I went camping", "Melanie"),
+    ("Melanie asked: how was it?", "Melanie"),
+    ("[Melanie] I went camping", "Melanie"),
+    ("[Melanie]: I went camping", "Melanie"),
+    ("<Melanie> I went camping", "Melanie"),
+    ("Melanie - I went camping", "Melanie"),
+    ("Melanie — I went camping", "Melanie"),
+    ("**Melanie**: I went camping", "Melanie"),
+    ("**Melanie:** I went camping", "Melanie"),
+    ("Melanie (10:32): I went camping", "Melanie"),
+    ("Melanie (8 May): I went camping", "Melanie"),
+    ("[10:32] Melanie: I went camping", "Melanie"),
+    ("[10:32 PM] Melanie: I went camping", "Melanie"),
+    ("[2023-05-08 10:32] Melanie: I went camping", "Melanie"),
+    ("10:32 - Melanie: I went camping", "Melanie"),
+    ("> Melanie: I went camping", "Melanie"),
+    ("> > Melanie wrote: I went camping", "Melanie"),
+    ("Melanie Smith: I went camping", "Melanie Smith"),
+    ("Dr Patel: take two a day", "Dr Patel"),
+    ("  Melanie:I went camping", "Melanie"),
+])
+def test_the_speaker_of_a_transcript_line_in_its_common_shapes(text, speaker):
+    mentions = extract(text)
+    assert [(mention.name, mention.kind) for mention in mentions if mention.speaker] == [(speaker, "person")]
+    assert speaker_of(text)[0] == speaker
+    assert "camping" not in speaker_of(text)[0]
+
+
+@pytest.mark.parametrize("text", [
+    "Note: buy milk", "Update: the meeting moved", "Re: your message", "Fwd: the invoice", "Subject: dinner",
+    "TODO: call the vet", "Summary: all good", "User: hello", "Assistant: how can I help?", "System: be brief",
+    "Q: what time?", "PS: bring snacks", "FAQ: opening hours", "Reminder - the vet at 5", "Dr: take two",
+    "https://example.com is down", "I said: no", "We said goodbye", "Hey Bob: look", "Good Morning: coffee",
+    "Tuesday: gym", "The team met at 10:30: fine", "Paris is lovely in May", "Melanie went camping",
+    "melanie: lower case is no name",
+])
+def test_a_label_a_role_or_a_plain_sentence_has_no_speaker(text):
+    assert speaker_of(text) is None
+    assert not any(mention.speaker for mention in extract(text))
+
+
+@pytest.mark.parametrize("text, expected", [
+    # issue 33: a single name after "at", or any after a word of work, is where someone works
+    ("Caroline: I work at Siemens now", [("Caroline", "person"), ("Siemens", "organization")]),
+    ("Bob works for Acme Robotics", [("Bob", "person"), ("Acme Robotics", "organization")]),
+    ("She joined Initech last year", [("Initech", "organization")]),
+    ("We met at Starbucks", [("Starbucks", "organization")]),
+    # places stay places: "in", "from", "to", and a name ending in a word of place after "at"
+    ("I live in Munich", [("Munich", "place")]),
+    ("We moved from Sweden to Norway", [("Sweden", "place"), ("Norway", "place")]),
+    ("We had a picnic at Central Park", [("Central Park", "place")]),
+])
+def test_organisations_after_at_or_a_word_of_work_and_places_after_in(text, expected):
+    assert found(text) == expected
+
+
+def test_a_first_name_alone_is_the_first_word_of_a_full_name():
+    assert first_name_of("bob", "bob smith") and not first_name_of("bob", "bob")
+    assert not first_name_of("bob smith", "bob smith jr") and not first_name_of("rob", "bob smith")

@@ -662,7 +662,7 @@ export interface paths {
         get: operations["store_get_item"];
         /**
          * Put an item (LangGraph's put_item): upsert by namespace and key, every write versioned
-         * @description `value` is any JSON object. `index`: null embeds the whole value's JSON, false embeds nothing (the item is found by key and filters, not by meaning), a list of field paths embeds their text. `ttl`: minutes (null: no expiry).
+         * @description `value` is any JSON object. `index`: null embeds the whole value's JSON, false embeds nothing (the item is found by key and filters, not by meaning), a list of field paths embeds their text. `ttl`: minutes (null: no expiry). `speaker`: who said it (else a name the value holds under "speaker").
          */
         put: operations["store_put_item"];
         post?: never;
@@ -1093,6 +1093,8 @@ export interface components {
             readonly deleted_at: string | null;
             readonly version: number;
             readonly embedding_status: string;
+            /** @description Who said it: the person linked to the memory as its speaker (named with the write, or found in the text's shape), by the name the namespace knows them by; null if nobody. */
+            readonly speaker: string | null;
             readonly embedding_model: string;
             /** Format: date-time */
             readonly created_at: string;
@@ -1163,6 +1165,8 @@ export interface components {
             tags?: string[];
             /** @description Entities the memory is about, with their aliases; the built-in extractor finds people, places, organisations, dates and quantities too. */
             entities?: components["schemas"]["EntityGivenRequest"][];
+            /** @description Who said it: a person's name. Linked to the memory as its speaker, which a search that names the person prefers; it overrides the speaker the text's shape shows ("Name: ...", "Name said: ..."), which is found when this is not given. */
+            speaker?: string;
         };
         MemoryPage: {
             results: components["schemas"]["Memory"][];
@@ -1248,6 +1252,8 @@ export interface components {
             content?: string;
             /** @description The version being changed, if If-Match is not sent. */
             version?: number;
+            /** @description Who said it (a person's name); null: nobody named, the text's shape decides. Unsent: unchanged. */
+            speaker?: string | null;
         };
         /**
          * @description Rejects fields it does not declare: a client learns at once that `status` or
@@ -1268,6 +1274,8 @@ export interface components {
             index?: (false | string[]) | null;
             /** @description Minutes (may be a fraction); null: no expiry. */
             ttl?: number | null;
+            /** @description Who said it (a person's name), linked as the item's speaker. Unsent, a "speaker" string at the top of the value is taken when it is a name (letters, one line, at most 128 characters): LangGraph's clients send no other field. */
+            speaker?: string | null;
         };
         /**
          * @description * `supports` - Supports
@@ -1654,6 +1662,8 @@ export interface components {
                 [key: string]: unknown;
             };
             version?: number;
+            /** @description Who said the correction (a person's name); unsent: the speaker named for the memory it corrects; null: nobody named. */
+            speaker?: string | null;
         };
         SupersedeResult: {
             superseded: components["schemas"]["Memory"];

@@ -396,3 +396,23 @@ def test_a_host_the_site_does_not_serve_is_refused(tenant_a, key_a, served):
     response = httpx2.post(served.url, headers={"Host": "evil.example", "Authorization": f"Bearer {key_a}"},
                            content=b"{}", timeout=30)
     assert response.status_code == 400 and response.json()["error"]["code"] == "bad_request"
+
+
+@committing
+def test_remember_fact_takes_who_said_it_and_a_bad_name_writes_nothing(tenant_a, key_a, served):
+    """Issue 34: remember_fact's speaker is linked as the memory's speaker (what a search naming
+    the person reads); store_put takes a name the value holds under "speaker"."""
+    remembered, put, bad = calls(
+        served.url, key_a,
+        ("remember_fact", {"content": "I am allergic to peanuts", "namespace": ["users", "alice"],
+                           "speaker": "Alice"}),
+        ("store_put", {"namespace": ["users", "alice"], "key": "diet",
+                       "value": {"text": "vegetarian since 2019", "speaker": "Alice"}}),
+        ("remember_fact", {"content": "I like chess", "namespace": ["users", "alice"], "speaker": "  "}),
+    )
+    assert data_of(remembered)["memory"]["speaker"] == "Alice"
+    assert bad.is_error and "speaker" in text_of(bad)
+    with tenant_context(tenant_a.org.id):
+        assert not Memory.objects.filter(content="I like chess").exists()
+        item = Memory.objects.get(namespace="users/alice", key="diet")
+        assert list(item.entity_links.filter(role="speaker").values_list("entity__name", flat=True)) == ["Alice"]
