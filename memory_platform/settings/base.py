@@ -314,5 +314,9 @@ LOGGING = {
         "mcp": {"level": "WARNING"},
         # Django's own console handler would print every request warning a second time.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # RQ's worker, scheduler and cron log every job they enqueue and run at INFO (about 30
+        # lines a minute while idle): warnings and errors only, unless MEMORY_PLATFORM_VERBOSE
+        # (`scripts/run --verbose`). They name jobs by function and id, never by arguments' values.
+        "rq": {"level": "INFO" if env.bool("MEMORY_PLATFORM_VERBOSE", default=False) else "WARNING"},
     },
 }
