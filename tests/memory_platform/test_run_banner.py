@@ -38,3 +38,36 @@ def test_a_unix_socket_bind_is_not_polled():
     finally:
         running.kill()
         running.wait()
+
+
+def job_log_level(**extra) -> str:
+    import os
+
+    from django.conf import settings
+
+    script = ("import django, logging; django.setup(); "
+              "print(logging.getLevelName(logging.getLogger('rq.cron').getEffectiveLevel()), "
+              "logging.getLevelName(logging.getLogger('rq.scheduler').getEffectiveLevel()))")
+    env = {key: value for key, value in os.environ.items() if key != "MEMORY_PLATFORM_VERBOSE"}
+    result = subprocess.run([sys.executable, "-c", script], cwd=settings.BASE_DIR, capture_output=True, text=True,
+                            timeout=120, env={**env, "DJANGO_SETTINGS_MODULE": "memory_platform.settings.production",
+                                              "DJANGO_SECRET_KEY": "a-test-key-" + "k" * 50, **extra})
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_job_logs_are_quiet_unless_verbose():
+    """What the served processes log of their jobs: warnings and errors only; every job with
+    MEMORY_PLATFORM_VERBOSE (the cron and the scheduler; the worker's level is its --verbosity),
+    both of which `manage.py run --verbose` hands them."""
+    from memory_platform.management.commands.run import Command
+
+    assert job_log_level() == "WARNING WARNING"
+    assert job_log_level(MEMORY_PLATFORM_VERBOSE="1") == "INFO INFO"
+
+    def commands(verbose: bool) -> dict[str, list[str]]:
+        return {program.name: program.command for program in Command().programs("127.0.0.1:1", 1, verbose=verbose)}
+
+    quiet, verbose = commands(False), commands(True)
+    assert quiet["worker"][-2:] == ["--verbosity", "0"] and quiet["cron"][-2:] == ["--logging-level", "WARNING"]
+    assert verbose["worker"][-2:] == ["--verbosity", "1"] and verbose["cron"][-2:] == ["--logging-level", "INFO"]
