@@ -71,3 +71,28 @@ def test_job_logs_are_quiet_unless_verbose():
     quiet, verbose = commands(False), commands(True)
     assert quiet["worker"][-2:] == ["--verbosity", "0"] and quiet["cron"][-2:] == ["--logging-level", "WARNING"]
     assert verbose["worker"][-2:] == ["--verbosity", "1"] and verbose["cron"][-2:] == ["--logging-level", "INFO"]
+
+
+def test_a_verbose_worker_names_a_job_without_its_arguments():
+    """`--verbose` brings the worker's job lines back; a job's arguments (a namespace, a subject
+    to erase...) stay out of them: the function and the job's id only."""
+    import os
+
+    import django_rq
+    from django.conf import settings
+
+    queue = django_rq.get_queue("maintenance")
+    job = queue.enqueue("builtins.len", "users/jane-doe-marker")
+    try:
+        worker = subprocess.run(
+            [sys.executable, "manage.py", "rqworker", "maintenance", "--burst", "--verbosity", "1"],
+            cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "DJANGO_SETTINGS_MODULE": "memory_platform.settings.test",
+                 "DATABASE_URL": settings.DATABASE_URL, "DATABASE_OWNER_URL": settings.DATABASE_OWNER_URL,
+                 "REDIS_URL": settings.REDIS_URL, "MEMORY_PLATFORM_VERBOSE": "1"})
+        output = worker.stdout + worker.stderr
+        assert worker.returncode == 0, output[-2000:]
+        assert job.id in output and "builtins.len(…)" in output
+        assert "jane-doe" not in output
+    finally:
+        job.delete()
