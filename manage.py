@@ -52,6 +52,17 @@ def refuse_empty_data_dir(command: str) -> None:
     sys.exit("\n".join(lines))
 
 
+def refuse_serving_twice(command: str) -> None:
+    """`run` on the data folder a running `run` serves (found by default, as every command
+    finds it): a message, before anything starts, not a second supervisord fighting the first."""
+    from memory_platform import local_services
+
+    serving = local_services.serving_process()
+    if command == "run" and serving is not None and serving[0] == local_services.data_dir():
+        sys.exit(f"manage.py run: {serving[0]} is already served (process {serving[1]}). Stop that one "
+                 "first, or serve another data folder: scripts/run --data-dir PATH")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = take_data_dir(sys.argv if argv is None else argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings.base")
@@ -66,6 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     options.add_argument("--pythonpath")
     handle_default_options(options.parse_known_args(argv[2:])[0])
     command = argv[1] if len(argv) > 1 and not argv[1].startswith("-") else "help"
+    refuse_serving_twice(command)
     refuse_empty_data_dir(command)
     # The settings only name the embedded servers; every command finds them running.
     local_services.start_for_settings()

@@ -108,6 +108,12 @@ def _read_pointer() -> tuple[Path, int] | None:
 
 def served_data_dir() -> Path | None:
     """The data folder a running `manage.py run` serves, or None when none runs."""
+    served = serving_process()
+    return served[0] if served is not None else None
+
+
+def serving_process() -> tuple[Path, int] | None:
+    """The data folder a running `manage.py run` serves and its process id, or None."""
     pointer = _read_pointer()
     if pointer is None:
         return None
@@ -116,7 +122,7 @@ def served_data_dir() -> Path | None:
             return None
     except psutil.Error:
         return None
-    return pointer[0]
+    return pointer
 
 
 def last_served_data_dir() -> Path | None:

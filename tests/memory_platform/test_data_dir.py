@@ -129,3 +129,16 @@ def test_the_pointer_is_not_in_the_repository():
     ignored = subprocess.run(["git", "check-ignore", "-q", str(local_services.SERVED_POINTER)],
                              cwd=settings.BASE_DIR)
     assert ignored.returncode == 0
+
+
+def test_a_second_run_of_the_served_folder_is_refused_before_starting_anything(tmp_path, monkeypatch, pointer,
+                                                                               a_running_manage_py):
+    served = tmp_path / "served"
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    pointer.write_text(f"{served}\n{a_running_manage_py.pid}\n")
+    for arguments in (["run"], ["run", "--data-dir", str(served)]):
+        result = manage(*arguments, "--bind", "127.0.0.1:1", env=environment())
+        assert result.returncode != 0
+        assert f"{served} is already served (process {a_running_manage_py.pid})" in result.stderr
+        assert "--data-dir PATH" in result.stderr
+    assert not served.exists() and processes_naming(served) == []
