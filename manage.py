@@ -2,9 +2,12 @@
 import os
 import sys
 
-# Commands that may make the database of a new data folder; any other command given a data
-# folder that holds none says so instead of starting an empty PostgreSQL there.
-CREATE_DATABASE = {"run", "migrate", "makemigrations", "check", "help", "version", "collectstatic"}
+# Commands that may start on a data folder with no database: those that make it (run, migrate)
+# and those that read none of it. Any other command says so instead of starting an empty
+# PostgreSQL there.
+CREATE_DATABASE = {"run", "migrate",
+                   "makemigrations", "check", "help", "version", "collectstatic", "findstatic", "diffsettings",
+                   "spectacular"}
 USAGE = "--data-dir PATH (any command, before or after its name) chooses the data folder"
 
 
