@@ -33,7 +33,7 @@ def test_nothing_answers_and_the_supervisor_exits_no_banner():
 def test_a_unix_socket_bind_is_not_polled():
     running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        assert wait_until_serving("http+unix:/tmp/socket", running, seconds=60) is None
+        assert wait_until_serving("http+unix:run/web.sock", running, seconds=60) is None
         assert running.poll() is None
     finally:
         running.kill()
