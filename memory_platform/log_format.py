@@ -89,3 +89,22 @@ class RequestPathsAsRoutes(logging.Filter):
                 route = request_route(request)
                 record.args = tuple(route if isinstance(arg, str) and arg in forms else arg for arg in record.args)
         return True
+
+
+# A job's description as RQ writes it: the function's dotted name and its arguments' reprs.
+_JOB_CALL = re.compile(r"([A-Za-z_][\w.]*)\((.*)\)", flags=re.S)
+
+
+class JobArgumentsHidden(logging.Filter):
+    """A logging filter: RQ's lines name a job by its description, the call with its arguments
+    ("default: memories.lifecycle.erasure.erase_job(scope={...}) (<id>)"), and an argument may
+    be a namespace or a subject; the lines keep the function and the job's id, not the values."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "rq" or record.name.startswith("rq."):
+            if isinstance(record.args, tuple) and record.args:
+                record.args = tuple(_JOB_CALL.sub(r"\1(…)", arg) if isinstance(arg, str) else arg
+                                    for arg in record.args)
+            elif isinstance(record.msg, str) and not record.args:
+                record.msg = _JOB_CALL.sub(r"\1(…)", record.msg)
+        return True

@@ -1,6 +1,7 @@
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -9,6 +10,8 @@ from memory_platform import health, server_error
 
 urlpatterns = [
     path("health", health.health_view, name="health"),
+    # Browsers ask for /favicon.ico on any page that names no icon (the admin, the API docs).
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=False)),
     path("api/v1/", include("memories.api.urls")),
     # LangGraph's store API (docs/adr/0040): the platform's namespace store in LangGraph's shapes.
     path("api/v1/", include("integrations.langgraph_store.urls")),

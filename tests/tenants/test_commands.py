@@ -72,3 +72,62 @@ def test_bootstrap_demo_prints_the_console_where_it_is_served(monkeypatch):
     monkeypatch.setenv("MEMORY_PLATFORM_BIND", "0.0.0.0:8765")
     output = run("bootstrap_demo")
     assert "  console       http://127.0.0.1:8765/console/\n" in output and ":8000" not in output
+
+
+def _demo_key(output: str) -> str:
+    return output.split("API key       ")[1].split()[0]
+
+
+def test_bootstrap_demo_reuses_its_key_and_revokes_earlier_demo_keys(tmp_path, monkeypatch):
+    """The key is kept in the data folder (this user only) and printed again while active; a
+    key revoked meanwhile is replaced, and only one demo key is valid at a time."""
+    import stat
+
+    from tenants.models import Organization
+
+    monkeypatch.setenv("MEMORY_PLATFORM_DATA_DIR", str(tmp_path))
+    first = _demo_key(run("bootstrap_demo"))
+    assert stat.S_IMODE((tmp_path / "demo_api_key").stat().st_mode) == 0o600
+    again = run("bootstrap_demo")
+    assert _demo_key(again) == first and "the same as last run" in again
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {first}")
+    assert client.get("/api/v1/memories").status_code == 200
+
+    org = Organization.objects.get(slug="demo")
+    assert "revoked" in run("revoke_api_key", "demo", first[:11])
+    replaced = run("bootstrap_demo")
+    second = _demo_key(replaced)
+    assert second != first and "earlier demo keys revoked" in replaced
+    # An older demo key still active (made by a version that issued one per run) is revoked.
+    with tenant_context(org.id):
+        from tenants import services
+
+        _, stray = services.api_key_issue(agent=Agent.objects.get(name="demo-agent"), name="demo key")
+    (tmp_path / "demo_api_key").unlink()  # a new data folder's first run, against the same database
+    third = _demo_key(run("bootstrap_demo"))
+    for key, status in ((first, 401), (second, 401), (stray, 401), (third, 200)):
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert client.get("/api/v1/memories").status_code == status, key[:11]
+    with tenant_context(org.id):
+        assert ApiKey.objects.filter(name="demo key", revoked_at__isnull=True).count() == 1
+
+
+def test_bootstrap_demo_prints_an_administrator_that_signs_into_the_admin(client, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMORY_PLATFORM_DATA_DIR", str(tmp_path))
+    output = run("bootstrap_demo", "--url", "http://127.0.0.1:9123")
+    assert "  admin         http://127.0.0.1:9123/admin/\n" in output
+    password = output.split("user admin, password ")[1].split()[0]
+    response = client.post("/admin/login/?next=/admin/", {"username": "admin", "password": password})
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    assert client.get("/admin/").status_code == 200
+    # The same password on the next run, while it is the password...
+    assert f"user admin, password {password} " in run("bootstrap_demo")
+    # ...and not printed once changed (the command never resets it).
+    from django.contrib.auth import get_user_model
+
+    admin = get_user_model().objects.get(username="admin")
+    admin.set_password("changed-by-its-owner-" + "x" * 8)
+    admin.save()
+    after = run("bootstrap_demo")
+    assert password not in after and "manage.py changepassword admin" in after

@@ -1,9 +1,13 @@
 """manage.py run: the whole product under supervisord (docs/adr/0036), until Ctrl-C."""
 
+import http.client
+import io
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 
 from django.conf import settings
 from django.core.management import call_command
@@ -17,6 +21,46 @@ QUEUES = ("default", "embeddings", "maintenance")
 # What the served processes run with (DEBUG off, a kept secret, Secure cookies on https...):
 # this command's own settings may be the development ones manage.py defaults to.
 SERVED_SETTINGS = "memory_platform.settings.production"
+# The banner waits this long at most for the web app's first answer to GET /health.
+READY_SECONDS = 300
+VERBOSE_VARIABLE = "MEMORY_PLATFORM_VERBOSE"
+
+
+def verbose_default() -> bool:
+    return os.environ.get(VERBOSE_VARIABLE, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def health(url: str, timeout: float = 5) -> dict | None:
+    """GET {url}/health once: its JSON when it answers 200, else None."""
+    if not url.startswith("http://"):
+        return None
+    host = url.removeprefix("http://")
+    connection = http.client.HTTPConnection(host, timeout=timeout)
+    try:
+        connection.request("GET", "/health")
+        response = connection.getresponse()
+        body = response.read()
+        return json.loads(body) if response.status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError):
+        return None
+    finally:
+        connection.close()
+
+
+def wait_until_serving(url: str, supervisord: subprocess.Popen, *, seconds: float = READY_SECONDS) -> dict | None:
+    """/health's report once the web app answers 200; None if supervisord exits first, or after
+    `seconds`, or for a bind no browser URL reaches (a Unix socket)."""
+    if not url.startswith("http://"):
+        return None
+    deadline = time.monotonic() + seconds
+    while supervisord.poll() is None and time.monotonic() < deadline:
+        # A request made before a web worker is ready waits in the listen queue: a long timeout
+        # keeps it there instead of queueing another.
+        report = health(url, timeout=30)
+        if report is not None:
+            return report
+        time.sleep(0.25)
+    return None
 
 
 class Command(BaseCommand):
@@ -33,12 +77,20 @@ class Command(BaseCommand):
         parser.add_argument(
             "--keep-services", action="store_true", help="Leave the embedded PostgreSQL and Redis running on exit."
         )
+        parser.add_argument(
+            "--verbose", action="store_true", default=verbose_default(),
+            help=f"Log every job the worker and the cron scheduler run (or {VERBOSE_VARIABLE}=1). "
+                 "Without it they log warnings and errors only.",
+        )
 
-    def handle(self, *args, bind, web_workers, keep_services, **options):
+    def handle(self, *args, bind, web_workers, keep_services, verbose=False, **options):
         url = base_url(bind)
+        local_services.record_served(local_services.data_dir())
         call_command("migrate", interactive=False, verbosity=1)
         call_command("collectstatic", interactive=False, verbosity=0)  # whitenoise serves them
-        call_command("bootstrap_demo", url=url)
+        # Printed in the banner, once the app answers, not scrolled away by the start's logs.
+        demo = io.StringIO()
+        call_command("bootstrap_demo", url=url, stdout=demo)
 
         # Children get explicit URLs: they reuse these servers instead of starting their own.
         env = {
@@ -52,12 +104,14 @@ class Command(BaseCommand):
             "MEMORY_PLATFORM_EMBEDDED_POSTGRES": str(settings.EMBEDDED_POSTGRES),
             "MEMORY_PLATFORM_EMBEDDED_REDIS": str(settings.EMBEDDED_REDIS),
             "PYTHONUNBUFFERED": "1",
+            # The served processes' job logs (settings.LOGGING's "rq"): quiet unless --verbose.
+            VERBOSE_VARIABLE: "1" if verbose else "0",
         }
         # Made here, once, before several processes would race to make it.
         if not env.get("DJANGO_SECRET_KEY"):
             secret_key(local_services.data_dir())
         config = supervision.write_config(
-            data_dir=local_services.data_dir(), programs=self.programs(bind, web_workers),
+            data_dir=local_services.data_dir(), programs=self.programs(bind, web_workers, verbose=verbose),
             working_directory=settings.BASE_DIR,
         )
         if settings.EMBEDDED_REDIS:
@@ -69,15 +123,6 @@ class Command(BaseCommand):
             # which stops the programs in order.
             start_new_session=True,
         )
-        self.stdout.write(
-            self.style.SUCCESS(f"\nMemory Platform is up at {url}/\n")
-            + f"  console     {url}/console/\n  API docs    {url}/api/docs/\n"
-            + f"  MCP         {url}/mcp  (Authorization: Bearer <API key>)\n"
-            + f"  health      {url}/health\n  admin       {url}/admin/\n"
-            + f"  processes   {sys.executable} -m supervisor.supervisorctl -c {config} status\n"
-            + "Ctrl-C stops it.\n"
-        )
-        self.stdout.flush()
 
         def stop(signum, frame):
             if supervisord.poll() is None:
@@ -85,6 +130,25 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
+        # Ctrl-C from here on stops supervisord, which ends the wait.
+        report = wait_until_serving(url, supervisord)
+        if supervisord.poll() is None:
+            if report is None:
+                self.stdout.write(self.style.WARNING(f"\nMemory Platform started; {url}/health does not answer yet\n"))
+            else:
+                self.stdout.write(self.style.SUCCESS(f"\nMemory Platform is up at {url}/") + f" (health: {report.get('status')})\n")
+            self.stdout.write(
+                f"  API docs    {url}/api/docs/\n"
+                + f"  MCP         {url}/mcp  (Authorization: Bearer <API key>)\n"
+                + f"  health      {url}/health\n"
+                + f"  data        {local_services.data_dir()}  (manage.py in another shell uses it while this runs)\n"
+                + f"  processes   {sys.executable} -m supervisor.supervisorctl -c {config} status\n"
+                + demo.getvalue().rstrip("\n") + "\n"
+                + ("" if verbose else "Job logs are quiet: warnings and errors only (--verbose for every job).\n")
+                + "Ctrl-C stops it.\n"
+            )
+        self.stdout.flush()
+
         try:
             status = supervisord.wait()
         finally:
@@ -105,8 +169,10 @@ class Command(BaseCommand):
         if status != 0:
             raise CommandError(f"supervisord exited with status {status}")
 
-    def programs(self, bind: str, web_workers: int) -> list[supervision.Program]:
+    def programs(self, bind: str, web_workers: int, *, verbose: bool = False) -> list[supervision.Program]:
         python = sys.executable
+        # Quiet by default: an idle worker and cron log ~30 lines a minute at INFO.
+        worker_verbosity, cron_level = ("1", "INFO") if verbose else ("0", "WARNING")
         programs = [
             supervision.Program(
                 "web",
@@ -121,11 +187,12 @@ class Command(BaseCommand):
                 # One process, model loaded once at start (memories/worker.py).
                 "worker",
                 [python, "manage.py", "rqworker", *QUEUES, "--with-scheduler",
-                 "--worker-class", "memories.worker.EmbeddingWorker"],
+                 "--worker-class", "memories.worker.EmbeddingWorker", "--verbosity", worker_verbosity],
                 priority=40, stop_seconds=30,
             ),
             # Periodic jobs: the embedding sweep, purging old idempotency keys (memories/cron.py).
-            supervision.Program("cron", [python, "manage.py", "rqcron", "memories.cron"], priority=50),
+            supervision.Program("cron", [python, "manage.py", "rqcron", "memories.cron", "--logging-level", cron_level],
+                               priority=50),
         ]
         if settings.EMBEDDED_POSTGRES:
             programs.append(supervision.Program(
