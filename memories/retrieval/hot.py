@@ -34,7 +34,8 @@ HOT_SCORE_SQL = f"""
 # reached is no newer, no more confident and no more retrieved than the last each read, so its
 # score is at most BOUND of those three; once the size-th best read beats that, the best `size`
 # are exactly those of HOT_SCORE_SQL (a threshold walk). Otherwise each is read twice as deep, up
-# to DEEPEST times the size, and past that every memory is scored (HOT_SCORE_SQL).
+# to DEEPEST times the size, and past that every memory is scored (HOT_SCORE_SQL). Measured
+# (docs/adr/0051), a second round cost more than it saved: one round, then every memory.
 _CANDIDATES = f"""
     SELECT m.id::text, m.confidence, m.created_at, coalesce(usage.retrieval_count, 0)
     FROM memories m LEFT JOIN memory_usage usage ON usage.org_id = m.org_id AND usage.memory_id = m.id
@@ -51,7 +52,7 @@ HOT_WALKS = {
         ORDER BY usage.retrieval_count DESC, usage.memory_id DESC LIMIT %s
     """,
 }
-DEEPEST = 16
+DEEPEST = 2
 
 
 def hot_scored(*, org_id, agent_id, size: int) -> list[tuple[str, float]]:
