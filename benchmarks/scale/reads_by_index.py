@@ -1,6 +1,6 @@
 """The reads docs/adr/0051 moved onto indexes, before and after, at two sizes of one organisation:
 the console's sorts by confidence, importance and last change (a first page and a page 90% deep by
-key), its "Most retrieved" sort, LangGraph's list_namespaces and the hot set's rebuild.
+key), its "Most retrieved" sort and LangGraph's list_namespaces.
 
     .venv/bin/python benchmarks/scale/reads_by_index.py --sizes 10000,100000
 
@@ -10,11 +10,12 @@ MEMORY_PLATFORM_DATA_DIR (its organisations are emptied first). At each size one
 loaded by SQL (benchmarks/lists/run.py's loader: one agent, memories over a year in 1,001
 namespaces), then given confidence 0.5-1.0 and importance 0-1 at random, a last change spread
 over the year, store items (one memory in 25, in 40 namespaces at every size) and usage (four
-memories in ten retrieved 1-7 times); the hot set is measured again after the 100 newest were
-retrieved 10 times each (an active agent's working set). "Before" is the previous code's statement without
+memories in ten retrieved 1-7 times). "Before" is the previous code's statement without
 migration 0041's indexes (dropped, then built again, by the schema's owner): the sorts' pages
-as they are (no index in their order), list_namespaces' DISTINCT over every item, the hot set's
-HOT_SCORE_SQL. p50 of --repeat runs, milliseconds; results to results-reads-by-index.json.
+as they are (no index in their order), list_namespaces' DISTINCT over every item. p50 of
+--repeat runs, milliseconds; results to results-reads-by-index.json (the recorded file also
+holds the hot set's rebuild, by HOT_SCORE_SQL and by a threshold walk since reverted:
+docs/adr/0051, measured by this file at commit f596f12).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings.base")
 NEW_INDEXES = ("memories_org_confidence", "memories_org_importance", "memories_org_changed",
                "memories_store_namespaces", "memory_usage_most_retrieved")
 PAGE = 25  # the console's page
-HOT_SIZE = 100
 
 # memories.store.reads.NAMESPACES_SQL before docs/adr/0051: a DISTINCT over every item.
 OLD_NAMESPACES_SQL = """
@@ -104,7 +104,6 @@ def reads(org_id: str, agent_id: str, after: bool):
     from console.views.memories import BY_KEY, BY_USAGE
     from memories import keyset
     from memories.models import Memory, MemoryUsage
-    from memories.retrieval import hot
     from memories.store import reads as store_reads
 
     form = MemoryFilterForm(QueryDict(), agents=[])
@@ -145,13 +144,6 @@ def reads(org_id: str, agent_id: str, after: bool):
         else:
             yield label, lambda p=prefix: old_namespaces(p)
 
-    def old_hot():
-        with connection.cursor() as cursor:
-            cursor.execute(hot.HOT_SCORE_SQL, [org_id, agent_id, HOT_SIZE])
-            return cursor.fetchall()
-
-    yield "hot set rebuilt (100)", (lambda: hot.hot_scored(org_id=org_id, agent_id=agent_id, size=HOT_SIZE)) \
-        if after else old_hot
 
 
 def measure(org_id: str, agent_id: str, repeat: int, after: bool) -> dict:
@@ -163,41 +155,6 @@ def measure(org_id: str, agent_id: str, repeat: int, after: bool) -> dict:
             results[name] = timed(call, repeat)
             print(f"  {'after ' if after else 'before'} {name:55} {results[name]:9.2f} ms", flush=True)
     return results
-
-
-def working_set(org_id: str) -> None:
-    """The agent's 100 newest memories retrieved 10 times each: what an active agent's hot set
-    holds (the hot set's second measurement)."""
-    from benchmarks.search.run import owner_connection
-
-    with owner_connection(superuser=True) as conn:
-        conn.execute("""
-            INSERT INTO memory_usage (id, org_id, memory_id, retrieval_count, last_retrieved_at)
-            SELECT gen_random_uuid(), org_id, id, 10, now()
-            FROM (SELECT org_id, id FROM memories WHERE org_id = %s AND status = 'active' AND deleted_at IS NULL
-                  ORDER BY created_at DESC LIMIT 100) newest
-            ON CONFLICT (org_id, memory_id) DO UPDATE SET retrieval_count = 10, last_retrieved_at = now()""",
-                     [org_id])
-        conn.execute("ANALYZE memory_usage")
-
-
-def hot_only(org_id: str, agent_id: str, repeat: int, after: bool) -> float:
-    from django.db import connection
-
-    from memories.retrieval import hot
-    from tenants.context import tenant_context
-
-    def old_hot():
-        with connection.cursor() as cursor:
-            cursor.execute(hot.HOT_SCORE_SQL, [org_id, agent_id, HOT_SIZE])
-            return cursor.fetchall()
-
-    with tenant_context(org_id):
-        ms = timed((lambda: hot.hot_scored(org_id=org_id, agent_id=agent_id, size=HOT_SIZE)) if after else old_hot,
-                   repeat)
-    print(f"  {'after ' if after else 'before'} {'hot set rebuilt (100), with a working set':55} {ms:9.2f} ms",
-          flush=True)
-    return ms
 
 
 def main() -> None:
@@ -229,9 +186,6 @@ def main() -> None:
         before = measure(org_id, agent_id, args.repeat, after=False)
         indexes(False, saved)
         after = measure(org_id, agent_id, args.repeat, after=True)
-        working_set(org_id)
-        before["hot set rebuilt (100), with a working set"] = hot_only(org_id, agent_id, args.repeat, after=False)
-        after["hot set rebuilt (100), with a working set"] = hot_only(org_id, agent_id, args.repeat, after=True)
         recorded["sizes"][size] = {"before_ms": before, "after_ms": after,
                                    "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
         print(f"  load average {recorded['sizes'][size]['load_average']}", flush=True)
