@@ -21,6 +21,9 @@ SORTS = {
     "confidence": ("Confidence", ["-confidence", "-created_at", "-id"]),
     "importance": ("Importance", ["-importance", "-created_at", "-id"]),
     "updated": ("Recently changed", ["-updated_at", "-id"]),
+    # The memories retrieved at least once, the most retrieved first: paged by key over
+    # memory_usage (console.views.memories.MOST_RETRIEVED; docs/adr/0051).
+    "retrieved": ("Most retrieved", ["-retrieval_count", "-id"]),
 }
 ALL_STATUSES = "any"
 

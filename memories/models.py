@@ -252,6 +252,16 @@ class Memory(ReferencedTenantModel):
             # The list of memories (API, console), newest first or oldest, paged by key
             # (memories.keyset); deleted rows in it too, for the lists that include them.
             models.Index(F("org"), F("created_at").desc(), F("id").desc(), name="memories_org_recent"),
+            # The console's other sorts, paged by key the same way (memories migration 0041).
+            models.Index(F("org"), F("confidence").desc(), F("created_at").desc(), F("id").desc(),
+                         name="memories_org_confidence"),
+            models.Index(F("org"), F("importance").desc(), F("created_at").desc(), F("id").desc(),
+                         name="memories_org_importance"),
+            models.Index(F("org"), F("updated_at").desc(), F("id").desc(), name="memories_org_changed"),
+            # The namespaces that hold store items, walked one distinct namespace at a time
+            # (LangGraph's list_namespaces: memories.store.reads.NAMESPACES_SQL).
+            models.Index(F("org"), OpClass("namespace", name="varchar_pattern_ops"),
+                         condition=Q(key__isnull=False, deleted_at__isnull=True), name="memories_store_namespaces"),
             # A namespace's live memories in the order they were written: a search's
             # neighbours signal steps one memory back and forth from each of its best results.
             models.Index(fields=["org", "namespace", "created_at", "id"], condition=LIVE,
@@ -491,6 +501,9 @@ class MemoryUsage(TenantModel):
     class Meta:
         db_table = "memory_usage"
         constraints = [models.UniqueConstraint(fields=["org", "memory"], name="memory_usage_unique")]
+        # The console's "Most retrieved" sort, paged by key (memories migration 0041).
+        indexes = [models.Index(F("org"), F("retrieval_count").desc(), F("memory").desc(),
+                                name="memory_usage_most_retrieved")]
 
 
 class EmbeddingModelState(models.TextChoices):

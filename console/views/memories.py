@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console.access import OPERATOR, VIEWER, console_view, may
 from console.diff import version_diff
-from console.pages import by_key, by_number
+from console.pages import ListPage, by_key, by_number
 from console.forms import (
     SORTS,
     ActionForm,
@@ -25,7 +25,7 @@ from console.forms import (
 from console.responses import INVALID, done, failed, page
 from memories import keyset
 from memories.errors import MemoryServiceError, NotFound, StaleVersion
-from memories.models import Memory, MemoryRelationship, MemoryTag
+from memories.models import Memory, MemoryRelationship, MemoryTag, MemoryUsage
 from memories.use_cases import records, retrieval, review
 from tenants.models import Agent
 
@@ -49,8 +49,24 @@ def _memory(request, memory_id) -> Memory:
 
 # Each sort of the browser as the key its pages follow (the id last): newest and oldest read the
 # index memories_org_recent; the others sort the organisation's rows that pass the filters.
+MOST_RETRIEVED = "retrieved"
 BY_KEY = {name: keyset.Order(tuple(field.lstrip("-") for field in fields), descending=fields[0].startswith("-"))
-          for name, (_, fields) in SORTS.items()}
+          for name, (_, fields) in SORTS.items() if name != MOST_RETRIEVED}
+# "Most retrieved" pages by key over memory_usage (the index memory_usage_most_retrieved), each
+# usage row joined to its memory, which must pass the filters: the memories never retrieved are
+# not in it (docs/adr/0051).
+BY_USAGE = keyset.Order(("retrieval_count", "memory_id"))
+
+
+def _most_retrieved(request, query: QueryDict, where: str, params: list, memories) -> ListPage:
+    """A page of the memories that pass the filters, the most retrieved first."""
+    usage = (MemoryUsage.objects.filter(org_id=request.org.id, retrieval_count__gt=0)
+             .extra(tables=["memories"], where=["memories.id = memory_usage.memory_id",
+                                                "memories.org_id = memory_usage.org_id", where], params=params))
+    found = by_key(usage, order=BY_USAGE, limit=PAGE_SIZE, query=query)
+    by_id = {memory.pk: memory for memory in memories.filter(pk__in=[row.memory_id for row in found.object_list])}
+    found.object_list = [by_id[row.memory_id] for row in found.object_list if row.memory_id in by_id]
+    return found
 
 
 def _browse(request, query: QueryDict) -> dict:
@@ -76,7 +92,10 @@ def _browse(request, query: QueryDict) -> dict:
                     .defer("embedding", "search_vector")
                     .prefetch_related(Prefetch("tags", queryset=MemoryTag.objects.filter(org_id=request.org.id)
                                                                   .order_by("tag"))))
-            current = by_key(rows, order=BY_KEY[sort or "newest"], limit=PAGE_SIZE, query=query)
+            if sort == MOST_RETRIEVED:
+                current = _most_retrieved(request, query, where, params, rows)
+            else:
+                current = by_key(rows, order=BY_KEY[sort or "newest"], limit=PAGE_SIZE, query=query)
     agent_names = {agent.pk: agent.name for agent in agents}
     for memory in current.object_list:
         memory.agent_name = agent_names.get(memory.agent_id, "")

@@ -4,11 +4,13 @@ namespaces that hold items. Within one organisation, and the caller's reach wher
 
 from __future__ import annotations
 
+import re
+
 from django.db import connection
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
-from memories.access import EVERYWHERE, KeyReach, namespace_prefix_filter, namespace_sql
+from memories.access import EVERYWHERE, KeyReach, namespace_bounds, namespace_prefix_filter, namespace_sql
 from memories.errors import NotFound
 from memories.models import Memory
 from memories.reads.selectors import NOT_EXPIRED, with_tags
@@ -44,14 +46,33 @@ def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, l
 # LangGraph's list_namespaces over the namespaces that hold items: a namespace is its labels
 # (the column scope split at "/"), matched label by label ("*" matches any one), cut to max_depth,
 # each listed once, in the order of their labels (as Python sorts tuples: by code point).
+# The namespaces are found by walking the index memories_store_namespaces one distinct namespace
+# at a time (a loose index scan: each step the first namespace after the last, one index probe),
+# so the read costs the number of namespaces that hold items, not the number of items
+# (docs/adr/0051). The walk stays within the prefix's leading labels ({bounds}); the labels, the
+# reach and the expiry are checked on the namespaces it found.
 NAMESPACES_SQL = """
-    SELECT DISTINCT labels[1:%s] AS listed
+    WITH RECURSIVE walk(scope) AS (
+        (SELECT m.scope FROM memories m
+         WHERE m.org_id = %(org)s AND m.key IS NOT NULL AND m.deleted_at IS NULL {bounds}
+         ORDER BY m.scope USING ~<~ LIMIT 1)
+        UNION ALL
+        SELECT (SELECT m.scope FROM memories m
+                WHERE m.org_id = %(org)s AND m.key IS NOT NULL AND m.deleted_at IS NULL {bounds}
+                  AND m.scope ~>~ walk.scope
+                ORDER BY m.scope USING ~<~ LIMIT 1)
+        FROM walk WHERE walk.scope IS NOT NULL
+    )
+    SELECT DISTINCT labels[1:%(depth)s] AS listed
     FROM (SELECT string_to_array(m.scope, '/') COLLATE "C" AS labels
-          FROM memories m
-          WHERE m.org_id = %s AND m.key IS NOT NULL AND m.deleted_at IS NULL AND m.scope <> ''
-            AND (m.expires_at IS NULL OR m.expires_at > now()) {conditions}) AS items
+          FROM walk m
+          WHERE m.scope IS NOT NULL AND m.scope <> '' {conditions}
+            AND EXISTS (SELECT FROM memories item
+                        WHERE item.org_id = %(org)s AND item.scope = m.scope AND item.key IS NOT NULL
+                          AND item.deleted_at IS NULL
+                          AND (item.expires_at IS NULL OR item.expires_at > now()))) AS items
     ORDER BY listed
-    LIMIT %s OFFSET %s
+    LIMIT %(limit)s OFFSET %(offset)s
 """
 
 
@@ -86,11 +107,25 @@ def store_namespaces(*, org_id, prefix: tuple[str, ...] = (), suffix: tuple[str,
         under = [namespace_sql(namespace, "m.scope") for namespace in reach.namespaces]
         conditions.append("(" + " OR ".join(sql for sql, _ in under) + ")")
         params += [value for _, values in under for value in values]
-    sql = NAMESPACES_SQL.format(conditions="".join(f" AND {condition}" for condition in conditions))
+    bounds, named_bounds, leading = "", {}, []
+    for label in prefix:
+        if label == "*":
+            break
+        leading.append(label)
+    if leading:  # the namespace of the leading labels and those under it lie in [it, it + "0")
+        itself, _, beyond = namespace_bounds("/".join(leading))
+        bounds = "AND m.scope ~>=~ %(itself)s AND m.scope ~<~ %(beyond)s"
+        named_bounds = {"itself": itself, "beyond": beyond}
+    named = {f"p{number}": value for number, value in enumerate(params)}
+    numbered = iter(named)
+    text = "".join(f" AND {condition}" for condition in conditions)
+    text = re.sub(r"%s", lambda _: f"%({next(numbered)})s", text)
+    sql = NAMESPACES_SQL.format(bounds=bounds, conditions=text)
     with connection.cursor() as cursor:
         # labels[1:NULL] is NULL: no max_depth is the whole namespace (PostgreSQL's arrays hold
         # at most 6 dimensions, not labels: 2**31 - 1 covers any).
-        cursor.execute(sql, [max_depth if max_depth is not None else 2**31 - 1, org_id, *params, limit, offset])
+        cursor.execute(sql, {**named, **named_bounds, "org": org_id, "depth": max_depth if max_depth is not None else 2**31 - 1,
+                             "limit": limit, "offset": offset})
         return [list(row[0]) for row in cursor.fetchall()]
 
 
