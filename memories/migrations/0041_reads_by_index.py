@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
     atomic = False  # CREATE INDEX CONCURRENTLY cannot run in a transaction
 
     dependencies = [
-        ('memories', '0037_memory_day_tallies'),
+        ('memories', '0038_speakers_in_every_transcript_shape'),
         ('tenants', '0011_sessions_paged_by_key'),
     ]
 
