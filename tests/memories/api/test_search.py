@@ -66,9 +66,14 @@ def test_a_query_embedded_in_int8_finds_the_same_memory(api_a, facts, int8_queri
 def test_the_same_search_returns_the_same_order(api_a, facts):
     answers = [api_a.post("/api/v1/search", {"query": "user", "limit": 5}) for _ in range(3)]
     orders = {tuple(found(answer)) for answer in answers}
-    # On failure, what each search saw: it has failed now and then on a loaded machine, unexplained.
-    assert len(orders) == 1, [[(r["memory"]["content"][:24], r["score"], r["signals"]) for r in answer.json()["results"]]
-                              for answer in answers]
+    if len(orders) != 1:
+        # It has failed now and then on a loaded machine, unexplained: what each search saw (pytest
+        # prints a failing test's output in full, where it cuts a long assertion message short).
+        print([[(r["memory"]["content"][:24], r["score"], r["signals"].get("vector")) for r in answer.json()["results"]]
+               + [answer.json()["understood"]] for answer in answers])
+        print(embeddings.active_model(), embeddings.query_model(embeddings.active_model()))
+        print(list(Memory.objects.values_list("content", "embedding_model", "embedding")))
+    assert len(orders) == 1
 
 
 def test_each_mode(api_a, facts):
