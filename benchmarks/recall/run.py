@@ -88,20 +88,23 @@ def dia_ids_by_memory() -> dict[str, str]:
 
 
 def context_recall(port: int, key: str, question: str, namespace: str, evidence: set, dia_ids: dict,
-                   recall: dict, tokens: dict, latencies: dict) -> dict:
+                   candidates: int | None, recall: dict, tokens: dict, latencies: dict) -> dict:
     """Ask POST /api/v1/context at each budget; adds to recall[budget] the share of the evidence
-    in what went in, and the text's tokens and the latency; returns the dia_ids that went in, per budget."""
+    in what went in, and the text's tokens and the latency; returns the dia_ids that went in, per
+    budget, and how many candidates were left out as duplicates."""
     went_in = {}
     for budget in CONTEXT_BUDGETS:
         began = time.perf_counter()
         status, body = api(port, "POST", "/api/v1/context", key, {
-            "query": question, "max_tokens": budget, "filters": {"namespace": namespace}})
+            "query": question, "max_tokens": budget, "filters": {"namespace": namespace},
+            **({"candidates": candidates} if candidates else {})})
         latencies[budget].append((time.perf_counter() - began) * 1000)
         assert status == 200, status
         found = {dia_ids.get(memory["id"]) for memory in body["memories"]}
         recall[budget].append(len(evidence & found) / len(evidence))
         tokens[budget].append(body["tokens"])
-        went_in[budget] = sorted(dia_id for dia_id in found if dia_id)
+        went_in[budget] = {"found": sorted(dia_id for dia_id in found if dia_id),
+                           "candidates": body["candidates"], "duplicates": len(body.get("duplicates", []))}
     return went_in
 
 
@@ -129,6 +132,8 @@ def main() -> None:
                                           "to this file (outside the repository: it holds the data)")
     parser.add_argument("--context", action="store_true",
                         help=f"also measure the evidence recall of POST /api/v1/context at {CONTEXT_BUDGETS} tokens")
+    parser.add_argument("--context-candidates", type=int,
+                        help="the context's `candidates` (default: the API's, which grows with the budget)")
     arguments = parser.parse_args()
     mode = arguments.mode
     samples = json.loads(DATA.read_text())
@@ -182,7 +187,8 @@ def main() -> None:
                 recall[CATEGORIES[qa["category"]]][k].append(len(evidence & set(found[:k])) / len(evidence))
             if arguments.context:
                 details[-1]["context"] = context_recall(arguments.port, key, qa["question"], f"locomo/{sample_id}",
-                                                        evidence, dia_ids, *contexts)
+                                                        evidence, dia_ids, arguments.context_candidates,
+                                                        *contexts)
                 for budget in CONTEXT_BUDGETS:
                     context_by_category[CATEGORIES[qa["category"]]][budget].append(contexts[0][budget][-1])
 
@@ -203,7 +209,8 @@ def main() -> None:
         "search_latency_ms": {"p50": round(percentile(latencies, 50), 1), "p95": round(percentile(latencies, 95), 1)},
     }
     if arguments.context:
-        results["context"] = context_summary(*contexts, context_by_category)
+        results["context"] = {"candidates": arguments.context_candidates or "the API's default",
+                              **context_summary(*contexts, context_by_category)}
     (Path(__file__).parent / (arguments.output or f"results-{mode}.json")).write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(results, indent=1))
     if arguments.details:
