@@ -10,6 +10,11 @@ session's date as event_time, one namespace per conversation. Then every questio
 20: recall@k = |evidence ∩ dia_ids of the top k| / |evidence|, averaged, for k = 5, 10, 20, per
 category, with the search's latency as the client sees it. The data is read from shared/, never
 copied into the repository.
+
+With --context, every question is also asked with POST /api/v1/context (the conversation's
+namespace, each budget of CONTEXT_BUDGETS tokens, the other parameters the API's defaults): the
+context recall at a budget is the share of evidence turns whose memories are among the response's
+`memories` (what went into the text), averaged like recall@k.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ PORT = 8766
 KS = (5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}  # 5 (adversarial) is skipped
 BATCH = 100
+CONTEXT_BUDGETS = (500, 1000, 2000)
 
 
 def event_time(text: str) -> str:
@@ -83,6 +89,44 @@ def forget_usage() -> None:
         client.delete(key)
 
 
+def dia_ids_by_memory() -> dict[str, str]:
+    """Each stored turn's memory id and its dia_id, read straight from PostgreSQL: the context's
+    response names its memories by id only."""
+    with service_connection() as conn:
+        return {str(memory_id): dia_id for memory_id, dia_id in conn.execute(
+            "SELECT id, metadata->>'dia_id' FROM memories WHERE metadata ? 'dia_id'")}
+
+
+def context_recall(port: int, key: str, question: str, namespace: str, evidence: set, dia_ids: dict,
+                   candidates: int | None, recall: dict, tokens: dict, latencies: dict) -> dict:
+    """Ask POST /api/v1/context at each budget; adds to recall[budget] the share of the evidence
+    in what went in, and the text's tokens and the latency; returns the dia_ids that went in, per
+    budget, and how many candidates were left out as duplicates."""
+    went_in = {}
+    for budget in CONTEXT_BUDGETS:
+        began = time.perf_counter()
+        status, body = api(port, "POST", "/api/v1/context", key, {
+            "query": question, "max_tokens": budget, "filters": {"namespace": namespace},
+            **({"candidates": candidates} if candidates else {})})
+        latencies[budget].append((time.perf_counter() - began) * 1000)
+        assert status == 200, status
+        found = {dia_ids.get(memory["id"]) for memory in body["memories"]}
+        recall[budget].append(len(evidence & found) / len(evidence))
+        tokens[budget].append(body["tokens"])
+        went_in[budget] = {"found": sorted(dia_id for dia_id in found if dia_id),
+                           "candidates": body["candidates"], "duplicates": len(body.get("duplicates", []))}
+    return went_in
+
+
+def context_summary(recall: dict, tokens: dict, latencies: dict, by_category: dict) -> dict:
+    return {"budgets": {str(budget): {
+        "recall": round(statistics.mean(recall[budget]), 3),
+        "recall_by_category": {name: round(statistics.mean(values[budget]), 3) for name, values in by_category.items()},
+        "tokens_mean": round(statistics.mean(tokens[budget]), 1),
+        "latency_ms": {"p50": round(percentile(latencies[budget], 50), 1),
+                       "p95": round(percentile(latencies[budget], 95), 1)}} for budget in CONTEXT_BUDGETS}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "fulltext"])
@@ -99,6 +143,10 @@ def main() -> None:
                              '(said), or the text alone with the write\'s `speaker` field (bare)')
     parser.add_argument("--details", help="also write each question with its evidence and what came back "
                                           "to this file (outside the repository: it holds the data)")
+    parser.add_argument("--context", action="store_true",
+                        help=f"also measure the evidence recall of POST /api/v1/context at {CONTEXT_BUDGETS} tokens")
+    parser.add_argument("--context-candidates", type=int,
+                        help="the context's `candidates` (default: the API's, which grows with the budget)")
     arguments = parser.parse_args()
     mode = arguments.mode
     samples = json.loads(DATA.read_text())
@@ -131,6 +179,9 @@ def main() -> None:
             forget_usage()
 
         recall = defaultdict(lambda: defaultdict(list))  # category -> k -> [recall of each question]
+        contexts = [defaultdict(list) for _ in range(3)]  # budget -> [recall], [tokens], [latency]
+        context_by_category = defaultdict(lambda: defaultdict(list))
+        dia_ids = dia_ids_by_memory() if arguments.context else {}
         latencies, details = [], []
         questions = [(sample["sample_id"], qa) for sample in samples for qa in sample["qa"]
                      if qa["category"] in CATEGORIES and qa.get("evidence")]
@@ -148,6 +199,12 @@ def main() -> None:
                             "understood": body.get("understood")})
             for k in KS:
                 recall[CATEGORIES[qa["category"]]][k].append(len(evidence & set(found[:k])) / len(evidence))
+            if arguments.context:
+                details[-1]["context"] = context_recall(arguments.port, key, qa["question"], f"locomo/{sample_id}",
+                                                        evidence, dia_ids, arguments.context_candidates,
+                                                        *contexts)
+                for budget in CONTEXT_BUDGETS:
+                    context_by_category[CATEGORIES[qa["category"]]][budget].append(contexts[0][budget][-1])
 
     every = {k: [r for by_k in recall.values() for r in by_k[k]] for k in KS}
     results = {
@@ -165,6 +222,9 @@ def main() -> None:
                                for name, by_k in recall.items()},
         "search_latency_ms": {"p50": round(percentile(latencies, 50), 1), "p95": round(percentile(latencies, 95), 1)},
     }
+    if arguments.context:
+        results["context"] = {"candidates": arguments.context_candidates or "the API's default",
+                              **context_summary(*contexts, context_by_category)}
     (Path(__file__).parent / (arguments.output or f"results-{mode}.json")).write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(results, indent=1))
     if arguments.details:

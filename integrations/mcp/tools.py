@@ -21,6 +21,7 @@ from memories.access import Caller
 from memories.api import serializers as s
 from memories.api.fields import namespace_labels
 from memories.errors import InvalidInput, NotFound
+from memories.retrieval import context
 from memories.use_cases import lifecycle, records, retrieval, store
 
 # What a language model needs of a memory; the REST API's full record is one GET away.
@@ -308,8 +309,9 @@ async def assemble_context(
     after: After = None,
     before: Before = None,
     tags: Tags = None,
-    candidates: Annotated[int, Field(description="How many of the search's best results are considered, "
-                                                 "1-100.")] = 30,
+    candidates: Annotated[int | None, Field(description="How many of the search's best results are considered, "
+                                                        "1-100; by default as many as the budget could hold "
+                                                        "(max_tokens / 20, at least 30).")] = None,
     order: Annotated[ContextOrder, Field(description="The lines by relevance, or in the order the memories "
                                                      "happened (time).")] = "relevance",
     encoding: Annotated[ContextEncoding, Field(description="The tokenizer that counts the budget: o200k_base "
@@ -317,8 +319,9 @@ async def assemble_context(
                                                            "GPT-3.5).")] = "o200k_base",
 ) -> str:
     """The memories relevant to a request, as text ready to put in a prompt, within a token budget: the same
-    search as search_memory ranks them, and their lines ("- [date] content") are taken best first while the
-    text stays within max_tokens, counted by a real tokenizer. Use it to fill a prompt with what memory holds;
+    search as search_memory ranks them, copies of a better one are left out, and their lines ("- content", under
+    a line "[date]" per day) are taken best first while the text stays within max_tokens, counted by a real
+    tokenizer. Use it to fill a prompt with what memory holds;
     use search_memory to look at memories one by one. Recorded as a retrieval event (replay_retrieval runs it
     again)."""
     filters = search_filters(namespace=namespace, category=category, memory_type=memory_type,
@@ -329,7 +332,8 @@ async def assemble_context(
     def work(caller: Caller):
         count_against(caller, "search")
         request = s.validated(s.ContextRequestSerializer, body)
-        parameters = {name: request[name] for name in ("max_tokens", "encoding", "candidates", "order")}
+        parameters = {name: request[name] for name in ("max_tokens", "encoding", "order")}
+        parameters["candidates"] = request.get("candidates") or context.candidates_for(request["max_tokens"])
         assembled = retrieval.context_assemble(
             caller, query=request["query"], filters=s.SearchFiltersSerializer.to_filters(request.get("filters", {})),
             **parameters)
@@ -339,6 +343,8 @@ async def assemble_context(
                               "tokens": tokens} for rank, result, tokens in assembly.chosen],
                 "left_out": [{"id": str(result.memory.pk), "rank": rank, "tokens": tokens}
                              for rank, result, tokens in assembly.left_out],
+                "duplicates": [{"id": str(result.memory.pk), "rank": rank, "copy_of": kept}
+                               for rank, result, kept in assembly.duplicates],
                 "retrieval_event_id": str(assembled.event.pk), "degraded": assembly.outcome.degraded,
                 "understood": assembly.outcome.understood}
 

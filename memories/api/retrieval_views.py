@@ -12,6 +12,7 @@ from memories.api import serializers as s
 from memories.api.pagination import KeysetPagination
 from memories.api.schema import EXAMPLE_MEMORY, documented, list_of
 from memories.api.views import AgentAPIView
+from memories.retrieval import context
 from memories.use_cases import retrieval
 
 EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank": 2, "bm25": 4.21},
@@ -104,39 +105,49 @@ class ContextView(AgentAPIView):
         summary="Assemble the context for a prompt: the best memories, formatted, within a token budget",
         request=s.ContextRequestSerializer,
         response=inline_serializer("ContextResponse", {
-            "context": drf.CharField(help_text="The text to put in the prompt: a header, then one line per memory, "
-                                               "`- [date] content` (the date it happened, else when it was "
-                                               "recorded); empty when not even one memory fits."),
+            "context": drf.CharField(help_text="The text to put in the prompt: a header, then for each day a line "
+                                               "`[date]` (the day it happened, else when it was recorded) and "
+                                               "one line `- content` per memory of that day; empty when not "
+                                               "even one memory fits."),
             "tokens": drf.IntegerField(help_text="The text's tokens, as `encoding` counts them."),
             "max_tokens": drf.IntegerField(), "encoding": drf.CharField(), "candidates": drf.IntegerField(),
             "order": drf.CharField(),
             "memories": drf.ListField(child=drf.DictField(), help_text="What went in, in the text's order: id, "
-                                                                        "rank in the search, score, tokens of its "
-                                                                        "line, and why the search found it "
-                                                                        "(signals)."),
+                                                                        "rank in the search, score, tokens it "
+                                                                        "cost (its line, and its day's line for "
+                                                                        "the first of a day), and why the search "
+                                                                        "found it (signals)."),
             "left_out": drf.ListField(child=drf.DictField(), help_text="Candidates that did not fit: id, rank, "
-                                                                        "tokens of their line."),
+                                                                        "tokens they would have cost."),
+            "duplicates": drf.ListField(child=drf.DictField(), help_text="Candidates left out as copies of a "
+                                                                          "better-ranked one (the same words): id, "
+                                                                          "rank, and the rank of the copy kept "
+                                                                          "(copy_of)."),
             "retrieval_event_id": drf.UUIDField(), "degraded": drf.CharField(allow_null=True),
             "understood": drf.DictField()}),
         request_example={"query": "What should I cook for Alice tonight?", "max_tokens": 300,
                          "filters": {"namespace": "users/alice"}},
         response_example={
             "context": "Memories relevant to this request (most relevant first):\n"
-                       "- [2026-11-02] Alice is vegetarian\n- [2026-10-14] Alice loves Thai food",
+                       "[2026-11-02]\n- Alice is vegetarian\n[2026-10-14]\n- Alice loves Thai food",
             "tokens": 29, "max_tokens": 300, "encoding": "o200k_base", "candidates": 30, "order": "relevance",
             "memories": [{"id": EXAMPLE_MEMORY["id"], "rank": 1, "score": 0.91, "tokens": 10,
                           "signals": EXAMPLE_SIGNALS}],
-            "left_out": [], "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "degraded": None,
+            "left_out": [], "duplicates": [], "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "degraded": None,
             "understood": {"intent": "what", "period": None, "speaker": None, "signals": ["vector", "fulltext"]}},
-        description="The same hybrid search as `POST /search` ranks `candidates` memories; their lines are taken "
-                    "in rank order while the text stays within `max_tokens` (a line that does not fit is left out "
-                    "and shorter ones after it are still tried), counted by a real tokenizer over the whole text. "
+        description="The same hybrid search as `POST /search` ranks `candidates` memories; a copy of a "
+                    "better-ranked one (the same words) is left out as a duplicate, and the others' lines are "
+                    "taken in rank order while the text stays within `max_tokens` (a line that does not fit is "
+                    "left out and shorter ones after it are still tried), counted by a real tokenizer over the "
+                    "whole text. Each day is named once, its memories' lines under it; the days come in the "
+                    "order of their best memory (`relevance`) or of when they were (`time`). "
                     "Recorded as a retrieval event of kind `context` (what went into the prompt), which a replay "
                     "assembles again. No language model is involved.",
         operation_id="context")
     def post(self, request):
         body = self.validated(s.ContextRequestSerializer, request.data)
-        parameters = {name: body[name] for name in ("max_tokens", "encoding", "candidates", "order")}
+        parameters = {name: body[name] for name in ("max_tokens", "encoding", "order")}
+        parameters["candidates"] = body.get("candidates") or context.candidates_for(body["max_tokens"])
         assembled = retrieval.context_assemble(self.caller, query=body["query"],
                                                filters=s.SearchFiltersSerializer.to_filters(body.get("filters", {})),
                                                **parameters)
@@ -151,6 +162,8 @@ class ContextView(AgentAPIView):
             "memories": [described(*item) for item in assembly.chosen],
             "left_out": [{"id": str(result.memory.pk), "rank": rank, "tokens": tokens}
                          for rank, result, tokens in assembly.left_out],
+            "duplicates": [{"id": str(result.memory.pk), "rank": rank, "copy_of": kept}
+                           for rank, result, kept in assembly.duplicates],
             "retrieval_event_id": str(assembled.event.pk), "degraded": assembly.outcome.degraded,
             "understood": assembly.outcome.understood,
         })

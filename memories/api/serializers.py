@@ -638,8 +638,10 @@ class ContextRequestSerializer(StrictSerializer):
     encoding = serializers.ChoiceField(list(context.ENCODINGS), default="o200k_base",
                                        help_text="The tokenizer that counts them: OpenAI's o200k_base (GPT-4o and "
                                                  "later) or cl100k_base (GPT-4, GPT-3.5).")
-    candidates = serializers.IntegerField(min_value=1, max_value=100, default=30,
-                                          help_text="How many of the search's best results are considered.")
+    candidates = serializers.IntegerField(
+        min_value=1, max_value=100, required=False,
+        help_text="How many of the search's best results are considered; by default as many as the budget "
+                  "could hold: max_tokens / 20, at least 30, at most 100.")
     order = serializers.ChoiceField(list(context.ORDERS), default="relevance",
                                     help_text="The lines by rank, or in the order the memories happened.")
     filters = SearchFiltersSerializer(required=False)

@@ -15,7 +15,7 @@ export interface paths {
         put?: never;
         /**
          * Assemble the context for a prompt: the best memories, formatted, within a token budget
-         * @description The same hybrid search as `POST /search` ranks `candidates` memories; their lines are taken in rank order while the text stays within `max_tokens` (a line that does not fit is left out and shorter ones after it are still tried), counted by a real tokenizer over the whole text. Recorded as a retrieval event of kind `context` (what went into the prompt), which a replay assembles again. No language model is involved.
+         * @description The same hybrid search as `POST /search` ranks `candidates` memories; a copy of a better-ranked one (the same words) is left out as a duplicate, and the others' lines are taken in rank order while the text stays within `max_tokens` (a line that does not fit is left out and shorter ones after it are still tried), counted by a real tokenizer over the whole text. Each day is named once, its memories' lines under it; the days come in the order of their best memory (`relevance`) or of when they were (`time`). Recorded as a retrieval event of kind `context` (what went into the prompt), which a replay assembles again. No language model is involved.
          */
         post: operations["context"];
         delete?: never;
@@ -771,10 +771,7 @@ export interface components {
              * @default o200k_base
              */
             encoding?: components["schemas"]["EncodingEnum"];
-            /**
-             * @description How many of the search's best results are considered.
-             * @default 30
-             */
+            /** @description How many of the search's best results are considered; by default as many as the budget could hold: max_tokens / 20, at least 30, at most 100. */
             candidates?: number;
             /**
              * @description The lines by rank, or in the order the memories happened.
@@ -787,7 +784,7 @@ export interface components {
             filters?: components["schemas"]["SearchFiltersRequest"];
         };
         ContextResponse: {
-            /** @description The text to put in the prompt: a header, then one line per memory, `- [date] content` (the date it happened, else when it was recorded); empty when not even one memory fits. */
+            /** @description The text to put in the prompt: a header, then for each day a line `[date]` (the day it happened, else when it was recorded) and one line `- content` per memory of that day; empty when not even one memory fits. */
             context: string;
             /** @description The text's tokens, as `encoding` counts them. */
             tokens: number;
@@ -795,12 +792,16 @@ export interface components {
             encoding: string;
             candidates: number;
             order: string;
-            /** @description What went in, in the text's order: id, rank in the search, score, tokens of its line, and why the search found it (signals). */
+            /** @description What went in, in the text's order: id, rank in the search, score, tokens it cost (its line, and its day's line for the first of a day), and why the search found it (signals). */
             memories: {
                 [key: string]: unknown;
             }[];
-            /** @description Candidates that did not fit: id, rank, tokens of their line. */
+            /** @description Candidates that did not fit: id, rank, tokens they would have cost. */
             left_out: {
+                [key: string]: unknown;
+            }[];
+            /** @description Candidates left out as copies of a better-ranked one (the same words): id, rank, and the rank of the copy kept (copy_of). */
+            duplicates: {
                 [key: string]: unknown;
             }[];
             /** Format: uuid */

