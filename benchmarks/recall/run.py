@@ -73,6 +73,15 @@ def forget_usage() -> None:
         client.delete(key)
 
 
+def conversation_subset(samples: list[dict], chosen: str | None) -> list[dict]:
+    """The conversations whose questions are asked: all, or those at these positions of the
+    data ("0,1,2"; for split-half tuning: tune on some, measure on the rest). Every
+    conversation is stored either way, so `--reuse` runs of any subset share one store."""
+    if not chosen:
+        return samples
+    return [samples[int(position)] for position in chosen.split(",")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "fulltext"])
@@ -86,6 +95,8 @@ def main() -> None:
                         help=f"port the product listens on (default {PORT}; another lets the search benchmark run beside)")
     parser.add_argument("--details", help="also write each question with its evidence and what came back "
                                           "to this file (outside the repository: it holds the data)")
+    parser.add_argument("--conversations", help="ask only the questions of the conversations at these positions "
+                                                "of the data, e.g. 0,1,2 (default all)")
     arguments = parser.parse_args()
     mode = arguments.mode
     samples = json.loads(DATA.read_text())
@@ -118,7 +129,8 @@ def main() -> None:
 
         recall = defaultdict(lambda: defaultdict(list))  # category -> k -> [recall of each question]
         latencies, details = [], []
-        questions = [(sample["sample_id"], qa) for sample in samples for qa in sample["qa"]
+        questions = [(sample["sample_id"], qa) for sample in conversation_subset(samples, arguments.conversations)
+                     for qa in sample["qa"]
                      if qa["category"] in CATEGORIES and qa.get("evidence")]
         for sample_id, qa in tqdm(questions, desc=f"questions ({mode})"):
             began = time.perf_counter()
@@ -140,6 +152,7 @@ def main() -> None:
         "machine": machine(),
         "recorded_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "data": "shared/eval/locomo-dev.json (conv-26, -41, -43, -47, -49), categories 1-4",
+        "conversations": arguments.conversations or "all",
         "mode": mode, "expand": arguments.expand, "memories": len(memories), "questions": len(questions),
         "ingest_seconds": None if reuse else round(ingest_seconds, 1),
         "settings": {name: value for name, value in os.environ.items()
