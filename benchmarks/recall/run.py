@@ -143,7 +143,7 @@ def main() -> None:
             evidence = set(qa["evidence"])
             details.append({"conversation": sample_id, "category": CATEGORIES[qa["category"]],
                             "question": qa["question"], "evidence": qa["evidence"], "found": found,
-                            "understood": body.get("understood")})
+                            "understood": body.get("understood"), "ms": round(latencies[-1], 1)})
             for k in KS:
                 recall[CATEGORIES[qa["category"]]][k].append(len(evidence & set(found[:k])) / len(evidence))
 
