@@ -215,7 +215,7 @@ def relationships(search: Search) -> list[Hit]:
 def moves_towards_results(search: Search) -> bool:
     knobs = config().search
     return (search.wide and knobs.rocchio_seeds > 0 and knobs.rrf_weights["rocchio"] > 0
-            and rocchio.asks_inference(search.reading.query) and search.embed() is not None)
+            and rocchio.applies(search.reading.query) and search.embed() is not None)
 
 
 def meaning_of_results(search: Search) -> list[Hit]:

@@ -9,12 +9,13 @@ it (query + ROCCHIO_BLEND x that mean, normalised) finds the memories near it th
 question's own embedding ranked too low. Seeded by the fusion so far (its best ROCCHIO_SEEDS
 memories); fusion weighs it as RRF_WEIGHTS["rocchio"].
 
-It runs for questions that ask for an inference ("Would Dana likely enjoy a pottery class?",
-"What might Sam's job be?"): their answer is never said in so many words, so what the
-person's memories mean together is all a search has to go by. For a question whose
-answer is said (most of them), the moved query ranks the subject's memories above the one
-that holds the words asked about (benchmarks/recall/README.md, issue 34: R@10 0.749 -> 0.735
-when it ran for every question).
+It runs for questions whose answer is not in their words: those that ask for an inference
+("Would Dana likely enjoy a pottery class?", "What might Sam's job be?"), where what the
+person's memories mean together is all a search has to go by, and those that ask for the
+members of a class ("What kind of hobbies does Dana have?"), whose answers name the members.
+For a question whose answer is said (most of them), the moved query ranks the subject's
+memories above the one that holds the words asked about (benchmarks/recall/README.md, issue
+34: R@10 0.749 -> 0.735 when it ran for every question).
 """
 
 from __future__ import annotations
@@ -32,8 +33,23 @@ from memories.retrieval.ranking import Hit
 INFERENCE = re.compile(r"\b(?:would|likely|might|could|considered|probably)\b", re.I)
 
 
+# The words of a question asking for the members of a class: the answers name the members
+# ("kayaking", "painting"), not the class ("hobbies").
+CATEGORY = re.compile(r"\b(?:what|which) (?:kinds?|types?|sorts?) of\b", re.I)
+
+
 def asks_inference(query: str) -> bool:
     return INFERENCE.search(query) is not None
+
+
+def asks_category(query: str) -> bool:
+    return CATEGORY.search(query) is not None
+
+
+def applies(query: str) -> bool:
+    """Whether a question's answer is likely not in its words: it asks for an inference or for
+    the members of a class."""
+    return asks_inference(query) or asks_category(query)
 
 
 EMBEDDINGS_SQL = """

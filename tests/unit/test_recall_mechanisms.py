@@ -1,5 +1,6 @@
 """The parts of Rocchio feedback that need no server (memories.retrieval.rocchio): which
-questions ask for an inference, and the query moved towards its seeds."""
+questions it runs for (an inference, the members of a class), and the query moved towards its
+seeds."""
 
 import numpy as np
 import pytest
@@ -12,17 +13,21 @@ def unit(*values) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
-@pytest.mark.parametrize("question, infers", [
-    ("Would Dana likely enjoy a pottery class?", True),
-    ("What might Sam's job be?", True),
-    ("Could Lee be considered a night owl?", True),
-    ("What did Caroline paint last weekend?", False),
-    ("When did Melanie go camping?", False),
-    ("What kind of hobbies does Evan pursue?", False),
-    ("Is the couldron ready?", False),  # a word, not a part of one
+@pytest.mark.parametrize("question, infers, category", [
+    ("Would Dana likely enjoy a pottery class?", True, False),
+    ("What might Sam's job be?", True, False),
+    ("Could Lee be considered a night owl?", True, False),
+    ("What kind of hobbies does Dana have?", False, True),
+    ("Which types of music does Sam play?", False, True),
+    ("What did Dana paint last weekend?", False, False),
+    ("When did Sam go camping?", False, False),
+    ("Is the couldron ready?", False, False),  # a word, not a part of one
+    ("What kindness did Lee show?", False, False),
 ])
-def test_which_questions_ask_for_an_inference(question, infers):
+def test_which_questions_it_runs_for(question, infers, category):
     assert rocchio.asks_inference(question) is infers
+    assert rocchio.asks_category(question) is category
+    assert rocchio.applies(question) is (infers or category)
 
 
 def test_rocchio_moves_the_query_towards_the_mean_of_its_seeds():

@@ -1,6 +1,6 @@
-"""A question asking for an inference ("Would ... likely ...?") also searches by meaning from
-what its best results mean together (memories.retrieval.rocchio): its answer is never said in
-so many words."""
+"""A question asking for an inference ("Would ... likely ...?") or for the members of a class
+("What kind of ...?") also searches by meaning from what its best results mean together
+(memories.retrieval.rocchio): its answer is not said in its words."""
 
 import pytest
 
@@ -40,6 +40,13 @@ def test_an_inference_question_searches_again_from_the_meaning_of_its_best_resul
     # What she does with paint, brushes and pencils is what the moved query is near.
     assert {ids[0], ids[1], ids[2]} <= found.keys()
     assert all("rank" in found[memory_id]["signals"]["rocchio"] for memory_id in ids[:3])
+
+
+def test_a_question_asking_for_the_members_of_a_class_does_too(api_a):
+    ids = store(api_a, "conversations/1", CONVERSATION)
+    body = search(api_a, "What kind of art does Caroline make?", "conversations/1", limit=5)
+    assert "rocchio" in body["understood"]["signals"]
+    assert {ids[0], ids[1], ids[2]} <= {result["memory"]["id"] for result in body["results"]}
 
 
 def test_a_question_whose_answer_is_said_does_not(api_a):
