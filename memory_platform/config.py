@@ -73,7 +73,8 @@ class SearchConfig:
     candidates: int
     # Reciprocal rank fusion: each signal adds weight / (rrf_k + rank).
     rrf_k: int
-    rrf_weights: Mapping[str, float] = _weights("vector", "fulltext", "graph", "neighbours", "time")
+    rrf_weights: Mapping[str, float] = _weights("vector", "fulltext", "graph", "neighbours", "time",
+                                                "rocchio")
     # A hybrid search brings the memories written just before and after its best this many
     # results in their namespace (memories.retrieval.neighbours); 0 turns it off.
     neighbour_seeds: int
@@ -81,6 +82,11 @@ class SearchConfig:
     # weighs the fused relevance of memories in others' words by this (memories.retrieval.
     # speakers); 1 turns it off.
     speaker_others_weight: float
+    # A hybrid search queries meaning a second time, moved towards the mean embedding of its
+    # best rocchio_seeds results (query + rocchio_blend x mean; memories.retrieval.rocchio),
+    # weighed in fusion as rrf_weights["rocchio"] (0 turns it off).
+    rocchio_seeds: int
+    rocchio_blend: float
     # The final score: relevance (fused) blended with these, recency halving every
     # recency_half_life_days; strength is how well the memory is held (memories.lifecycle.strength).
     ranking_weights: Mapping[str, float] = _weights("relevance", "importance", "confidence", "recency", "usage",

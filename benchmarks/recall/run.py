@@ -127,6 +127,15 @@ def context_summary(recall: dict, tokens: dict, latencies: dict, by_category: di
                        "p95": round(percentile(latencies[budget], 95), 1)}} for budget in CONTEXT_BUDGETS}}
 
 
+def conversation_subset(samples: list[dict], chosen: str | None) -> list[dict]:
+    """The conversations whose questions are asked: all, or those at these positions of the
+    data ("0,1,2"; for split-half tuning: tune on some, measure on the rest). Every
+    conversation is stored either way, so `--reuse` runs of any subset share one store."""
+    if not chosen:
+        return samples
+    return [samples[int(position)] for position in chosen.split(",")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "fulltext"])
@@ -147,6 +156,8 @@ def main() -> None:
                         help=f"also measure the evidence recall of POST /api/v1/context at {CONTEXT_BUDGETS} tokens")
     parser.add_argument("--context-candidates", type=int,
                         help="the context's `candidates` (default: the API's, which grows with the budget)")
+    parser.add_argument("--conversations", help="ask only the questions of the conversations at these positions "
+                                                "of the data, e.g. 0,1,2 (default all)")
     arguments = parser.parse_args()
     mode = arguments.mode
     samples = json.loads(DATA.read_text())
@@ -183,7 +194,8 @@ def main() -> None:
         context_by_category = defaultdict(lambda: defaultdict(list))
         dia_ids = dia_ids_by_memory() if arguments.context else {}
         latencies, details = [], []
-        questions = [(sample["sample_id"], qa) for sample in samples for qa in sample["qa"]
+        questions = [(sample["sample_id"], qa) for sample in conversation_subset(samples, arguments.conversations)
+                     for qa in sample["qa"]
                      if qa["category"] in CATEGORIES and qa.get("evidence")]
         for sample_id, qa in tqdm(questions, desc=f"questions ({mode})"):
             began = time.perf_counter()
@@ -196,7 +208,7 @@ def main() -> None:
             evidence = set(qa["evidence"])
             details.append({"conversation": sample_id, "category": CATEGORIES[qa["category"]],
                             "question": qa["question"], "evidence": qa["evidence"], "found": found,
-                            "understood": body.get("understood")})
+                            "understood": body.get("understood"), "ms": round(latencies[-1], 1)})
             for k in KS:
                 recall[CATEGORIES[qa["category"]]][k].append(len(evidence & set(found[:k])) / len(evidence))
             if arguments.context:
@@ -211,6 +223,7 @@ def main() -> None:
         "machine": machine(),
         "recorded_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "data": "shared/eval/locomo-dev.json (conv-26, -41, -43, -47, -49), categories 1-4",
+        "conversations": arguments.conversations or "all",
         "mode": mode, "expand": arguments.expand, "shape": arguments.shape, "memories": len(memories), "questions": len(questions),
         "ingest_seconds": None if reuse else round(ingest_seconds, 1),
         "settings": {name: value for name, value in os.environ.items()

@@ -25,6 +25,7 @@ from memories.retrieval import (
     neighbours,
     ranking,
     records,
+    rocchio,
     size,
     speakers,
     timeframe,
@@ -211,6 +212,17 @@ def relationships(search: Search) -> list[Hit]:
     return expansion.search(search.org_id, seeds, search.filters, types=CAUSAL_CHAIN, hops=CAUSAL_HOPS)
 
 
+def moves_towards_results(search: Search) -> bool:
+    knobs = config().search
+    return (search.wide and knobs.rocchio_seeds > 0 and knobs.rrf_weights["rocchio"] > 0
+            and rocchio.applies(search.reading.query) and search.embed() is not None)
+
+
+def meaning_of_results(search: Search) -> list[Hit]:
+    return rocchio.search(search.org_id, search.embed(), ranking.best(search.fused, config().search.rocchio_seeds),
+                          search.filters, search.k, search.exact, config().search.rocchio_blend)
+
+
 def brings_neighbours(search: Search) -> bool:
     return search.wide and config().search.neighbour_seeds > 0 and config().search.rrf_weights["neighbours"] > 0
 
@@ -236,6 +248,7 @@ SIGNALS = (
     Signal("fulltext", seeded=False, applies=words_stand_in, search=words_for_meaning),
     Signal("time", seeded=False, applies=names_a_period, search=period),
     Signal("graph", seeded=True, applies=follows_relationships, search=relationships),
+    Signal("rocchio", seeded=True, applies=moves_towards_results, search=meaning_of_results),
     Signal("neighbours", seeded=True, applies=brings_neighbours, search=written_nearby),
 )
 
