@@ -345,9 +345,11 @@ def test_console_pages_fit_the_screen_and_show_namespaces(page, world, size):
     sign_in(page, world)
     for path in ("", "memories/", "memories/?namespace=users/42", f"memories/{item.pk}/", "review/",
                  "review/?namespace=users/42", "conflicts/?namespace=users/42", "sessions/",
-                 f"sessions/{session.pk}/", "erase/", f"erase/?session={session.pk}"):
+                 f"sessions/{session.pk}/", "erase/", f"erase/?session={session.pk}", "entities/", "events/",
+                 "agents/", f"agents/{world.agent.pk}/", "export/", "embeddings/"):
         page.goto(f"/console/acme/{path}")
-        name = re.sub(r"[^a-z0-9]+", "-", path.lower().replace(str(item.pk), "item").replace(str(session.pk), "session"))
+        name = re.sub(r"[^a-z0-9]+", "-", path.lower().replace(str(item.pk), "item").replace(str(session.pk), "session")
+                      .replace(str(world.agent.pk), "agent"))
         name = name.strip("-") or "dashboard"
         checked_shot(page, f"issue33-{size}-{name}")
         assert_fits(page, f"/console/acme/{path} at {size}")
