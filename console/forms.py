@@ -62,6 +62,39 @@ def parse_tags(raw: str) -> list[str]:
     return sorted(set(tags))
 
 
+class NamespaceFilterField(CleanCharField):
+    """A namespace prefix to filter by, as typed: "users/42" holds users/42 and users/42/...
+    (memories.access.namespace_bounds), never users/420. Empty: every namespace."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", "a prefix: users/42 also shows users/42/...")
+        super().__init__(secrets=Secrets.LOOKUP, required=False, max_length=NAMESPACE_MAX_CHARS, **kwargs)
+
+    def clean(self, value):
+        value = (super().clean(value) or "").strip().strip("/")
+        if value and any(not label.strip() for label in value.split("/")):
+            raise forms.ValidationError("a namespace is labels joined with '/', none of them empty")
+        return value
+
+
+class NamespaceForm(forms.Form):
+    """The namespace filter of the review queue and the conflicts."""
+
+    namespace = NamespaceFilterField()
+
+
+class SessionFilterForm(forms.Form):
+    """The sessions list's filters, all of them in the query string."""
+
+    namespace = NamespaceFilterField()
+    agent = forms.ChoiceField(required=False)
+    state = forms.ChoiceField(required=False, choices=[("", "open or closed"), ("open", "open"), ("closed", "closed")])
+
+    def __init__(self, *args, agents=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].choices = [("", "any")] + [(str(agent.pk), agent.name) for agent in agents]
+
+
 def _choices(values, blank="any"):
     return [("", blank)] + [(value, value.replace("_", " ")) for value in values]
 
@@ -70,6 +103,7 @@ class MemoryFilterForm(forms.Form):
     """The memory browser's state, all of it in the query string."""
 
     q = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=2000, label="Search")
+    namespace = NamespaceFilterField()
     agent = forms.ChoiceField(required=False)
     category = forms.ChoiceField(required=False, choices=_choices(Memory.Category.values))
     memory_type = forms.ChoiceField(required=False, choices=_choices(Memory.MemoryType.values))
@@ -121,6 +155,7 @@ class MemoryFilterForm(forms.Form):
             created_after=after,
             created_before=before,
             include_expired=status == ALL_STATUSES,
+            namespace=data.get("namespace") or None,
             include_deleted=bool(data.get("deleted")),
         )
 

@@ -13,6 +13,7 @@ from console.views import (
     memories,
     portability,
     review,
+    sessions,
 )
 
 app_name = "console"
@@ -41,6 +42,8 @@ urlpatterns = [
     path(org + "conflicts/<slug:kind>/<uuid:conflict_id>/", conflicts.conflict_detail, name="conflict"),
     path(org + "conflicts/<slug:kind>/<uuid:conflict_id>/resolve", conflicts.conflict_resolve,
          name="conflict-resolve"),
+    path(org + "sessions/", sessions.session_list, name="sessions"),
+    path(org + "sessions/<uuid:session_id>/", sessions.session_detail, name="session"),
     path(org + "events/", events.event_list, name="events"),
     path(org + "events/<uuid:event_id>/", events.event_detail, name="event"),
     path(org + "events/<uuid:event_id>/replay", events.event_replay, name="event-replay"),

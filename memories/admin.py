@@ -37,18 +37,25 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Memory)
 class MemoryAdmin(ReadOnlyAdmin):
-    list_display = ["short_content", "org", "agent", "category", "memory_type", "status", "sensitivity",
-                    "validation_status", "version", "created_at"]
-    list_filter = ["status", "category", "memory_type", "validation_status", "sensitivity", "source", "org"]
+    list_display = ["short_content", "org", "agent", "namespace", "key", "category", "memory_type", "state",
+                    "sensitivity", "validation_status", "version", "created_at"]
+    list_filter = ["status", ("deleted_at", admin.EmptyFieldListFilter), "category", "memory_type", "validation_status",
+                   "sensitivity", "source", "org"]
     search_fields = ["content", "namespace", "key"]
     list_select_related = ["org", "agent"]
     exclude = ["embedding"]  # 384 numbers help no one reading the page
-    readonly_fields = ["retrieval_count", "last_retrieved_at"]  # from memory_usage
+    readonly_fields = ["state", "retrieval_count", "last_retrieved_at"]  # state: status or deleted; the others from memory_usage
     date_hierarchy = "created_at"
 
     @admin.display(description="content")
     def short_content(self, memory):
         return memory.content[:100]
+
+    @admin.display(description="status", ordering="status")
+    def state(self, memory):
+        """Its status, and "deleted" over it: a deleted store item keeps the status it had
+        (active), which alone would show it as live."""
+        return f"deleted ({memory.status})" if memory.deleted_at else memory.status
 
 
 @admin.register(MemoryVersion)

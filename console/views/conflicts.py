@@ -5,7 +5,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console.access import OPERATOR, VIEWER, console_view, may
-from console.forms import ResolveForm
+from console.forms import NamespaceForm, ResolveForm
 from console.pages import ListPage
 from console.responses import INVALID, done, failed, page
 from memories.errors import InvalidInput, MemoryServiceError, NotFound
@@ -18,16 +18,25 @@ PAGE_SIZE = 100
 @require_GET
 @console_view(VIEWER)
 def conflict_list(request):
+    form = NamespaceForm(request.GET)
+    if not form.is_valid():
+        return page(request, "console/conflict_list.html", {"conflicts": [], "filter": form,
+                                                             "page": ListPage([])}, status=INVALID)
+    namespace = form.cleaned_data["namespace"] or None
     try:
-        found = review.conflict_list(request.caller, limit=PAGE_SIZE, cursor=request.GET.get("cursor") or None)
+        found = review.conflict_list(request.caller, limit=PAGE_SIZE, cursor=request.GET.get("cursor") or None,
+                                     namespace=namespace)
     except InvalidInput:  # a cursor edited by hand: the first page
-        found = review.conflict_list(request.caller, limit=PAGE_SIZE)
+        found = review.conflict_list(request.caller, limit=PAGE_SIZE, namespace=namespace)
     following = QueryDict(mutable=True)
+    if namespace:
+        following["namespace"] = namespace
+    first = following.urlencode()
     following["cursor"] = found.next or ""
     return page(request, "console/conflict_list.html", {
-        "conflicts": found.items,
+        "conflicts": found.items, "filter": form,
         "page": ListPage(found.items, following.urlencode() if found.next else None,
-                         "cursor=" if request.GET.get("cursor") else None)})
+                         (first or "cursor=") if request.GET.get("cursor") else None)})
 
 
 def _conflict(request, kind, conflict_id):

@@ -43,7 +43,9 @@ def erase(request):
     organisation's slug typed: queue the erasure and follow it."""
     agents = Agent.objects.filter(org_id=request.org.id).order_by("name")
     if request.method == "GET":
-        return _page(request, EraseForm(agents=agents))
+        # A session picked on the sessions page (its "Erase…" link) comes chosen.
+        picked = {"scope": "session", "session": request.GET["session"]} if request.GET.get("session") else {}
+        return _page(request, EraseForm(initial=picked, agents=agents))
     form = EraseForm(request.POST, agents=agents)
     if not form.is_valid():
         return _page(request, form, status=INVALID)

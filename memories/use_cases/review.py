@@ -24,13 +24,14 @@ def memory_reject(caller: Caller, memory_id, *, reason: str) -> Memory:
     return review.memory_reject(org_id=caller.org_id, memory_id=memory_id, actor=caller.actor(reason))
 
 
-def conflict_list(caller: Caller, *, limit: int = 100, cursor: str | None = None) -> keyset.Page:
+def conflict_list(caller: Caller, *, limit: int = 100, cursor: str | None = None,
+                  namespace: str | None = None) -> keyset.Page:
     """A page of the open conflicts whose both memories the caller reaches, oldest first, from
     the cursor (a next page's); `next` is the cursor of the page after (None after the last)."""
     after = None
     if cursor:
         after = keyset.cursor_decode(cursor, model=DuplicateCandidate, order=conflicts.DUPLICATES_ORDER).key
-    found = conflicts.open_conflicts(org_id=caller.org_id, limit=limit + 1, after=after)
+    found = conflicts.open_conflicts(org_id=caller.org_id, limit=limit + 1, after=after, namespace=namespace)
     shown = found[:limit]
     following = keyset.cursor_encode((shown[-1].detected_at, shown[-1].id)) if len(found) > limit else None
     return keyset.Page([conflict for conflict in shown

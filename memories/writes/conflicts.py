@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memories import keyset
+from memories.access import namespace_prefix_filter
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.intake.redaction import redactor_for
 from memories.models import DuplicateCandidate, Memory, MemoryRelationship, MemoryTag, MemoryVersion
@@ -69,10 +70,17 @@ CONTRADICTIONS_ORDER = keyset.Order(("created_at", "id"), descending=False)
 DUPLICATES_ORDER = keyset.Order(("detected_at", "id"), descending=False)
 
 
-def open_conflicts(*, org_id, limit: int = 100, after: tuple | None = None) -> list[MemoryConflict]:
+def open_conflicts(*, org_id, limit: int = 100, after: tuple | None = None,
+                   namespace: str | None = None) -> list[MemoryConflict]:
     """Unresolved conflicts whose memories are both still open, oldest first; after: the
-    (detected_at, id) of the last one shown, to list those after it."""
+    (detected_at, id) of the last one shown, to list those after it; namespace: those with a
+    memory under this prefix (memories.access.namespace_bounds)."""
     contradictions, duplicates = _contradictions(org_id), _duplicates(org_id)
+    if namespace:
+        contradictions = contradictions.filter(namespace_prefix_filter(namespace, "source__")
+                                               | namespace_prefix_filter(namespace, "target__"))
+        duplicates = duplicates.filter(namespace_prefix_filter(namespace, "memory__")
+                                       | namespace_prefix_filter(namespace, "candidate__"))
     if after is not None:
         contradictions = keyset.after(contradictions, order=CONTRADICTIONS_ORDER, key=after)
         duplicates = keyset.after(duplicates, order=DUPLICATES_ORDER, key=after)

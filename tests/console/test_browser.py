@@ -299,3 +299,141 @@ def test_every_page_fits_a_phone_screen(page, world):
         assert "{#" not in page.inner_text("body") and "{%" not in page.inner_text("body")
         overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"/console/acme/{path} is {overflow} px wider than the screen"
+
+
+# --------------------------------------------------------------------------- issue 33: layout at two widths
+
+WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 375, "height": 740}}
+
+
+def checked_shot(page, name: str) -> None:
+    """A whole-page screenshot, kept outside the repository, that must have been written."""
+    path = SCREENSHOTS / f"{name}.png"
+    path.unlink(missing_ok=True)
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 0, f"the screenshot {path} is empty"
+
+
+def assert_fits(page, what: str) -> None:
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"{what} is {overflow} px wider than the screen"
+
+
+def admin_world(world):
+    admin = operator(world.org, "admin")
+    admin.set_password(PASSWORD)
+    admin.save()
+    world.user = admin
+    return world
+
+
+@pytest.mark.parametrize("size", WIDTHS)
+def test_console_pages_fit_the_screen_and_show_namespaces(page, world, size):
+    """Every page touched by issue 33 fits the screen (its tables scroll inside a wrapper), and
+    two users' identical store items are told apart by their namespace and key."""
+    from tenants.models import Session
+
+    admin_world(world)
+    with tenant_context(world.org.id):
+        session = Session.objects.create(org=world.org, agent=world.agent, namespace="users/42",
+                                         external_id="a-thread-with-a-rather-long-external-identifier")
+    item = world.remember('{"theme": "dark", "language": "en"}', namespace="users/42/prefs", key="ui-settings",
+                          session_id=session.pk)
+    world.remember('{"theme": "dark", "language": "en"}', namespace="users/43/prefs", key="ui-settings")
+    world.remember("Waiting for a reviewer", namespace="users/42", status="pending_review")
+    page.set_viewport_size(WIDTHS[size])
+    sign_in(page, world)
+    for path in ("", "memories/", "memories/?namespace=users/42", f"memories/{item.pk}/", "review/",
+                 "review/?namespace=users/42", "conflicts/?namespace=users/42", "sessions/",
+                 f"sessions/{session.pk}/", "erase/", f"erase/?session={session.pk}", "entities/", "events/",
+                 "agents/", f"agents/{world.agent.pk}/", "export/", "embeddings/"):
+        page.goto(f"/console/acme/{path}")
+        name = re.sub(r"[^a-z0-9]+", "-", path.lower().replace(str(item.pk), "item").replace(str(session.pk), "session")
+                      .replace(str(world.agent.pk), "agent"))
+        name = name.strip("-") or "dashboard"
+        checked_shot(page, f"issue33-{size}-{name}")
+        assert_fits(page, f"/console/acme/{path} at {size}")
+    page.goto("/console/acme/memories/")
+    rows = page.locator("tr.memory-row").all_inner_texts()
+    assert any("users/42/prefs" in row and "ui-settings" in row for row in rows)
+    assert any("users/43/prefs" in row and "ui-settings" in row for row in rows)
+    # Every column is on the screen (at 375 px the rows collapse into blocks): the last one too.
+    width = page.evaluate("() => window.innerWidth")
+    for cell in page.locator("tr.memory-row td.created").all():
+        box = cell.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= width, f"a Created cell is off screen: {box}"
+    page.goto("/console/acme/memories/?namespace=users/42")
+    rows = page.locator("tr.memory-row").all_inner_texts()
+    assert rows and all("users/42" in row for row in rows) and not any("users/43" in row for row in rows)
+    page.get_by_role("link", name="Sessions").first.click()
+    page.wait_for_url(re.compile(r"/console/acme/sessions/$"))
+    page.get_by_role("link", name=session.external_id).click()
+    assert "users/42/prefs" in page.inner_text("body")
+
+
+def _beside(page, radio, text) -> None:
+    """The radio and its text on one line, side by side, a few pixels apart, not overlapping."""
+    r, t = radio.bounding_box(), text.bounding_box()
+    assert r and t, "the radio or its label is not shown"
+    assert r["x"] + r["width"] <= t["x"] + 1, f"the radio overlaps its label: {r} {t}"
+    assert t["x"] - (r["x"] + r["width"]) < 24, f"the radio is {t['x'] - r['x'] - r['width']:.0f} px from its label"
+    middle = r["y"] + r["height"] / 2
+    assert t["y"] - 2 <= middle <= t["y"] + t["height"] + 2, f"the radio is not on its label's line: {r} {t}"
+
+
+@pytest.mark.parametrize("size", WIDTHS)
+def test_the_erasure_form_shows_labels_beside_radios_and_one_scope_field(page, world, size):
+    admin_world(world)
+    page.set_viewport_size(WIDTHS[size])
+    sign_in(page, world)
+    page.goto("/console/acme/erase/")
+    radios = page.locator("#erase input[name=scope]")
+    assert radios.count() == 4
+    for i in range(4):
+        _beside(page, radios.nth(i), page.locator("#erase label.choice span").nth(i))
+    fields = {"namespace": page.locator("#id_namespace"), "agent": page.locator("#id_agent"),
+              "session": page.locator("#id_session")}
+    assert fields["namespace"].is_visible() and not fields["agent"].is_visible() and not fields["session"].is_visible()
+    checked_shot(page, f"issue33-{size}-erase-namespace")
+    for scope in ("agent", "session", "all", "namespace"):
+        page.locator(f"#erase input[name=scope][value={scope}]").check()
+        shown = [name for name, field in fields.items() if field.is_visible()]
+        assert shown == ([scope] if scope != "all" else []), f"with {scope} chosen, shown: {shown}"
+        assert_fits(page, f"the erasure form with {scope} chosen at {size}")
+    checked_shot(page, f"issue33-{size}-erase-chosen")
+    # Counting asks for the slug: its label stays on one line at desktop width, beside nothing odd.
+    page.locator("#id_namespace").fill("users/42")
+    page.get_by_role("button", name="Count what it holds").click()
+    confirm = page.locator("label[for=id_confirm]")
+    confirm.wait_for()
+    box = confirm.bounding_box()
+    line = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('label[for=id_confirm]')).lineHeight)")
+    lines = round(box["height"] / line)
+    assert lines <= (1 if size == "desktop" else 2), f"the confirmation label takes {lines} lines"
+    assert page.locator("#id_confirm").bounding_box()["y"] >= box["y"]
+    assert_fits(page, f"the counted erasure form at {size}")
+    checked_shot(page, f"issue33-{size}-erase-counted")
+
+
+def test_the_erasure_form_works_without_javascript(browser, live_server, world):
+    """Progressive enhancement: with scripts off the scope is still chosen by its radio and
+    only its field shows (CSS :has), and a session picked from the list comes chosen."""
+    admin_world(world)
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=False,
+                                  viewport=WIDTHS["phone"])
+    try:
+        page = context.new_page()
+        page.goto("/console/sign-in/")
+        page.get_by_label("Username").fill(world.user.username)
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(re.compile(r"/console/acme/$"))
+        page.goto("/console/acme/erase/?session=7d4b2a86-5e1f-4d3c-9a0b-1c2d3e4f5a6b")
+        assert page.locator("#erase input[name=scope][value=session]").is_checked()
+        assert page.locator("#id_session").is_visible() and not page.locator("#id_namespace").is_visible()
+        page.locator("#erase input[name=scope][value=namespace]").check()
+        assert page.locator("#id_namespace").is_visible() and not page.locator("#id_session").is_visible()
+        assert_fits(page, "the erasure form without scripts")
+        checked_shot(page, "issue33-phone-erase-no-js")
+    finally:
+        context.close()
