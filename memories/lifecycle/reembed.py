@@ -10,11 +10,13 @@ them. Another model's vectors are rows of memory_embeddings, keyed by model:
     active model. It can stop anywhere and go on later: a memory that already has a vector
     of the model for its current text is skipped (text_hash).
   * activate(model): embeds what the build missed or what changed since (outside any long
-    transaction), then switches in ONE transaction: the active model's vectors go into
-    memory_embeddings under its name, the new model's into memories.embedding, and a memory
-    with no current vector of the new model is left pending (embedding NULL), which the
-    embedding sweep completes with the new model. Readers see the old vectors until the
-    switch commits, the new ones after: never a mixture, and never none.
+    transaction), marks the model `switching`, moves its vectors into memories.embedding
+    MOVE_BATCH memories a transaction (the active model's kept in memory_embeddings under its
+    name), then flips the active row in one short transaction (docs/adr/0050). While vectors
+    move, searches compare with the active model's vector of every memory wherever it is
+    (memories.retrieval.vector): one model's answer, before, during and after; no edit waits
+    for more than one batch. A memory with no current vector of the new model at the flip is
+    left pending (embedding NULL), which the embedding sweep completes with the new model.
   * rollback(): activate the model the active one replaced; its vectors are still in
     memory_embeddings, so only what was written since is embedded again.
 
@@ -671,7 +673,7 @@ def drop(*, model: str) -> int:
 # The console's builds and switches run in the worker, a step of JOB_SECONDS at a time: each
 # step queues the next at the end of the maintenance queue, so the worker's other jobs (the
 # embedding of new memories, the word statistics' fold) wait for one step at most, not for
-# the whole build.
+# the whole build. The switch's moves, once the catch-up is done, run in one job.
 
 
 def reembed_enqueue(*, model: str, then_activate: bool = False) -> str:
