@@ -165,7 +165,8 @@ def vectors_of(sql: str, params=()) -> dict[str, np.ndarray]:
 
     with superuser_connection() as conn, conn.cursor() as cursor:
         cursor.execute(sql, params)
-        return {str(memory_id): np.asarray(vector, dtype=np.float64) for memory_id, vector in cursor.fetchall()}
+        return {str(memory_id): np.asarray(vector.to_numpy(), dtype=np.float64)
+                for memory_id, vector in cursor.fetchall()}
 
 
 def main() -> None:
