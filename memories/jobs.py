@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memories.models import EMBEDDING_DIMENSIONS, EMBEDDING_PENDING, IdempotencyRecord, Memory
-from memories.vectors.embeddings import forget_active_model, get_embedder, vector_literal
+from memories.vectors.embeddings import active_standing, forget_active_model, get_embedder, vector_literal
 from memories.writes.duplicates import near_duplicates, record_duplicates
 from tenants.context import service_account, tenant_job
 
@@ -106,8 +106,13 @@ def embed_pending(*, batch_size: int = SWEEP_BATCH) -> int:
                 Memory.objects.filter(EMBEDDING_PENDING).order_by("created_at").values_list("org_id", "pk")[:batch_size]
             )
             if len(batch) < batch_size:
-                batch += Memory.objects.filter(of_another_model(model)).values_list("org_id", "pk")[
-                    :batch_size - len(batch)]
+                # While a switch moves vectors, those it moved are the next model's, not stale
+                # (memories.lifecycle.reembed): the switch itself handles what changes meanwhile.
+                moving = active_standing()[1]
+                stale = Memory.objects.filter(of_another_model(model))
+                if moving:
+                    stale = stale.exclude(embedding_model=moving)
+                batch += stale.values_list("org_id", "pk")[:batch_size - len(batch)]
         if not batch:
             return total
         by_org: dict = {}

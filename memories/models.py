@@ -509,6 +509,9 @@ class MemoryUsage(TenantModel):
 class EmbeddingModelState(models.TextChoices):
     BUILDING = "building"  # its vectors are being made, or a build stopped before it finished
     READY = "ready"  # every memory had a vector of it when its build finished
+    # Its vectors are moving into memories.embedding, a batch at a time, while searches still
+    # compare with the active model's wherever they are (memories.lifecycle.reembed, ADR-0050).
+    SWITCHING = "switching"
     ACTIVE = "active"  # memories.embedding holds its vectors: searches compare with them
     RETIRED = "retired"  # was active; its vectors are kept in memory_embeddings, to roll back to
 

@@ -10,11 +10,13 @@ them. Another model's vectors are rows of memory_embeddings, keyed by model:
     active model. It can stop anywhere and go on later: a memory that already has a vector
     of the model for its current text is skipped (text_hash).
   * activate(model): embeds what the build missed or what changed since (outside any long
-    transaction), then switches in ONE transaction: the active model's vectors go into
-    memory_embeddings under its name, the new model's into memories.embedding, and a memory
-    with no current vector of the new model is left pending (embedding NULL), which the
-    embedding sweep completes with the new model. Readers see the old vectors until the
-    switch commits, the new ones after: never a mixture, and never none.
+    transaction), marks the model `switching`, moves its vectors into memories.embedding
+    MOVE_BATCH memories a transaction (the active model's kept in memory_embeddings under its
+    name), then flips the active row in one short transaction (docs/adr/0050). While vectors
+    move, searches compare with the active model's vector of every memory wherever it is
+    (memories.retrieval.vector): one model's answer, before, during and after; no edit waits
+    for more than one batch. A memory with no current vector of the new model at the flip is
+    left pending (embedding NULL), which the embedding sweep completes with the new model.
   * rollback(): activate the model the active one replaced; its vectors are still in
     memory_embeddings, so only what was written since is embedded again.
 
@@ -50,6 +52,7 @@ from django.utils import timezone
 from memories.errors import Conflict, InvalidInput
 from memories.models import EMBEDDING_DIMENSIONS, EmbeddingModel
 from memories.vectors.embeddings import (
+    ACTIVE_MODEL_SECONDS,
     KNOWN_MODELS,
     MODEL_NAME,
     UnknownModel,
@@ -211,6 +214,14 @@ def _buildable(model: str) -> None:
     _known(model)
     if model == active_model():
         raise Conflict(f"{model} is the active model: memories hold its vectors already", code="active")
+    _not_switching(model)
+
+
+def _not_switching(model: str) -> None:
+    row = _row(model)
+    if row is not None and row.state == State.SWITCHING:
+        raise Conflict(f"a switch to {model} is under way or stopped midway: activate it again to finish it "
+                       f"(manage.py reembed --activate {model})", code="switching")
 
 
 def _activatable(model: str) -> EmbeddingModel:
@@ -405,29 +416,59 @@ def _lock_missing(model: str, after: tuple[str, str]) -> tuple[list[tuple], tupl
 class Switched:
     model: str
     previous: str
-    switched: int  # memories that now hold a vector of the model
-    pending: int  # memories left for the embedding sweep (written or changed during the switch)
+    switched: int  # memories whose vector of the model became their own, in batches
+    pending: int  # memories left for the embedding sweep (written or changed as the flip ran)
     kept: int  # vectors of the previous model kept in memory_embeddings, to roll back to
     embedded: int  # memories embedded first, to catch up
-    seconds: float  # how long the switch's transaction took
+    seconds: float  # how long the flip's transaction took
+    batches: int = 0  # transactions that moved vectors
+    longest_batch: float = 0.0  # seconds: the longest any memory's edit could wait for the switch
+
+
+MOVE_BATCH = 32  # memories whose vectors one transaction of a switch moves: an edit of one waits that long at most
+SETTLE_SECONDS = 2 * ACTIVE_MODEL_SECONDS  # every process has read that a switch is moving vectors
 
 
 def activate(*, model: str, progress: Progress | None = None, threads: int = 0) -> Switched:
-    """Make `model` the active one: catch up (embed what its build missed, or what changed
-    since), then switch in one transaction. Raises InvalidInput for an unknown model,
-    Conflict for the active one or one never built (or whose build has not finished), Busy
-    while another re-embedding runs."""
+    """Make `model` the active one (docs/adr/0050): catch up (embed what its build missed, or
+    what changed since), mark it `switching` (searches then compare with the active model's
+    vectors wherever they are), move its vectors into memories.embedding MOVE_BATCH memories
+    a transaction, keeping the active model's beside them, then flip the active row. No edit
+    waits for more than one batch; a search compares with one model's vectors throughout.
+    Stopped midway, it is still `switching`, searches still answer from the active model,
+    and activating it again goes on. Raises InvalidInput for an unknown model, Conflict for
+    the active one or one never built (or whose build has not finished), Busy while another
+    re-embedding runs."""
     _activatable(model)
     with exclusive():
         _activatable(model)  # again, now that nothing else can change it
         _record(model, task="activate", error="")
         try:
-            caught_up = _embed_missing(model, progress=progress, seconds=None, after=None, threads=threads)
-            switched = _switch(model)
+            embedded = _embed_missing(model, progress=progress, seconds=None, after=None, threads=threads).embedded
+            row = _row(model)
+            if row.state != State.SWITCHING:
+                _record(model, state=State.SWITCHING)
+                forget_active_model()
+                # A search that read the standing before it changed compares with memories.embedding
+                # alone: every such search has ended before the first batch moves.
+                time.sleep(SETTLE_SECONDS)
+            moved = _move(model, progress=progress)
+            for _ in range(PASSES):
+                if not _unmoved(model):
+                    break
+                # Memories written or changed since: their new text's vector, then theirs.
+                embedded += _embed_missing(model, progress=None, seconds=None, after=None, threads=threads).embedded
+                more = _move(model, progress=progress)
+                moved.switched += more.switched
+                moved.batches += more.batches
+                moved.longest_batch = max(moved.longest_batch, more.longest_batch)
+            switched = _flip(model)
         except BaseException as exc:
             _record(model, task="", error=_reason(exc))
             raise
-    switched.embedded = caught_up.embedded
+    switched.embedded, switched.switched = embedded, moved.switched + switched.switched
+    switched.batches, switched.longest_batch = moved.batches, moved.longest_batch
+    _forget_moved(model)
     logger.info("embedding model switched", extra={"model": model, "previous": switched.previous,
                                                     "memories": switched.switched, "pending": switched.pending,
                                                     "seconds": round(switched.seconds, 1)})
@@ -435,30 +476,109 @@ def activate(*, model: str, progress: Progress | None = None, threads: int = 0) 
 
 
 def rollback(*, progress: Progress | None = None, threads: int = 0) -> Switched:
-    """Activate the model the active one replaced (its vectors were kept)."""
+    """Activate the model the active one replaced (its vectors were kept): the same batched
+    switch, which moves back every memory's very vector, bit for bit."""
     current = EmbeddingModel.objects.filter(state=State.ACTIVE).first()
     if current is None or not current.replaced:
         raise Conflict(f"nothing to roll back to: no model was active before {active_model()}", code="no_previous")
     return activate(model=current.replaced, progress=progress, threads=threads)
 
 
-def _switch(model: str) -> Switched:
-    """The switch itself, in one transaction, as the service account (it moves every
-    organisation's vectors). On a Citus cluster its statements of memories and
-    memory_embeddings are multi-shard (each runs in every shard group at once, joined on
-    org_id), those of embedding_models write the reference table on every node, and the
-    transaction commits on every node together (two-phase commit): readers see every old
-    vector or every new one, as on one node."""
+# The memories of one organisation after an id whose own vector is not yet the model's, locked
+# FOR NO KEY UPDATE (an edit of one waits for this batch; one an edit holds is skipped, and
+# moved by the next pass): a router statement on a cluster.
+UNMOVED_IN_ORGANISATION = """
+    SELECT m.id FROM memories m
+    WHERE m.org_id = %s AND m.id > %s::uuid AND m.indexed AND m.embedding_model IS DISTINCT FROM %s
+    ORDER BY m.id LIMIT %s
+    FOR NO KEY UPDATE OF m SKIP LOCKED
+"""
+
+
+def _move(model: str, *, progress: Progress | None) -> Switched:
+    """One pass over every organisation's memories by (org_id, id), moving MOVE_BATCH at a
+    time the model's current vectors into memories.embedding and keeping the vectors they
+    replace in memory_embeddings under their model's name. A memory without a current vector of
+    the model (changed since the catch-up) keeps its own; the next pass catches it up. Each
+    batch is its own transaction, of one organisation (co-located on a Citus cluster)."""
+    total = counts(model)[1]
+    moved = Switched(model=model, previous="", switched=0, pending=0, kept=0, embedded=0, seconds=0.0)
+    done = total - _unmoved(model)
+    _record(model, memories_done=done, memories_total=total)
+    with service_account(), connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM organizations ORDER BY id")
+        organisations = [str(org_id) for (org_id,) in cursor.fetchall()]
+    for org_id in organisations:
+        after = START[1]
+        while after is not None:
+            started = time.perf_counter()
+            n, after = _move_batch(model, org_id, after)
+            if n or after is not None:
+                moved.batches += 1
+                moved.longest_batch = max(moved.longest_batch, time.perf_counter() - started)
+            moved.switched += n
+            done += n
+            if progress and n:
+                progress(min(done, total), total)
+    return moved
+
+
+def _move_batch(model: str, org_id: str, after: str) -> tuple[int, str | None]:
+    """Move the next MOVE_BATCH memories of the organisation after `after`: (how many moved,
+    where the next batch starts, or None at the organisation's end)."""
+    digest = text_hash_sql("m.content")
+    with transaction.atomic(), service_account(), connection.cursor() as cursor:
+        cursor.execute(UNMOVED_IN_ORGANISATION, [org_id, after, model, MOVE_BATCH])
+        ids = [str(memory_id) for (memory_id,) in cursor.fetchall()]
+        if not ids:
+            return 0, None
+        # The vectors they hold now (the active model's), kept under its name: the rollback's,
+        # and, until the flip, what searches compare with. Only of those that move.
+        cursor.execute(f"""
+            INSERT INTO memory_embeddings (id, org_id, memory_id, model, dimensions, embedding, text_hash, embedded_at)
+            SELECT md5(m.id::text || m.embedding_model)::uuid, m.org_id, m.id, m.embedding_model,
+                   m.embedding_dimensions, m.embedding, {digest}, coalesce(m.embedded_at, now())
+            FROM memories m
+            WHERE m.org_id = %s AND m.id = ANY(%s::uuid[]) AND m.embedding IS NOT NULL
+              AND EXISTS (SELECT 1 FROM memory_embeddings e WHERE {current_vector("%s")})
+            ON CONFLICT (org_id, model, memory_id) DO UPDATE
+                SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
+                    text_hash = EXCLUDED.text_hash, embedded_at = EXCLUDED.embedded_at
+        """, [org_id, ids, org_id, model])
+        cursor.execute(f"""
+            UPDATE memories m SET embedding = e.embedding, embedding_model = e.model,
+                   embedding_dimensions = e.dimensions, embedded_at = e.embedded_at
+            FROM memory_embeddings e
+            WHERE m.org_id = %s AND m.id = ANY(%s::uuid[]) AND {current_vector("%s")}
+        """, [org_id, ids, org_id, model])
+        moved = cursor.rowcount
+        if moved:
+            cursor.execute("UPDATE embedding_models SET memories_done = memories_done + %s, updated_at = now() "
+                           "WHERE name = %s", [moved, model])
+    return moved, ids[-1] if len(ids) == MOVE_BATCH else None
+
+
+def _unmoved(model: str) -> int:
+    """Memories (of every organisation) whose own vector is not yet the model's."""
+    with service_account(), connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM memories m WHERE m.indexed AND m.embedding_model IS DISTINCT FROM %s",
+                       [model])
+        return cursor.fetchone()[0]
+
+
+def _flip(model: str) -> Switched:
+    """The switch's last step, in one short transaction as the service account: the memories
+    still holding another model's vector (changed as the last pass ran) keep it in
+    memory_embeddings and are left pending (never a stale vector), and the model becomes the
+    active one. On a Citus cluster the multi-shard statements and the reference table's rows
+    commit on every node together (two-phase commit)."""
     started = time.perf_counter()
     digest = text_hash_sql("m.content")
     with transaction.atomic(), service_account(), connection.cursor() as cursor:
         # Two switches never interleave, nor a switch and a build's end.
         cursor.execute("SELECT name, state FROM embedding_models ORDER BY name FOR UPDATE")
-        # No active row: the memories hold the default model's vectors (as before migration 0026).
+        # No active row: the memories held the default model's vectors (as before migration 0026).
         previous = next((name for name, state in cursor.fetchall() if state == State.ACTIVE), MODEL_NAME)
-        # The active model's vectors, kept under its name (a rollback's). A new row's id is made
-        # from its memory's and model's: with a volatile gen_random_uuid() Citus would not run the
-        # statement in each shard group but repartition every vector through intermediate results.
         cursor.execute(f"""
             INSERT INTO memory_embeddings (id, org_id, memory_id, model, dimensions, embedding, text_hash, embedded_at)
             SELECT md5(m.id::text || m.embedding_model)::uuid, m.org_id, m.id, m.embedding_model,
@@ -469,22 +589,11 @@ def _switch(model: str) -> Switched:
                     text_hash = EXCLUDED.text_hash, embedded_at = EXCLUDED.embedded_at
         """, [model])
         kept = cursor.rowcount
-        # The new model's vectors of the memories' current text become theirs.
-        cursor.execute(f"""
-            UPDATE memories m SET embedding = e.embedding, embedding_model = e.model,
-                   embedding_dimensions = e.dimensions, embedded_at = e.embedded_at
-            FROM memory_embeddings e
-            WHERE {current_vector("m.org_id")} AND m.indexed
-        """, [model])
-        switched = cursor.rowcount
-        # Any other (a memory written or changed since the catch-up) waits for the sweep.
         cursor.execute("""
             UPDATE memories SET embedding = NULL, embedding_model = '', embedding_dimensions = NULL, embedded_at = NULL
             WHERE embedding IS NOT NULL AND embedding_model <> %s
         """, [model])
         pending = cursor.rowcount
-        # The active model's vectors are memories' own: memory_embeddings holds the others'.
-        cursor.execute("DELETE FROM memory_embeddings WHERE model = %s", [model])
         # The time as a value: Citus wants an ON CONFLICT's SET immutable.
         switched_at = timezone.now()
         cursor.execute("""
@@ -503,8 +612,26 @@ def _switch(model: str) -> Switched:
         # again once it commits, in case it read the model meanwhile).
         forget_active_model()
         transaction.on_commit(_after_switch)
-    return Switched(model=model, previous=previous, switched=switched, pending=pending, kept=kept,
+    return Switched(model=model, previous=previous, switched=0, pending=pending, kept=kept,
                     embedded=0, seconds=time.perf_counter() - started)
+
+
+def _forget_moved(model: str) -> None:
+    """After the flip, the active model's vectors are memories' own: its rows in
+    memory_embeddings go, one organisation and MOVE_BATCH * 32 rows at a time (they block no
+    edit; a search compares with them no longer)."""
+    with service_account(), connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM organizations ORDER BY id")
+        organisations = [str(org_id) for (org_id,) in cursor.fetchall()]
+    for org_id in organisations:
+        while True:
+            with transaction.atomic(), service_account(), connection.cursor() as cursor:
+                cursor.execute("""
+                    DELETE FROM memory_embeddings WHERE org_id = %s AND model = %s AND id IN (
+                        SELECT id FROM memory_embeddings WHERE org_id = %s AND model = %s LIMIT %s)
+                """, [org_id, model, org_id, model, MOVE_BATCH * 32])
+                if cursor.rowcount < MOVE_BATCH * 32:
+                    break
 
 
 def _after_switch() -> None:
@@ -533,6 +660,7 @@ def drop(*, model: str) -> int:
     row = _row(model)
     if row is None:
         raise InvalidInput(f"{model} has no vectors here to drop", field="model")
+    _not_switching(model)
     with exclusive(), transaction.atomic(), service_account(), connection.cursor() as cursor:
         # Multi-shard: every organisation's vectors of the model, in every shard group at once.
         cursor.execute("DELETE FROM memory_embeddings WHERE model = %s", [model])
@@ -545,7 +673,7 @@ def drop(*, model: str) -> int:
 # The console's builds and switches run in the worker, a step of JOB_SECONDS at a time: each
 # step queues the next at the end of the maintenance queue, so the worker's other jobs (the
 # embedding of new memories, the word statistics' fold) wait for one step at most, not for
-# the whole build.
+# the whole build. The switch's moves, once the catch-up is done, run in one job.
 
 
 def reembed_enqueue(*, model: str, then_activate: bool = False) -> str:

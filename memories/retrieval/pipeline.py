@@ -103,6 +103,9 @@ class Search:
     exact: bool  # few enough rows to rank all by their true distance (vector)
     small: bool  # a filter leaves few enough rows to match them one by one (full text)
     model: str | None  # the model whose vectors the memories hold, if the mode embeds the query
+    # Whether a switch of model is moving vectors (docs/adr/0050): the vector signal then
+    # compares with `model`'s vectors wherever they are, in memories or kept beside them.
+    switching: bool = False
     hits: dict[str, list[Hit]] = field(default_factory=dict)
     fused: dict = field(default_factory=dict)
     vector_method: str | None = None
@@ -130,6 +133,7 @@ def search_begun(*, org_id, query: str, filters: SearchFilters, limit: int, mode
     """A search as asked, its query read and its candidate rows sized, before any signal runs."""
     knobs = config().search
     reading = read_query(org_id, query, filters, wide=widens(mode, threshold), now=now)
+    standing = embeddings.active_standing() if mode in EMBEDDING_MODES else ("", "")
     rows = size.candidate_count(org_id, filters)
     return Search(org_id=org_id, reading=reading, filters=filters, limit=limit, mode=mode, expand=int(expand),
                   threshold=threshold, k=max(limit, knobs.candidates), exact=rows <= knobs.exact_scan_rows,
@@ -137,7 +141,7 @@ def search_begun(*, org_id, query: str, filters: SearchFilters, limit: int, mode
                   small=filters.narrows() and rows <= knobs.text_scan_rows,
                   # Read (at most every few seconds) before a full-text statement goes out: the
                   # connection is the pipeline's until it ends.
-                  model=embeddings.active_model() if mode in EMBEDDING_MODES else None)
+                  model=standing[0] if mode in EMBEDDING_MODES else None, switching=bool(standing[1]))
 
 
 # --------------------------------------------------------------------------- the signals
@@ -164,7 +168,8 @@ def ranks_meaning(search: Search) -> bool:
 def meaning(search: Search) -> list[Hit]:
     """The memories nearest the query's embedding, those at least `threshold` similar if
     the search sets one."""
-    hits, search.vector_method = vector.search(search.org_id, search.embed(), search.filters, search.k, search.exact)
+    hits, search.vector_method = vector.search(search.org_id, search.embed(), search.filters, search.k, search.exact,
+                                               vectors_of=search.model if search.switching else None)
     if search.threshold is not None:
         hits = [hit for hit in hits if hit.score >= search.threshold]
     return hits

@@ -98,11 +98,39 @@ def hnsw_ef_search(org_id, k: int) -> int:
     return min(ef, HNSW_EF_SEARCH_MAX)
 
 
+# While a switch of model moves vectors a batch at a time (memories.lifecycle.reembed), a
+# memory's vector of the model a search compares with is its own (memories.embedding) if it is
+# labelled so, else the one kept beside it in memory_embeddings: the model's vector of every
+# memory, whichever batches have moved. Joined on (org_id, model, memory_id), the unique key
+# memory_embeddings_unique, within the tenant (a router join on a Citus cluster).
+VECTORS_OF_SQL = """
+    LEFT JOIN memory_embeddings kept ON kept.org_id = m.org_id AND kept.model = %s AND kept.memory_id = m.id
+                                        AND m.embedding_model IS DISTINCT FROM %s
+"""
+VECTOR_OF_SQL = "CASE WHEN m.embedding_model = %s THEN m.embedding ELSE kept.embedding END"
+
+
 def statement(cursor, org_id, embedding: list[float], filters: SearchFilters, k: int,
-              small: bool | None = None) -> VectorQuery:
+              small: bool | None = None, vectors_of: str | None = None) -> VectorQuery:
     """The statement search runs, and the settings it runs under. small: whether the
-    candidate rows are few (size.is_small), if the caller knows already."""
+    candidate rows are few (size.is_small), if the caller knows already. vectors_of: compare
+    with this model's vectors wherever they are (a switch is moving them, docs/adr/0050): an
+    exact scan, since the approximate indexes hold memories.embedding's mix of two models."""
     where, params = filters.where(org_id)
+    if vectors_of:
+        sql = f"""
+            SELECT nearest.id, 1 - nearest.distance AS similarity, {ranking_columns("nearest")}
+            FROM (
+                SELECT m.id, {memory_columns("m")}, ({VECTOR_OF_SQL}) <=> %s::vector AS distance
+                FROM memories m {VECTORS_OF_SQL}
+                WHERE {where} AND ({VECTOR_OF_SQL}) IS NOT NULL
+                ORDER BY distance
+                LIMIT %s
+            ) nearest {usage_join("nearest")}
+            ORDER BY nearest.distance, nearest.id
+        """
+        return VectorQuery(sql, [vectors_of, vector_literal(embedding), vectors_of, vectors_of, *params, vectors_of,
+                                 k, org_id], "exact_switching", {})
     exact_limit = config().search.exact_scan_rows
     kind, options = shared_index() if filters.uses_live_index() else (None, {})
     own = filters.uses_live_index() and has_own_index(org_id)
@@ -152,12 +180,12 @@ def statement(cursor, org_id, embedding: list[float], filters: SearchFilters, k:
 
 
 def search(org_id, embedding: list[float], filters: SearchFilters, k: int,
-           small: bool | None = None) -> tuple[list[Hit], str]:
+           small: bool | None = None, vectors_of: str | None = None) -> tuple[list[Hit], str]:
     """The k nearest memories by cosine similarity, and how they were found ("exact" or the
     index kind). Its index settings are SET LOCAL: they stay until the transaction ends (a
     savepoint's release would not end them either), and each search sets its own."""
     with connection.cursor() as cursor:
-        query = statement(cursor, org_id, embedding, filters, k, small)
+        query = statement(cursor, org_id, embedding, filters, k, small, vectors_of)
         set_local(cursor, query.knobs)
         cursor.execute(query.sql, query.params)
         rows = cursor.fetchall()

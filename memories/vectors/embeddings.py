@@ -313,7 +313,7 @@ def known_model(name: str) -> KnownModel:
 # --------------------------------------------------------------------------- the active model
 
 ACTIVE_MODEL_SECONDS = 3.0  # how long a process trusts what it last read of the active model
-_active: tuple[str, float] | None = None  # (name, when read: time.monotonic())
+_active: tuple[str, float, str] | None = None  # (name, when read: time.monotonic(), model switched to or "")
 
 
 def active_model() -> str:
@@ -321,33 +321,44 @@ def active_model() -> str:
     default model when there is none or it cannot be read). Read again after
     ACTIVE_MODEL_SECONDS: after a switch, a process may embed with the previous model for that
     long, and the embedding sweep re-embeds what it so stored (memories.jobs)."""
+    return active_standing()[0]
+
+
+def active_standing() -> tuple[str, str]:
+    """(the active model, the model a switch is moving into memories.embedding, or ""), read
+    together: while a switch moves vectors a batch at a time, memories.embedding holds some
+    memories' vectors of the one and some of the other, and a search compares with the
+    active model's wherever they are (memories.retrieval.vector, docs/adr/0050)."""
     global _active
     if _active is not None and time.monotonic() - _active[1] < ACTIVE_MODEL_SECONDS:
-        return _active[0]
+        return _active[0], _active[2]
     from django.db import DatabaseError, transaction
 
     from memories.models import EmbeddingModel
 
+    State = EmbeddingModel.State
     previous = _active[0] if _active else MODEL_NAME
+    moving = _active[2] if _active else ""
     try:
         # A savepoint when inside a transaction: a failed read must not abort the caller's.
         with transaction.atomic():
-            name = (EmbeddingModel.objects.filter(state=EmbeddingModel.State.ACTIVE)
-                    .values_list("name", flat=True).first()) or MODEL_NAME
+            rows = dict(EmbeddingModel.objects.filter(state__in=[State.ACTIVE, State.SWITCHING])
+                        .values_list("state", "name"))
+        name, moving = rows.get(State.ACTIVE) or MODEL_NAME, rows.get(State.SWITCHING, "")
     except DatabaseError as exc:
         logger.warning("the active embedding model could not be read (%s); still %s", type(exc).__name__, previous)
         name = previous
     if name != previous:
         _forget_embedders(keep={name, query_model(name)})
-    _active = (name, time.monotonic())
-    return name
+    _active = (name, time.monotonic(), moving)
+    return name, moving
 
 
 def forget_active_model() -> None:
     """Read the active model again at the next use (after a switch, in the process that made it)."""
     global _active
     if _active is not None:
-        _active = (_active[0], float("-inf"))  # stale, but still what this process last used
+        _active = (_active[0], float("-inf"), _active[2])  # stale, but still what this process last used
 
 
 def query_model(model: str) -> str:

@@ -15,6 +15,7 @@ from django.db import ProgrammingError, connection, connections, transaction
 from django.utils import timezone
 
 from memories import jobs
+from memories.errors import Conflict
 from memories.caching import cache
 from memories.lifecycle import erasure, reembed
 from memories.models import EmbeddingModel, Memory, MemoryEmbedding
@@ -34,6 +35,13 @@ FACTS = [
     "The quarterly budget review is due in March",
 ]
 QUESTION = "What does the user drink in the morning?"
+
+
+@pytest.fixture(autouse=True)
+def no_settling(monkeypatch):
+    """A switch waits for every process to read that it began (the active model's cache);
+    here the only process is this one, which reads it at once."""
+    monkeypatch.setattr(reembed, "SETTLE_SECONDS", 0)
 
 
 def command(*args) -> tuple[str, str]:
@@ -232,7 +240,7 @@ def test_a_switch_swaps_every_vector_at_once_and_searches_follow(written, tenant
     assert same(kept(FLOAT32), {k: v for k, (_, v) in before.items()})  # the previous ones, kept
     assert kept(INT8) == {}  # the active model's vectors are the memories' own
     assert (state(INT8).state, state(INT8).replaced, state(FLOAT32).state) == ("active", FLOAT32, "retired")
-    assert f"{INT8} is the active model (was {FLOAT32})" in out and "switched 14 memories" in out
+    assert f"{INT8} is the active model (was {FLOAT32})" in out and "moved 14 memories" in out
     with service_account():  # a new vector is no change of the memory
         assert dict(Memory.objects.without_usage().values_list("pk", "updated_at")) == updated
     # Searches embed the query with the new model, cache it under its name, and compare it
@@ -248,31 +256,135 @@ def test_a_switch_swaps_every_vector_at_once_and_searches_follow(written, tenant
 
 
 @committing
-def test_other_sessions_see_the_old_vectors_until_the_switch_commits(written):
-    """The switch is one transaction: a search's session (here the owner's connection, another
-    session) reads every memory's previous vector until it commits, and every new one after."""
+def test_other_sessions_see_the_active_model_flip_only_when_the_switch_ends(written):
+    """The vectors move a batch at a time, each batch committed; another session (here the
+    owner's connection) reads the previous model as the active one until the flip commits."""
     reembed.build(model=INT8)
 
-    def seen() -> set[str]:
+    def active() -> str:
         with service_account(using="owner"), connections["owner"].cursor() as cursor:
-            cursor.execute("SELECT DISTINCT embedding_model FROM memories")
-            models = {row[0] for row in cursor.fetchall()}
             # As memories.vectors.embeddings.active_model reads it (an earlier committing test's flush
             # empties embedding_models: the default model is active then).
             cursor.execute("SELECT coalesce((SELECT name FROM embedding_models WHERE state = 'active'), %s)",
                            [FLOAT32])
-            return models | {f"active: {cursor.fetchone()[0]}"}
+            return cursor.fetchone()[0]
 
-    with transaction.atomic():
-        reembed._switch(INT8)
-        assert seen() == {FLOAT32, f"active: {FLOAT32}"}
-        assert {model for model, _ in serving().values()} == {INT8}  # its own session sees the switch
-    assert seen() == {INT8, f"active: {INT8}"}
+    reembed._record(INT8, state="switching")
+    moved = reembed._move(INT8, progress=None)
+    assert moved.switched == len(memory_ids()) and active() == FLOAT32  # committed, and still the previous
+    reembed._flip(INT8)
+    assert active() == INT8
     django_rq.get_queue(jobs.QUEUE).empty()  # the sweep the commit queued: nothing is pending here
 
 
-def test_a_rollback_restores_the_previous_vectors_exactly(written):
+# --------------------------------------------------------------------------- during a switch
+
+
+@pytest.fixture
+def half_switched(written, tenant_a, monkeypatch):
+    """A switch to the int8 model stopped after its first batch of tenant A's memories (3 of
+    them): the state a search meets while the switch runs. Returns the memories' float32
+    vectors before it began."""
+    monkeypatch.setattr(reembed, "MOVE_BATCH", 3)
+    before = {k: v for k, (_, v) in serving().items()}
+    reembed.build(model=INT8)
+    reembed._record(INT8, state="switching")
+    embeddings.forget_active_model()
+    assert reembed._move_batch(INT8, str(tenant_a.org.id), reembed.START[1])[0] == 3
+    assert {model for model, _ in serving().values()} == {FLOAT32, INT8}  # memories.embedding is a mix
+    return before
+
+
+def test_searches_compare_with_one_model_throughout_a_switch(half_switched, tenant_a, api_a, tenant_b, api_b):
+    assert embeddings.active_standing() == (FLOAT32, INT8)
+    for tenant, api in ((tenant_a, api_a), (tenant_b, api_b)):
+        for query in (QUESTION, "peanut allergy", "when do deploys happen"):
+            results = search(api, query)
+            assert results
+            vector = np.array(embeddings.embedder_for(FLOAT32).embed([query])[0])
+            for memory_id, similarity in results:
+                # The float32 vector of every memory, moved or not: one model's ranking.
+                assert similarity == pytest.approx(cosine(vector, half_switched[memory_id]), abs=1e-5)
+                assert memory_id in {str(pk) for pk in _ids_of(tenant)}  # its own organisation's only
+    assert search(api_a)[0][0] == written_first(tenant_a)
+
+
+def _ids_of(tenant):
+    with tenant_context(tenant.org.id):
+        return Memory.objects.without_usage().values_list("pk", flat=True)
+
+
+def written_first(tenant) -> str:
+    with tenant_context(tenant.org.id):
+        return str(Memory.objects.without_usage().get(content=FACTS[0]).pk)
+
+
+def test_a_switch_stopped_midway_is_finished_by_activating_again(half_switched, tenant_a, api_a):
+    with pytest.raises(Conflict, match="activate it again to finish it"):
+        reembed.build(model=INT8)
+    switched = reembed.activate(model=INT8)
+    assert switched.embedded == 0 and switched.pending == 0
+    assert switched.switched == len(memory_ids()) - 3  # the rest; the first 3 had moved
+    assert {model for model, _ in serving().values()} == {INT8}
+    assert same(kept(FLOAT32), half_switched) and kept(INT8) == {}
+    assert embeddings.active_standing() == (INT8, "")
+
+
+def test_edits_during_a_switch_end_with_the_new_models_vector_of_their_text(half_switched, tenant_a, api_a):
+    """An edit while vectors move is embedded by the active (previous) model, which searches
+    still compare with; the switch then gives it the new model's vector of its new text,
+    whether its memory had moved already or not."""
+    ids = list(half_switched)
+    with service_account():
+        moved = [str(pk) for pk in Memory.objects.without_usage().filter(embedding_model=INT8).values_list("pk", flat=True)]
+        unmoved = [str(pk) for pk in Memory.objects.without_usage().filter(
+            org_id=tenant_a.org.id, embedding_model=FLOAT32, content__in=FACTS).values_list("pk", flat=True)]
+    edits = {moved[0]: "The user now drinks rooibos at night", unmoved[0]: "The user moved to Porto in autumn"}
+    for memory_id, text in edits.items():
+        response = api_a.patch(f"/api/v1/memories/{memory_id}", {"content": text}, HTTP_IF_MATCH='"1"')
+        assert response.status_code == 200, response.content
+    now = serving()
+    float32, int8 = embeddings.embedder_for(FLOAT32), embeddings.embedder_for(INT8)
+    for memory_id, text in edits.items():  # the active model's vector of the new text, meanwhile
+        assert now[memory_id][0] == FLOAT32
+        assert np.allclose(now[memory_id][1], float32.embed([text])[0], atol=1e-6)
+    query = np.array(float32.embed(["What does the user drink at night?"])[0])
+    top = search(api_a, "What does the user drink at night?")
+    assert top[0][0] == moved[0] and top[0][1] == pytest.approx(cosine(query, now[moved[0]][1]), abs=1e-5)
+
+    switched = reembed.activate(model=INT8)
+
+    assert switched.embedded == 2 and switched.pending == 0
+    after = serving()
+    assert {model for model, _ in after.values()} == {INT8} and after.keys() == set(ids)
+    for memory_id, text in edits.items():
+        assert cosine(after[memory_id][1], np.array(int8.embed([text])[0])) > 0.97  # int8 varies with its batch
+        assert np.allclose(kept(FLOAT32)[memory_id], float32.embed([text])[0], atol=1e-6)  # kept: the rollback's
+
+
+def test_the_embedding_sweep_leaves_the_moved_vectors_alone_during_a_switch(half_switched):
+    assert jobs.embed_pending() == 0
+    assert sum(model == INT8 for model, _ in serving().values()) == 3
+
+
+def test_a_memory_changed_as_the_switch_flips_waits_for_the_sweep(written, tenant_a):
+    """What changed after the last pass (here: its text, as a write racing the flip would) has
+    no current vector of the new model: it is left pending, never given a stale one."""
+    reembed.build(model=INT8)
+    changed = written[tenant_a.org.id][2]
+    with service_account():
+        Memory.objects.filter(pk=changed).update(content="Deploys moved to Tuesdays")
+    reembed._record(INT8, state="switching")
+    moved = reembed._move(INT8, progress=None)
+    switched = reembed._flip(INT8)
+    assert moved.switched == len(memory_ids()) - 1
+    assert switched.pending == 1 and serving()[changed] == ("", None)
+    assert jobs.embed_pending() == 1 and serving()[changed][0] == INT8
+
+
+def test_a_rollback_restores_the_previous_vectors_exactly(written, api_a):
     before = serving()
+    ranking = search(api_a)
     reembed.build(model=INT8)
     built = kept(INT8)
     reembed.activate(model=INT8)
@@ -285,6 +397,7 @@ def test_a_rollback_restores_the_previous_vectors_exactly(written):
     assert (state(FLOAT32).state, state(FLOAT32).replaced, state(INT8).state) == ("active", INT8, "retired")
     assert f"{FLOAT32} is the active model (was {INT8}): embedded 0 to catch up" in out
     assert embeddings.active_model() == FLOAT32
+    assert search(api_a) == ranking  # the very ranking, similarities and all
 
 
 def test_memories_written_after_a_switch_are_embedded_by_the_new_model(written, tenant_a, api_a):
@@ -317,18 +430,6 @@ def test_a_memory_changed_after_its_vector_was_built_is_embedded_again_at_the_sw
     model, vector = serving()[changed]
     assert model == INT8
     assert np.allclose(vector, embeddings.embedder_for(INT8).embed(["The user is allergic to cats"])[0], atol=1e-6)
-
-
-def test_a_memory_changed_during_the_switch_waits_for_the_sweep(written, tenant_a):
-    """What changed after the catch-up (here: its text, as a write racing the switch would) has
-    no current vector of the new model: it is left pending, never given a stale one."""
-    reembed.build(model=INT8)
-    changed = written[tenant_a.org.id][2]
-    with service_account():
-        Memory.objects.filter(pk=changed).update(content="Deploys moved to Tuesdays")
-        switched = reembed._switch(INT8)
-    assert switched.pending == 1 and serving()[changed] == ("", None)
-    assert jobs.embed_pending() == 1 and serving()[changed][0] == INT8
 
 
 def test_a_vector_of_the_previous_model_written_after_the_switch_is_embedded_again(written, tenant_a):

@@ -68,7 +68,8 @@ class Command(BaseCommand):
                           f"`manage.py reembed --activate {model}` switches to it.")
 
     def switch(self, model: str | None) -> None:
-        bar, progress = self.bar(f"catching up with {model}" if model else "catching up")
+        # One bar: the catch-up's memories with a vector of the model, then those whose own vector it is.
+        bar, progress = self.bar(f"catching up with, then moving to {model}" if model else "catching up, then moving back")
         try:
             if model:
                 switched = reembed.activate(model=model, progress=progress, threads=self.threads)
@@ -79,14 +80,15 @@ class Command(BaseCommand):
         pending = (f"; {switched.pending} written meanwhile are pending, and the worker embeds them"
                    if switched.pending else "")
         self.stdout.write(f"{switched.model} is the active model (was {switched.previous}): embedded "
-                          f"{switched.embedded} to catch up, then switched {switched.switched} memories in "
-                          f"{switched.seconds:.1f} s{pending}. {switched.previous}'s vectors are kept: "
+                          f"{switched.embedded} to catch up, then moved {switched.switched} memories' vectors in "
+                          f"{switched.batches} batches (the longest {switched.longest_batch:.2f} s) and "
+                          f"flipped in {switched.seconds:.2f} s{pending}. {switched.previous}'s vectors are kept: "
                           f"`manage.py reembed --rollback` switches back.")
 
     def list(self) -> None:
         for standing in reembed.standings():
             line = f"{standing.name}: {standing.state or 'not built'}"
-            if standing.state in ("building", "ready", "retired") and standing.total:
+            if standing.state in ("building", "ready", "switching", "retired") and standing.total:
                 line += f", {standing.done} of {standing.total} memories"
             if standing.task:
                 line += f" ({standing.task} {standing.status})"
