@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memories', '0037_memory_day_tallies'),
+        ('memories', '0041_reads_by_index'),
     ]
 
     operations = [
