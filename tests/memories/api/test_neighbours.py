@@ -8,6 +8,7 @@ from memories.models import Memory
 from tenants.context import tenant_context
 from tests import factories
 from tests.knobs import with_search_knobs
+from tests.memories.api.conversation import store
 
 pytestmark = pytest.mark.django_db
 
@@ -18,16 +19,6 @@ CONVERSATION = [
     "Melanie: My kids started piano lessons this spring",
     "Caroline: I am painting a sunset over the lake for the gallery",
 ]
-
-
-def store(api, namespace: str, contents: list[str]) -> list[str]:
-    """One write each, in order (embedded as they are written, as a live conversation is)."""
-    ids = []
-    for content in contents:
-        response = api.post("/api/v1/memories", {"content": content, "namespace": namespace.split("/")})
-        assert response.status_code == 201, response.content
-        ids.append(response.json()["memory"]["id"])
-    return ids
 
 
 def namespace(result: dict) -> str:

@@ -5,6 +5,7 @@
 import pytest
 
 from tests.knobs import with_search_knobs
+from tests.memories.api.conversation import store
 
 pytestmark = pytest.mark.django_db
 
@@ -16,14 +17,6 @@ CONVERSATION = [
     "Caroline: The quarterly tax forms are due next week",
 ]
 
-
-def store(api, namespace: str, contents: list[str]) -> list[str]:
-    ids = []
-    for content in contents:
-        response = api.post("/api/v1/memories", {"content": content, "namespace": namespace.split("/")})
-        assert response.status_code == 201, response.content
-        ids.append(response.json()["memory"]["id"])
-    return ids
 
 
 def search(api, query: str, namespace: str, **body) -> dict:
