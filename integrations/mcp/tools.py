@@ -21,7 +21,6 @@ from memories.access import Caller
 from memories.api import serializers as s
 from memories.api.fields import namespace_labels
 from memories.errors import InvalidInput, NotFound
-from memories.retrieval import context
 from memories.use_cases import lifecycle, records, retrieval, store
 
 # What a language model needs of a memory; the REST API's full record is one GET away.
@@ -333,11 +332,12 @@ async def assemble_context(
         count_against(caller, "search")
         request = s.validated(s.ContextRequestSerializer, body)
         parameters = {name: request[name] for name in ("max_tokens", "encoding", "order")}
-        parameters["candidates"] = request.get("candidates") or context.candidates_for(request["max_tokens"])
+        parameters["candidates"] = request.get("candidates")
         assembled = retrieval.context_assemble(
             caller, query=request["query"], filters=s.SearchFiltersSerializer.to_filters(request.get("filters", {})),
             **parameters)
         assembly = assembled.assembly
+        parameters["candidates"] = assembled.candidates
         return {"context": assembly.text, "tokens": assembly.tokens, "max_tokens": parameters["max_tokens"],
                 "memories": [{"id": str(result.memory.pk), "rank": rank, "score": round(result.score, 4),
                               "tokens": tokens} for rank, result, tokens in assembly.chosen],

@@ -12,7 +12,6 @@ from memories.api import serializers as s
 from memories.api.pagination import KeysetPagination
 from memories.api.schema import EXAMPLE_MEMORY, documented, list_of
 from memories.api.views import AgentAPIView
-from memories.retrieval import context
 from memories.use_cases import retrieval
 
 EXAMPLE_SIGNALS = {"vector": {"rank": 1, "similarity": 0.83}, "fulltext": {"rank": 2, "bm25": 4.21},
@@ -147,11 +146,12 @@ class ContextView(AgentAPIView):
     def post(self, request):
         body = self.validated(s.ContextRequestSerializer, request.data)
         parameters = {name: body[name] for name in ("max_tokens", "encoding", "order")}
-        parameters["candidates"] = body.get("candidates") or context.candidates_for(body["max_tokens"])
+        parameters["candidates"] = body.get("candidates")
         assembled = retrieval.context_assemble(self.caller, query=body["query"],
                                                filters=s.SearchFiltersSerializer.to_filters(body.get("filters", {})),
                                                **parameters)
         assembly = assembled.assembly
+        parameters["candidates"] = assembled.candidates
 
         def described(rank, result, tokens) -> dict:
             return {"id": str(result.memory.pk), "rank": rank, "score": result.score, "tokens": tokens,

@@ -80,20 +80,23 @@ def memory_retrieve(caller: Caller, *, query: str, namespace: str, sensitivity: 
 class Assembled:
     assembly: context.Assembly
     event: RetrievalEvent
+    candidates: int  # how many of the search's results were considered
 
 
-def context_assemble(caller: Caller, *, query: str, filters: SearchFilters, max_tokens: int, candidates: int,
-                     encoding: str, order: str) -> Assembled:
+def context_assemble(caller: Caller, *, query: str, filters: SearchFilters, max_tokens: int,
+                     candidates: int | None, encoding: str, order: str) -> Assembled:
     """The memories for a prompt within a token budget, recorded as a retrieval event of kind
-    `context` (what went into the prompt), which a replay assembles again."""
+    `context` (what went into the prompt), which a replay assembles again. candidates: how many
+    of the search's results are considered; None, as many as the budget could hold."""
     filters = _within_reach(caller, filters)
+    candidates = candidates or context.candidates_for(max_tokens)
     assembly = context.assemble(org_id=caller.org_id, query=query, filters=filters, max_tokens=max_tokens,
                                 candidates=candidates, encoding_name=encoding, order=order)
     parameters = {"max_tokens": max_tokens, "encoding": encoding, "candidates": candidates, "order": order}
     event = events.retrieval_event_record(
         org_id=caller.org_id, kind=RetrievalEvent.Kind.CONTEXT, query=query, namespace=filters.namespace or "",
         filters=filters, request=parameters, outcome=assembly.outcome, agent_id=caller.agent_id, user=caller.user)
-    return Assembled(assembly, event)
+    return Assembled(assembly, event, candidates)
 
 
 def hot_memories(caller: Caller, *, limit: int) -> list[Memory]:
