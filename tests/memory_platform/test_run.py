@@ -146,6 +146,8 @@ def product():
         try:
             wait_until(lambda: running.process.poll() is None and running.health()[1]["status"] == "ok",
                        seconds=START_SECONDS, interval=1, what="the product to be healthy")
+            # The banner follows the app's first answer to /health, which the run command polls too.
+            wait_until(lambda: "Ctrl-C stops it." in running.output, seconds=30, what="the whole banner")
             yield running
         finally:
             if running.process.poll() is None:
