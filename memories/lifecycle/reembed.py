@@ -424,6 +424,12 @@ class Switched:
     batches: int = 0  # transactions that moved vectors
     longest_batch: float = 0.0  # seconds: the longest any memory's edit could wait for the switch
 
+    def add_moves(self, other: "Switched") -> None:
+        """Count another pass's moves (its memories, batches and longest batch) as this one's."""
+        self.switched += other.switched
+        self.batches += other.batches
+        self.longest_batch = max(self.longest_batch, other.longest_batch)
+
 
 MOVE_BATCH = 32  # memories whose vectors one transaction of a switch moves: an edit of one waits that long at most
 SETTLE_SECONDS = 2 * ACTIVE_MODEL_SECONDS  # every process has read that a switch is moving vectors
@@ -458,16 +464,13 @@ def activate(*, model: str, progress: Progress | None = None, threads: int = 0) 
                     break
                 # Memories written or changed since: their new text's vector, then theirs.
                 embedded += _embed_missing(model, progress=None, seconds=None, after=None, threads=threads).embedded
-                more = _move(model, progress=progress)
-                moved.switched += more.switched
-                moved.batches += more.batches
-                moved.longest_batch = max(moved.longest_batch, more.longest_batch)
+                moved.add_moves(_move(model, progress=progress))
             switched = _flip(model)
         except BaseException as exc:
             _record(model, task="", error=_reason(exc))
             raise
-    switched.embedded, switched.switched = embedded, moved.switched + switched.switched
-    switched.batches, switched.longest_batch = moved.batches, moved.longest_batch
+    switched.embedded = embedded
+    switched.add_moves(moved)
     _forget_moved(model)
     logger.info("embedding model switched", extra={"model": model, "previous": switched.previous,
                                                     "memories": switched.switched, "pending": switched.pending,
