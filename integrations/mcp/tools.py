@@ -274,10 +274,11 @@ async def weak_facts(
 
     def work(caller: Caller):
         where = s.validated(s.WeakQuerySerializer, query)
-        fading, count = lifecycle.weak_memories(caller, below=where.get("below"), namespace=where.get("namespace"),
-                                                limit=where["limit"], offset=where["offset"])
-        return {"count": count, "results": [{**brief(item.memory), "strength": round(item.strength, 4),
-                                             "archived_after": item.archived_after} for item in fading]}
+        weak = lifecycle.weak_memories(caller, below=where.get("below"), namespace=where.get("namespace"),
+                                       limit=where["limit"], offset=where["offset"])
+        return {"count": weak.count, **weak.label,
+                "results": [{**brief(item.memory), "strength": round(item.strength, 4),
+                             "archived_after": item.archived_after} for item in weak.fading]}
 
     return as_text(await in_tenant(ctx, query, work))
 

@@ -404,21 +404,31 @@ class StatsView(AgentAPIView):
 
 class WeakMemoriesView(AgentAPIView):
     @documented(summary="What is fading: live memories whose strength is low, the weakest first",
-                response=inline_serializer("WeakPage", {"count": drf.IntegerField(),
-                                                        "results": s.FadingSerializer(many=True)}),
+                response=inline_serializer("WeakPage", {
+                    "count": drf.IntegerField(),
+                    "about": drf.BooleanField(required=False, help_text="Present (true) when the list and its "
+                                              "count are as the weakest were last counted, with what changed "
+                                              "since."),
+                    "as_of": drf.DateTimeField(required=False, help_text="When they were last counted."),
+                    "results": s.FadingSerializer(many=True)}),
                 parameters=[s.WeakQuerySerializer],
                 description="Strength falls with the time since a memory was last retrieved or changed (slower "
                             "for one retrieved often, or important); the nightly decay archives what falls below "
                             "the decay threshold (0.05). Confirming a memory protects it; episodes and confirmed "
-                            "memories do not decay and are never listed.",
+                            "memories do not decay and are never listed. Over the whole organisation, the first "
+                            "pages come from its weakest memories as last counted (every 10 minutes), each at its "
+                            "strength now, with every memory changed since: `about` true and `as_of` say when; a "
+                            "memory that only crossed `below` with the passing of time since then joins at the next "
+                            "count. Under a namespace, for a key's namespaces, and deeper pages, they are counted "
+                            "for the answer.",
                 response_example={"count": 1, "results": [{"memory": EXAMPLE_MEMORY, "strength": 0.08,
                                                            "archived_after": "2027-01-10T09:00:00Z"}]},
                 operation_id="memories_weak")
     def get(self, request):
         query = self.validated(s.WeakQuerySerializer, s.query_data(request.query_params, ()))
-        fading, count = lifecycle.weak_memories(self.caller, below=query.get("below"), namespace=query.get("namespace"),
-                                                limit=query["limit"], offset=query["offset"])
-        return Response({"count": count, "results": s.FadingSerializer(fading, many=True).data})
+        weak = lifecycle.weak_memories(self.caller, below=query.get("below"), namespace=query.get("namespace"),
+                                       limit=query["limit"], offset=query["offset"])
+        return Response({"count": weak.count, **weak.label, "results": s.FadingSerializer(weak.fading, many=True).data})
 
 
 class EntityCollectionView(AgentAPIView):

@@ -98,6 +98,71 @@ def weak_memories(*, org_id, below: float | None = None, namespace: str | None =
 
 
 @dataclass
+class WeakPage:
+    """A page of the weak list and how many memories are weak. as_of: served from the weakest
+    memories kept with the strength bands when they were last counted (count_bands), at their
+    strength now; then the count is about."""
+
+    fading: list[Fading]
+    count: int
+    as_of: datetime | None = None
+
+    @property
+    def label(self) -> dict:
+        return {} if self.as_of is None else {"about": True, "as_of": self.as_of}
+
+
+def weak_page(*, org_id, below: float | None = None, namespace: str | None = None, limit: int = 50,
+              offset: int = 0, reach: KeyReach = EVERYWHERE) -> WeakPage:
+    """The weak list as the API and MCP serve it. Over the whole organisation its first pages
+    come from the weakest memories kept when the bands were last counted (every 10 minutes, and
+    after an import), at their strength now: a read of at most WEAKEST_KEPT memories by their
+    ids, whatever the organisation's size (issue 32; the scan sorts every live decaying memory).
+    A memory retrieved, confirmed, changed, archived or erased since is listed as it is now
+    (every change restarts a memory's clock, so none makes one weak); what it misses is a
+    memory that fell below `below` by the mere passing of time since the count. A namespace, a
+    key's reach, a page past those kept, or a count they cannot tell is answered by the scan,
+    exactly (weak_memories)."""
+    below = config().weak_strength if below is None else below
+    if namespace is None and not reach.limited and below <= config().weak_strength:
+        page = _weak_page_as_counted(org_id, below, limit, offset)
+        if page is not None:
+            return page
+    fading, count = weak_memories(org_id=org_id, below=below, namespace=namespace, limit=limit, offset=offset,
+                                  reach=reach)
+    return WeakPage(fading, count)
+
+
+def _weak_page_as_counted(org_id, below: float, limit: int, offset: int) -> WeakPage | None:
+    """weak_page from the bands' kept weakest, or None when they cannot answer it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT fading + faded, weakest, counted_at FROM memory_strength_bands WHERE org_id = %s",
+                       [org_id])
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        weak_then, kept, counted_at = row
+        cursor.execute(f"""
+            SELECT id, strength FROM ({DECAYING_SQL} AND m.id = ANY(%s::uuid[])) decaying
+            WHERE strength < %s ORDER BY strength, id
+        """, [org_id, kept, below])
+        weak_now = cursor.fetchall()
+    if len(kept) < WEAKEST_KEPT:
+        count = len(weak_now)  # every memory weak then was kept: these are the ones still weak
+    elif offset + limit <= len(weak_now) and below == config().weak_strength:
+        count = weak_then
+    else:
+        return None
+    shown = weak_now[offset:offset + limit]
+    memories = Memory.objects.filter(org_id=org_id, pk__in=[memory_id for memory_id, _ in shown]).prefetch_related(
+        Prefetch("tags", queryset=MemoryTag.objects.filter(org_id=org_id)))
+    by_id = {memory.pk: memory for memory in memories}
+    threshold = config().decay_threshold
+    return WeakPage([Fading(by_id[memory_id], held, strength.fades_at(by_id[memory_id], threshold))
+                     for memory_id, held in shown], count, counted_at)
+
+
+@dataclass
 class Bands:
     """An organisation's strength bands and its weakest memories: as last counted (as_of) by
     `count_bands`, or counted now (as_of None) when they never were."""
@@ -138,15 +203,19 @@ def _fading(org_id, ids: list) -> list[Fading]:
                    strength.fades_at(memories[memory_id], threshold)) for memory_id in ids if memory_id in memories]
 
 
-BANDS_WEAKEST = 10  # the weakest memories' ids kept with the bands (the dashboard shows 5)
+# The weakest memories' ids kept with the bands, the weakest first: the dashboard shows 5, the
+# organisation's weak list serves its first pages from them (weak_page).
+WEAKEST_KEPT = 1000
 
 
 @tenant_job
 def count_organisation_bands(*, org_id) -> dict:
     """Count the organisation's strength bands now and keep them, with its weakest memories' ids."""
     counts = strength_bands(org_id=org_id)
-    weakest = [fading.memory.pk for fading in weak_memories(org_id=org_id, limit=BANDS_WEAKEST)[0]]
     with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM ({DECAYING_SQL}) decaying WHERE strength < %s ORDER BY strength, id LIMIT %s",
+                       [org_id, config().weak_strength, WEAKEST_KEPT])
+        weakest = [row[0] for row in cursor.fetchall()]
         cursor.execute("""
             INSERT INTO memory_strength_bands AS b (org_id, strong, fading, faded, weakest, counted_at)
             VALUES (%s, %s, %s, %s, %s::uuid[], now())

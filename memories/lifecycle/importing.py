@@ -36,6 +36,7 @@ any write; an imported memory joins the agent's hot set when it is next used.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -52,7 +53,7 @@ from django.utils import timezone
 
 from memories.errors import InvalidInput
 from memories.intake.redaction import Redactor, redactor_for
-from memories.lifecycle import tracking
+from memories.lifecycle import decay, tracking
 from memories.lifecycle.portability import (
     MAX_LINE_BYTES,
     ORIGIN_KEY,
@@ -797,6 +798,7 @@ class _Import:
         if self.report.embeddings_pending:
             transaction.on_commit(_embed_pending_soon)
         transaction.on_commit(_fold_word_statistics)
+        transaction.on_commit(functools.partial(_count_strength_bands, self.org_id))
 
 
 def identity(*parts) -> str:
@@ -857,6 +859,15 @@ def _fold_word_statistics() -> None:
         lexicon.fold()
     except DatabaseError as exc:  # the worker's fold takes them within 30 s
         logger.warning("word statistics not folded after an import (%s)", type(exc).__name__)
+
+
+def _count_strength_bands(org_id) -> None:
+    """After commit: the bands and the weakest memories counted again, which the weak list
+    serves (an imported memory may be weak at once); otherwise the job counts them within 10 minutes."""
+    try:
+        decay.count_organisation_bands(org_id=org_id)
+    except DatabaseError as exc:
+        logger.warning("strength bands not counted after an import (%s)", type(exc).__name__)
 
 
 # --------------------------------------------------------------------------- in the background

@@ -37,9 +37,9 @@ def agent_names(caller: Caller) -> dict:
 
 
 def weak_memories(caller: Caller, *, below: float | None = None, namespace: str | None = None, limit: int = 50,
-                  offset: int = 0) -> tuple[list[decay.Fading], int]:
-    return decay.weak_memories(org_id=caller.org_id, below=below, namespace=namespace, limit=limit, offset=offset,
-                               reach=caller.reach)
+                  offset: int = 0) -> decay.WeakPage:
+    return decay.weak_page(org_id=caller.org_id, below=below, namespace=namespace, limit=limit, offset=offset,
+                           reach=caller.reach)
 
 
 def namespace_tallies(caller: Caller, *, roots: tuple[str, ...]) -> list[dict]:

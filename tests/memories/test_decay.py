@@ -8,7 +8,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memories.lifecycle import decay, strength
+from memories.lifecycle import decay, export, importing, strength
+from memories.lifecycle.export import ExportScope
 from memories.models import LifecycleRun, Memory, MemoryUsage, MemoryVersion
 from memories.writes.change import memory_confirm, memory_unarchive
 from memories.writes.kernel import Actor
@@ -112,3 +113,66 @@ def test_the_weak_list_is_the_weakest_first_with_when_each_would_go(tenant_a):
     assert fading[0].strength < fading[1].strength < 0.5
     assert timezone.now() < fading[0].archived_after < fading[1].archived_after
     assert strong.pk not in [f.memory.pk for f in fading]
+
+
+def weak_ids(page: decay.WeakPage) -> list:
+    return [fading.memory.pk for fading in page.fading]
+
+
+def test_the_organisations_weak_list_is_served_as_counted_and_equals_the_scan(tenant_a, tenant_b):
+    ages = [70, 45, 30, 25, 60, 1, 2]
+    made = [make(tenant_a, f"memory {days} days old", days) for days in ages]
+    make(tenant_b, "another organisation's faded memory", 90)
+    with tenant_context(tenant_a.org.id):
+        scanned = decay.weak_page(org_id=tenant_a.org.id)
+        assert scanned.as_of is None and scanned.label == {}
+        decay.count_organisation_bands(org_id=tenant_a.org.id)
+        counted = decay.weak_page(org_id=tenant_a.org.id)
+        assert counted.as_of is not None and counted.label == {"about": True, "as_of": counted.as_of}
+        assert weak_ids(counted) == weak_ids(scanned) == [made[0].pk, made[4].pk, made[1].pk, made[2].pk, made[3].pk]
+        assert counted.count == scanned.count == 5
+        assert [f.strength for f in counted.fading] == pytest.approx([f.strength for f in scanned.fading], rel=1e-3)
+        assert [f.archived_after for f in counted.fading] == [f.archived_after for f in scanned.fading]
+        second = decay.weak_page(org_id=tenant_a.org.id, limit=2, offset=2)
+        assert weak_ids(second) == [made[1].pk, made[2].pk] and second.count == 5
+        lower = decay.weak_page(org_id=tenant_a.org.id, below=0.3)
+        assert weak_ids(lower) == weak_ids(decay.weak_page(org_id=tenant_a.org.id, below=0.3, namespace=""))
+
+
+def test_a_memory_confirmed_or_retrieved_since_the_count_leaves_the_list_at_once(tenant_a):
+    confirmed, used, kept = make(tenant_a, "confirmed", 70), make(tenant_a, "used", 60), make(tenant_a, "kept", 50)
+    with tenant_context(tenant_a.org.id):
+        decay.count_organisation_bands(org_id=tenant_a.org.id)
+        memory_confirm(org_id=tenant_a.org.id, memory_id=confirmed.pk, actor=Actor())
+    retrieved(used, count=3, days_ago=0)
+    with tenant_context(tenant_a.org.id):
+        page = decay.weak_page(org_id=tenant_a.org.id)
+    assert page.as_of is not None and weak_ids(page) == [kept.pk] and page.count == 1
+
+
+def test_a_page_past_the_kept_weakest_or_a_narrower_list_is_counted_exactly(tenant_a, monkeypatch):
+    made = [make(tenant_a, f"memory {days} days old", days) for days in (70, 60, 50, 40)]
+    monkeypatch.setattr(decay, "WEAKEST_KEPT", 2)
+    with tenant_context(tenant_a.org.id):
+        decay.count_organisation_bands(org_id=tenant_a.org.id)
+        first = decay.weak_page(org_id=tenant_a.org.id, limit=2)
+        assert first.as_of is not None and weak_ids(first) == [made[0].pk, made[1].pk] and first.count == 4
+        deeper = decay.weak_page(org_id=tenant_a.org.id, limit=2, offset=1)  # past the two kept: the scan
+        assert deeper.as_of is None and weak_ids(deeper) == [made[1].pk, made[2].pk] and deeper.count == 4
+        lower = decay.weak_page(org_id=tenant_a.org.id, below=0.4, limit=1)  # their count is not kept: the scan
+        assert lower.as_of is None and lower.count == len(decay.weak_memories(org_id=tenant_a.org.id, below=0.4)[0])
+        under = decay.weak_page(org_id=tenant_a.org.id, namespace=made[0].namespace or "users")
+        assert under.as_of is None
+
+
+def test_an_import_counts_the_weakest_again(tenant_a, tenant_b, tmp_path, django_capture_on_commit_callbacks):
+    old = make(tenant_a, "an old memory that faded", 70)
+    with tenant_context(tenant_a.org.id):
+        (tmp_path / "a.jsonl").write_text("".join(export.memories_export(org=tenant_a.org, scope=ExportScope())))
+    with tenant_context(tenant_b.org.id):
+        decay.count_organisation_bands(org_id=tenant_b.org.id)
+        assert decay.weak_page(org_id=tenant_b.org.id).count == 0
+        with (tmp_path / "a.jsonl").open("rb") as exported, django_capture_on_commit_callbacks(execute=True):
+            importing.memories_import(org_id=tenant_b.org.id, file=exported)
+        page = decay.weak_page(org_id=tenant_b.org.id)
+    assert page.as_of is not None and [f.memory.content for f in page.fading] == [old.content]

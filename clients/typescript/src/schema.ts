@@ -399,7 +399,7 @@ export interface paths {
         };
         /**
          * What is fading: live memories whose strength is low, the weakest first
-         * @description Strength falls with the time since a memory was last retrieved or changed (slower for one retrieved often, or important); the nightly decay archives what falls below the decay threshold (0.05). Confirming a memory protects it; episodes and confirmed memories do not decay and are never listed.
+         * @description Strength falls with the time since a memory was last retrieved or changed (slower for one retrieved often, or important); the nightly decay archives what falls below the decay threshold (0.05). Confirming a memory protects it; episodes and confirmed memories do not decay and are never listed. Over the whole organisation, the first pages come from its weakest memories as last counted (every 10 minutes), each at its strength now, with every memory changed since: `about` true and `as_of` say when; a memory that only crossed `below` with the passing of time since then joins at the next count. Under a namespace, for a key's namespaces, and deeper pages, they are counted for the answer.
          */
         get: operations["memories_weak"];
         put?: never;
@@ -1749,6 +1749,13 @@ export interface components {
         };
         WeakPage: {
             count: number;
+            /** @description Present (true) when the list and its count are as the weakest were last counted, with what changed since. */
+            about?: boolean;
+            /**
+             * Format: date-time
+             * @description When they were last counted.
+             */
+            as_of?: string;
             results: components["schemas"]["Fading"][];
         };
         WriteResult: {

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from memories.lifecycle import expiry
+from memories.lifecycle import decay, expiry
 from memories.models import Erasure, LifecycleRun, Memory, MemoryVersion
 from tenants.context import tenant_context
 from tests import factories
@@ -69,6 +69,29 @@ def test_a_confirmed_memory_leaves_the_weak_list(tenant_a, api_a):
     confirmed = ok(api_a.post(f"/api/v1/memories/{memory['id']}/confirm", {}))
     assert confirmed["strength"] == 1.0 and confirmed["decay_rate"] == 0.0
     assert ok(api_a.get("/api/v1/memories/weak"))["count"] == 0
+
+
+def test_the_organisations_weak_list_says_when_its_weakest_were_counted_and_never_crosses_a_keys_reach(
+        tenant_a, tenant_b, api_a, api_b, api_client_for):
+    alice = write(api_a, "Alice's sister lives in Lyon", namespace=["users", "alice"])
+    bob = write(api_a, "Bob once had a broken bike", namespace=["users", "bob"])
+    other = write(api_b, "Another organisation's fading memory")
+    for org, memory, days in ((tenant_a, alice, 45), (tenant_a, bob, 60), (tenant_b, other, 70)):
+        age(org.org.id, memory["id"], days)
+    assert "as_of" not in ok(api_a.get("/api/v1/memories/weak"))  # never counted: the scan, exact
+    for tenant in (tenant_a, tenant_b):
+        decay.count_organisation_bands(org_id=tenant.org.id)
+
+    everything = ok(api_a.get("/api/v1/memories/weak"))
+    assert everything["about"] is True and parse_datetime(everything["as_of"]) <= timezone.now()
+    assert [row["memory"]["id"] for row in everything["results"]] == [bob["id"], alice["id"]]
+    assert everything["count"] == 2
+    _, key = factories.api_key(agent=tenant_a.agent, namespaces=["users/alice"])
+    limited = api_client_for(tenant_a.agent)
+    limited.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    within = ok(limited.get("/api/v1/memories/weak"))
+    assert [row["memory"]["id"] for row in within["results"]] == [alice["id"]] and "as_of" not in within
+    assert [row["memory"]["id"] for row in ok(api_b.get("/api/v1/memories/weak"))["results"]] == [other["id"]]
 
 
 @pytest.mark.parametrize("query, field", [({"below": 2}, "below"), ({"limit": 0}, "limit"),
