@@ -1,0 +1,113 @@
+"""The weak list at two sizes of one organisation: scanned and sorted (memories.lifecycle.decay.
+weak_memories, what every call did before), and served from the weakest memories kept with the
+strength bands (decay.weak_page, issue 32), with what keeping them costs the 10-minute job.
+
+    .venv/bin/python benchmarks/scale/weak_reads.py --sizes 10000,100000
+
+In process, on the embedded PostgreSQL of MEMORY_PLATFORM_DATA_DIR (its organisations are
+emptied first: give it a folder of its own). At each size one organisation is loaded by SQL
+(benchmarks/lists/run.py's loader: one agent, memories over a year in 1,001 namespaces, decay
+rate 0.1), each last reinforced 0-75 days ago and of importance 0-1 at random, so that some are
+strong, many fading and a few faded, as benchmarks/scale/load.py makes them. p50 of --repeat
+runs, milliseconds; results to results-weak-reads.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings.base")
+
+
+def shape(org_id: str) -> None:
+    """Decay clocks restarted 0-75 days ago, importance at random."""
+    from benchmarks.search.run import owner_connection
+
+    with owner_connection(superuser=True) as conn:
+        conn.execute("""
+            UPDATE memories SET reinforced_at = now() - random() * interval '75 days',
+                                importance = round(random()::numeric, 3)
+            WHERE org_id = %s""", [org_id])
+        conn.execute("VACUUM ANALYZE memories")
+
+
+def timed(call, repeat: int) -> float:
+    call()
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return round(statistics.median(times), 2)
+
+
+def measure(org_id: str, repeat: int) -> dict:
+    from memories.lifecycle import decay
+    from tenants.context import tenant_context
+
+    results = {}
+    with tenant_context(org_id):
+        reads = {
+            "weak list, scanned (before)": lambda: decay.weak_memories(org_id=org_id, limit=50),
+            "weak list, page at offset 500, scanned (before)":
+                lambda: decay.weak_memories(org_id=org_id, limit=50, offset=500),
+            "count the bands and keep the weakest (the job)": lambda: decay.count_organisation_bands(org_id=org_id),
+            "weak list, as counted (after)": lambda: decay.weak_page(org_id=org_id, limit=50),
+            "weak list, page at offset 500, as counted (after)": lambda: decay.weak_page(org_id=org_id, limit=50,
+                                                                                         offset=500),
+            "weak list under users/u0 (a tenth), scanned": lambda: decay.weak_page(org_id=org_id, limit=50,
+                                                                                   namespace="users/u0"),
+        }
+        for name, call in reads.items():
+            results[name] = timed(call, repeat)
+            print(f"  {name:55} {results[name]:9.2f} ms", flush=True)
+        page = decay.weak_page(org_id=org_id, limit=50)
+        scanned, count = decay.weak_memories(org_id=org_id, limit=50)
+        assert page.as_of is not None and [f.memory.pk for f in page.fading] == [f.memory.pk for f in scanned]
+        results["weak memories"] = count
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--note", default="")
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from benchmarks.common import machine
+    from benchmarks.lists.run import load
+    from memory_platform import local_services
+
+    local_services.start_for_settings()
+    call_command("migrate", verbosity=0)
+    recorded = {"recorded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "note": args.note,
+                "machine": machine(), "repeat": args.repeat, "sizes": {}}
+    for size in [int(s) for s in args.sizes.split(",")]:
+        print(f"{size} memories", flush=True)
+        org_id, _ = load(size)
+        shape(org_id)
+        load_before = os.getloadavg()[0]
+        results = measure(org_id, args.repeat)
+        recorded["sizes"][size] = {"ms": results, "load_average": [round(load_before, 2),
+                                                                   round(os.getloadavg()[0], 2)]}
+        print(f"  load average {recorded['sizes'][size]['load_average']}", flush=True)
+    out = Path(__file__).with_name("results-weak-reads.json")
+    out.write_text(json.dumps(recorded, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
