@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 from django.core.management.base import CommandError
-from django.db import connections
+from django.db import connection, connections, transaction
 from psycopg import sql
 
 from memory_platform import references
@@ -45,6 +47,16 @@ def set_local(cursor, settings: dict[str, object]) -> None:
             raise ValueError(f"not a setting name: {name!r}")
         statements.append(f"SET LOCAL {name} = {sql.quote(str(value))}")
     cursor.execute("; ".join(statements))
+
+
+@contextmanager
+def exclusive_transaction(lock: int) -> Iterator[object | None]:
+    """A transaction that holds the advisory lock `lock` until it ends: yields its cursor, or
+    None at once when another transaction holds the lock (a periodic job whose run is already
+    under way has nothing to do)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [lock])
+        yield cursor if cursor.fetchone()[0] else None
 
 
 def reset_local(cursor, names) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 from memories.models import live_sql
+from memory_platform import database
 from tenants.context import service_account
 
 logger = logging.getLogger(__name__)
@@ -79,9 +80,8 @@ def fold() -> dict:
     the statistics no live memory holds any more are deleted. Readers never wait for it, nor
     it for them; a second fold while one runs returns at once. Returns what it did."""
     started = time.monotonic()
-    with service_account(), transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [FOLD_LOCK])
-        if not cursor.fetchone()[0]:
+    with service_account(), database.exclusive_transaction(FOLD_LOCK) as cursor:
+        if cursor is None:
             return {"folded": 0, "emptied": 0, "skipped": True}
         cursor.execute("""
             WITH moved AS (DELETE FROM memory_lexeme_deltas RETURNING org_id, lexeme, docs, tokens),
