@@ -193,14 +193,17 @@ def rank(memories: dict, fused: dict, signal_details: dict, now: datetime) -> li
     each id to its RankingRow."""
     weights = config().search.ranking_weights
     top = max(fused.values(), default=1.0) or 1.0
-    results = []
+    scored = []
     for memory_id, relevance in fused.items():
         memory = memories.get(memory_id)
         if memory is None:
             continue
         parts = {"relevance": relevance / top, **standing(memory, now)}
         score = sum(weights[name] * value for name, value in parts.items())
-        results.append(Result(memory, round(score, 6), {**signal_details.get(memory_id, {}), "blend": {
-            name: round(value, 6) for name, value in parts.items()}, "fused": round(relevance, 6)}))
-    results.sort(key=lambda r: (-r.score, str(r.memory.pk)))
-    return results
+        scored.append((score, Result(memory, round(score, 6), {**signal_details.get(memory_id, {}), "blend": {
+            name: round(value, 6) for name, value in parts.items()}, "fused": round(relevance, 6)})))
+    # By the score itself, not as rounded for the answer: two memories alike but for when they
+    # were written differ by less than the rounding, and by the clock their order would follow
+    # the rounding's boundary from one search to the next; unrounded, the newer stays first.
+    scored.sort(key=lambda pair: (-pair[0], str(pair[1].memory.pk)))
+    return [result for _, result in scored]

@@ -1,7 +1,7 @@
 """A search's parts that need no server: what it reads of its query, which signals apply to
 which request, and the loop that runs them with one fusion per stage (memories.retrieval.pipeline)."""
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -123,3 +123,22 @@ def test_fusion_goes_on_from_the_fusion_of_earlier_signals():
     assert later == ranking.reciprocal_rank_fusion(
         {"vector": found("a", "b"), "fulltext": found("b", "c"), "neighbours": found("c")}, weights, 60)
     assert first == {"a": 1 / 61, "b": 1 / 62}  # the earlier fusion is left as it was
+
+
+def test_two_memories_alike_but_for_when_they_were_written_keep_one_order_whatever_the_clock():
+    # Their final scores differ by less than the answer's rounding (six decimals): ranked by the
+    # rounded score, their order followed the rounding's boundary as the clock moved from one
+    # search to the next (a search test failed now and then on it); by the score itself the
+    # newer stays first.
+    written = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
+    older = ranking.RankingRow("0000", 0.0, 0.8, written, 0.1, None, 0, None)  # first by id on a tie
+    newer = ranking.RankingRow("ffff", 0.0, 0.8, written + timedelta(milliseconds=30), 0.1, None, 0, None)
+    fused = {"0000": 0.015385, "ffff": 0.015385, "top": 0.032787}
+    top = ranking.RankingRow("top", 0.0, 0.8, written, 0.1, None, 0, None)
+    orders = set()
+    for seconds in range(0, 600):
+        now = written + timedelta(seconds=1, milliseconds=seconds * 37)
+        results = ranking.rank({"0000": older, "ffff": newer, "top": top}, fused, {}, now)
+        orders.add(tuple(result.memory.pk for result in results))
+        assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+    assert orders == {("top", "ffff", "0000")}
