@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
@@ -23,6 +25,13 @@ from memory_platform.config import config
 logger = logging.getLogger(__name__)
 
 HOT_KEY = "{org_id}:hot_memories:{agent_id}"
+HOT_BUILT_KEY = HOT_KEY + ":built"  # when the set was last scored from PostgreSQL (epoch seconds)
+HOT_REBUILDING_KEY = HOT_KEY + ":rebuilding"  # a rebuild is on its way: no second one asked for
+# How long an agent's set is kept after its last write or rebuild. Its scores are redone from
+# PostgreSQL once older than HOT_CACHE_TTL_SECONDS (spec §1's five minutes), in the background
+# while the set as it is answers (memories.retrieval.hot), so that only an agent idle this long
+# (or Redis emptied) waits for a rebuild: a scan of its memories, which grows with them.
+HOT_SET_KEPT_SECONDS = 86_400
 QUERY_KEY = "query_embedding:{model}:{digest}"
 
 
@@ -67,7 +76,7 @@ def _hot_key(org_id, agent_id) -> str:
 
 def hot_memory_update(memory) -> None:
     """Add or re-score a live memory in its agent's hot set, trim it, refresh its TTL."""
-    size, ttl = config().hot_cache_size, config().hot_cache_ttl_seconds
+    size, ttl = config().hot_cache_size, HOT_SET_KEPT_SECONDS
     key = _hot_key(memory.org_id, memory.agent_id)
     score = hot_score(confidence=memory.confidence, created_at=memory.created_at,
                       retrieval_count=memory.retrieval_count)
@@ -99,28 +108,52 @@ def hot_memories_remove(memories) -> None:
         logger.warning("hot cache not updated (%s)", type(exc).__name__)
 
 
-def hot_memory_ids(org_id, agent_id, limit: int) -> list[str] | None:
-    """The agent's hottest memory ids, best first; None when the set is gone (expired, or
-    Redis is down) and must be rebuilt."""
+@dataclass(frozen=True)
+class HotSet:
+    ids: list[str]  # the hottest first
+    stale: bool  # scored longer ago than HOT_CACHE_TTL_SECONDS: to be rebuilt
+
+
+def hot_memory_ids(org_id, agent_id, limit: int) -> HotSet | None:
+    """The agent's hottest memory ids, best first, and whether they are due to be scored again;
+    None when the set must be rebuilt now: gone (idle for HOT_SET_KEPT_SECONDS, or Redis is
+    down), or never scored from PostgreSQL (a set that writes began holds only their memories)."""
+    key = _hot_key(org_id, agent_id)
     try:
-        key = _hot_key(org_id, agent_id)
-        if not client().exists(key):
-            return None
-        return [member.decode() for member in client().zrevrange(key, 0, limit - 1)]
+        with client().pipeline(transaction=False) as pipe:
+            pipe.exists(key)
+            pipe.zrevrange(key, 0, limit - 1)
+            pipe.get(HOT_BUILT_KEY.format(org_id=org_id, agent_id=agent_id))
+            exists, members, built = pipe.execute()
     except redis.RedisError:
         return None
+    if not exists or built is None:  # gone, or only what writes added since it was: not the agent's best
+        return None
+    return HotSet([member.decode() for member in members],
+                  stale=time.time() - float(built) > config().hot_cache_ttl_seconds)
+
+
+def hot_rebuild_claim(org_id, agent_id) -> bool:
+    """True for the one caller that should ask for the set's rebuild (the others see it asked
+    for, for a minute, or until the rebuild is done)."""
+    try:
+        return bool(client().set(HOT_REBUILDING_KEY.format(org_id=org_id, agent_id=agent_id), 1, nx=True, ex=60))
+    except redis.RedisError:
+        return False
 
 
 def hot_memories_fill(org_id, agent_id, scored: list[tuple[str, float]]) -> None:
-    """Rebuild the set from scores computed in the database."""
-    if not scored:
-        return
+    """Rebuild the set from scores computed in the database (none: the agent has no live
+    memory, and the set is emptied)."""
     key = _hot_key(org_id, agent_id)
     try:
         with client().pipeline(transaction=True) as pipe:
             pipe.delete(key)
-            pipe.zadd(key, dict(scored))
-            pipe.expire(key, config().hot_cache_ttl_seconds)
+            if scored:
+                pipe.zadd(key, dict(scored))
+                pipe.expire(key, HOT_SET_KEPT_SECONDS)
+                pipe.set(HOT_BUILT_KEY.format(org_id=org_id, agent_id=agent_id), time.time(), ex=HOT_SET_KEPT_SECONDS)
+            pipe.delete(HOT_REBUILDING_KEY.format(org_id=org_id, agent_id=agent_id))
             pipe.execute()
     except redis.RedisError as exc:
         logger.warning("hot cache not rebuilt (%s)", type(exc).__name__)

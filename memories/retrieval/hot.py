@@ -1,9 +1,12 @@
 """Each agent's hot memories (spec §1): its best memories by the hot score (memories.caching.cache),
-kept as a Redis sorted set and rebuilt from PostgreSQL when the set has expired or Redis is
-unreachable."""
+kept as a Redis sorted set. A write scores its memory into the set; every five minutes
+(HOT_CACHE_TTL_SECONDS) the whole set is scored again from PostgreSQL, by the worker, while the
+set as it is answers; only a set gone (an agent idle for a day, Redis emptied or unreachable)
+is rebuilt before the answer."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from django.db import connection
@@ -11,7 +14,13 @@ from django.db import connection
 from memories.caching import cache
 from memories.models import Memory, live_sql
 from memories.retrieval import records
+from memory_platform.after_response import after_response
 from memory_platform.config import config
+from tenants.context import tenant_job
+
+logger = logging.getLogger(__name__)
+
+REBUILD_QUEUE = "default"
 
 HOT_SCORE_SQL = f"""
     SELECT m.id::text,
@@ -27,14 +36,44 @@ HOT_SCORE_SQL = f"""
 
 def hot_memories(*, org_id, agent_id, limit: int) -> list[Memory]:
     """The agent's hottest live memories, best first, as the tenant the caller has set: from
-    the Redis set, rebuilt from PostgreSQL when it expired or Redis is unreachable."""
-    ids = cache.hot_memory_ids(org_id, agent_id, limit)
-    if ids is None:
-        with connection.cursor() as cursor:
-            cursor.execute(HOT_SCORE_SQL, [org_id, agent_id, config().hot_cache_size])
-            scored = [(memory_id, float(score)) for memory_id, score in cursor.fetchall()]
-        cache.hot_memories_fill(org_id, agent_id, scored)
-        ids = [memory_id for memory_id, _ in scored[:limit]]
+    the Redis set (whose rebuild is asked for when its scores are due), or rebuilt from
+    PostgreSQL now when it is gone."""
+    hot = cache.hot_memory_ids(org_id, agent_id, limit)
+    if hot is None:
+        ids = [memory_id for memory_id, _ in _rebuild(org_id, agent_id)[:limit]]
+    else:
+        ids = hot.ids
+        if hot.stale and cache.hot_rebuild_claim(org_id, agent_id):
+            _rebuild_soon(org_id, agent_id)
     memories = records.load(org_id, ids)
     live = [memories[uuid.UUID(i)] for i in ids if uuid.UUID(i) in memories]
     return [m for m in live if m.is_live]
+
+
+@tenant_job
+def rebuild_hot_set(*, org_id, agent_id) -> int:
+    """The worker's side of a stale set: score the agent's memories again. Returns how many."""
+    return len(_rebuild(org_id, agent_id))
+
+
+def _rebuild(org_id, agent_id) -> list[tuple[str, float]]:
+    with connection.cursor() as cursor:
+        cursor.execute(HOT_SCORE_SQL, [org_id, agent_id, config().hot_cache_size])
+        scored = [(memory_id, float(score)) for memory_id, score in cursor.fetchall()]
+    cache.hot_memories_fill(org_id, agent_id, scored)
+    return scored
+
+
+def _rebuild_soon(org_id, agent_id) -> None:
+    """After the response, ask the worker to rebuild the set (the set answers meanwhile)."""
+
+    def enqueue():
+        try:
+            import django_rq
+
+            queue = django_rq.get_queue(REBUILD_QUEUE, commit_mode="auto")  # no transaction to wait for
+            queue.enqueue(rebuild_hot_set, org_id=str(org_id), agent_id=str(agent_id), job_timeout=600)
+        except Exception as exc:  # Redis unreachable: the next read finds the set gone and rebuilds it
+            logger.warning("hot set rebuild not enqueued (%s)", type(exc).__name__)
+
+    after_response(enqueue)

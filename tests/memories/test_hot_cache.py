@@ -1,10 +1,14 @@
 """Spec §1's hot cache: a Redis sorted set of each agent's top memories."""
 
+import time
+
+import django_rq
 import pytest
 from django.conf import settings
 
 from memories.caching import cache
 from memories.models import Memory, MemoryUsage
+from memories.retrieval import hot as hot_sets
 from tenants.context import tenant_context
 
 pytestmark = pytest.mark.django_db
@@ -13,19 +17,64 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def hot(tenant_a):
     key = cache.HOT_KEY.format(org_id=tenant_a.org.id, agent_id=tenant_a.agent.id)
-    cache.client().delete(key)
+    keys = [key, key + ":built", key + ":rebuilding"]
+    cache.client().delete(*keys)
+    django_rq.get_queue(hot_sets.REBUILD_QUEUE).empty()
     yield key
-    cache.client().delete(key)
+    cache.client().delete(*keys)
+    django_rq.get_queue(hot_sets.REBUILD_QUEUE).empty()
 
 
-def test_writes_enter_the_set_which_is_trimmed_to_fifty_with_a_five_minute_ttl(
+def hot_ids(api, limit: int = 2) -> list[str]:
+    response = api.get("/api/v1/hot", {"limit": limit})
+    assert response.status_code == 200, response.content
+    return [memory["id"] for memory in response.json()["results"]]
+
+
+def rebuilds_asked() -> list:
+    return [job for job in django_rq.get_queue(hot_sets.REBUILD_QUEUE).jobs
+            if job.func_name == "memories.retrieval.hot.rebuild_hot_set"]
+
+
+def test_a_set_scored_five_minutes_ago_answers_as_it_is_while_the_worker_scores_it_again(tenant_a, api_a, hot):
+    first, second = str(tenant_a.memory.id), str(tenant_a.other_memory.id)
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.filter(pk=tenant_a.memory.pk).update(confidence=1)
+        Memory.objects.filter(pk=tenant_a.other_memory.pk).update(confidence=0.1)
+    assert hot_ids(api_a) == [first, second] and rebuilds_asked() == []  # scored now, before the answer
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.filter(pk=tenant_a.memory.pk).update(confidence=0.1)
+        Memory.objects.filter(pk=tenant_a.other_memory.pk).update(confidence=1)
+    assert hot_ids(api_a) == [first, second] and rebuilds_asked() == []  # fresh: the set answers
+    cache.client().set(hot + ":built", time.time() - settings.MEMORY_PLATFORM["HOT_CACHE_TTL_SECONDS"] - 1)
+    assert hot_ids(api_a) == [first, second]  # due: the set still answers at once...
+    assert hot_ids(api_a) == [first, second]
+    asked = rebuilds_asked()
+    assert len(asked) == 1 and asked[0].kwargs == {"org_id": str(tenant_a.org.id),
+                                                   "agent_id": str(tenant_a.agent.id)}  # ...asked once
+    assert asked[0].perform() == 2  # the worker's run
+    assert hot_ids(api_a) == [second, first] and rebuilds_asked() == asked
+
+
+def test_a_set_that_writes_began_is_scored_before_it_answers(
+        tenant_a, api_a, hot, django_capture_on_commit_callbacks):
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.filter(pk=tenant_a.memory.pk).update(confidence=1)
+        MemoryUsage.objects.create(org=tenant_a.org, memory=tenant_a.memory, retrieval_count=10)
+    with django_capture_on_commit_callbacks(execute=True):
+        written = api_a.post("/api/v1/memories", {"content": "A fact written to an empty set"}).json()["memory"]
+    assert cache.client().zcard(hot) == 1  # what the write added, not the agent's best
+    assert hot_ids(api_a) == [str(tenant_a.memory.id), written["id"]]
+
+
+def test_writes_enter_the_set_which_is_trimmed_to_fifty_and_kept_a_day(
         tenant_a, api_a, hot, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         ids = [api_a.post("/api/v1/memories", {"content": f"Hot fact number {i}"}).json()["memory"]["id"]
                for i in range(55)]
     redis = cache.client()
     assert redis.zcard(hot) == settings.MEMORY_PLATFORM["HOT_CACHE_SIZE"] == 50
-    assert 0 < redis.ttl(hot) <= 300
+    assert 300 < redis.ttl(hot) <= cache.HOT_SET_KEPT_SECONDS
     members = {m.decode() for m in redis.zrange(hot, 0, -1)}
     assert members <= set(ids)
 

@@ -1,15 +1,17 @@
-"""The weak list at two sizes of one organisation: scanned and sorted (memories.lifecycle.decay.
-weak_memories, what every call did before), and served from the weakest memories kept with the
-strength bands (decay.weak_page, issue 32), with what keeping them costs the 10-minute job.
+"""The weak list and the hot set at two sizes of one organisation. The weak list scanned and
+sorted (memories.lifecycle.decay.weak_memories, what every call did before), and served from
+the weakest memories kept with the strength bands (decay.weak_page, issue 32), with what keeping
+them costs the 10-minute job. The hot set scored more than five minutes ago: rebuilt before the
+answer (before), answered as it is while the worker rebuilds it (after, memories.retrieval.hot).
 
-    .venv/bin/python benchmarks/scale/weak_reads.py --sizes 10000,100000
+    .venv/bin/python benchmarks/scale/weak_and_hot.py --sizes 10000,100000
 
 In process, on the embedded PostgreSQL of MEMORY_PLATFORM_DATA_DIR (its organisations are
 emptied first: give it a folder of its own). At each size one organisation is loaded by SQL
 (benchmarks/lists/run.py's loader: one agent, memories over a year in 1,001 namespaces, decay
 rate 0.1), each last reinforced 0-75 days ago and of importance 0-1 at random, so that some are
 strong, many fading and a few faded, as benchmarks/scale/load.py makes them. p50 of --repeat
-runs, milliseconds; results to results-weak-reads.json.
+runs, milliseconds; results to results-weak-and-hot.json.
 """
 
 from __future__ import annotations
@@ -69,10 +71,43 @@ def measure(org_id: str, repeat: int) -> dict:
         for name, call in reads.items():
             results[name] = timed(call, repeat)
             print(f"  {name:55} {results[name]:9.2f} ms", flush=True)
+        results.update(hot_reads(org_id, repeat))
         page = decay.weak_page(org_id=org_id, limit=50)
         scanned, count = decay.weak_memories(org_id=org_id, limit=50)
         assert page.as_of is not None and [f.memory.pk for f in page.fading] == [f.memory.pk for f in scanned]
         results["weak memories"] = count
+    return results
+
+
+def hot_reads(org_id: str, repeat: int) -> dict:
+    """The hot set's read by the one agent (every memory is its), once its set is due."""
+    import django_rq
+    from django.db import connection
+
+    from memories.caching import cache
+    from memories.retrieval import hot
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM agents WHERE org_id = %s", [org_id])
+        agent_id = cursor.fetchone()[0]
+    built = cache.HOT_BUILT_KEY.format(org_id=org_id, agent_id=agent_id)
+    gone = [cache.HOT_KEY.format(org_id=org_id, agent_id=agent_id), built]
+
+    def rebuilt():
+        cache.client().delete(*gone)
+        return hot.hot_memories(org_id=org_id, agent_id=agent_id, limit=20)
+
+    def due():
+        cache.client().set(built, 0)
+        cache.client().delete(cache.HOT_REBUILDING_KEY.format(org_id=org_id, agent_id=agent_id))
+        return hot.hot_memories(org_id=org_id, agent_id=agent_id, limit=20)
+
+    results = {}
+    for name, call in (("hot set due, rebuilt before the answer (before)", rebuilt),
+                       ("hot set due, answered as it is (after)", due)):
+        results[name] = timed(call, repeat)
+        print(f"  {name:55} {results[name]:9.2f} ms", flush=True)
+    django_rq.get_queue(hot.REBUILD_QUEUE).empty()
     return results
 
 
@@ -105,7 +140,7 @@ def main() -> None:
         recorded["sizes"][size] = {"ms": results, "load_average": [round(load_before, 2),
                                                                    round(os.getloadavg()[0], 2)]}
         print(f"  load average {recorded['sizes'][size]['load_average']}", flush=True)
-    out = Path(__file__).with_name("results-weak-reads.json")
+    out = Path(__file__).with_name("results-weak-and-hot.json")
     out.write_text(json.dumps(recorded, indent=1) + "\n")
 
 
