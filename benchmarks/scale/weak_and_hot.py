@@ -16,20 +16,19 @@ runs, milliseconds; results to results-weak-and-hot.json.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings.base")
 
+from benchmarks.scale import in_process  # noqa: E402
+from benchmarks.scale.in_process import report, timed  # noqa: E402
 
-def shape(org_id: str) -> None:
+
+def shape(org_id: str, agent_id: str) -> None:
     """Decay clocks restarted 0-75 days ago, importance at random."""
     from benchmarks.search.run import owner_connection
 
@@ -41,17 +40,7 @@ def shape(org_id: str) -> None:
         conn.execute("VACUUM ANALYZE memories")
 
 
-def timed(call, repeat: int) -> float:
-    call()
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - started) * 1000)
-    return round(statistics.median(times), 2)
-
-
-def measure(org_id: str, repeat: int) -> dict:
+def measure(org_id: str, agent_id: str, repeat: int) -> dict:
     from memories.lifecycle import decay
     from tenants.context import tenant_context
 
@@ -70,8 +59,8 @@ def measure(org_id: str, repeat: int) -> dict:
         }
         for name, call in reads.items():
             results[name] = timed(call, repeat)
-            print(f"  {name:55} {results[name]:9.2f} ms", flush=True)
-        results.update(hot_reads(org_id, repeat))
+            report(name, results[name])
+        results.update(hot_reads(org_id, agent_id, repeat))
         page = decay.weak_page(org_id=org_id, limit=50)
         scanned, count = decay.weak_memories(org_id=org_id, limit=50)
         assert page.as_of is not None and [f.memory.pk for f in page.fading] == [f.memory.pk for f in scanned]
@@ -79,17 +68,13 @@ def measure(org_id: str, repeat: int) -> dict:
     return results
 
 
-def hot_reads(org_id: str, repeat: int) -> dict:
+def hot_reads(org_id: str, agent_id: str, repeat: int) -> dict:
     """The hot set's read by the one agent (every memory is its), once its set is due."""
     import django_rq
-    from django.db import connection
 
     from memories.caching import cache
     from memories.retrieval import hot
 
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT id FROM agents WHERE org_id = %s", [org_id])
-        agent_id = cursor.fetchone()[0]
     built = cache.HOT_BUILT_KEY.format(org_id=org_id, agent_id=agent_id)
     gone = [cache.HOT_KEY.format(org_id=org_id, agent_id=agent_id), built]
 
@@ -106,42 +91,13 @@ def hot_reads(org_id: str, repeat: int) -> dict:
     for name, call in (("hot set due, rebuilt before the answer (before)", rebuilt),
                        ("hot set due, answered as it is (after)", due)):
         results[name] = timed(call, repeat)
-        print(f"  {name:55} {results[name]:9.2f} ms", flush=True)
+        report(name, results[name])
     django_rq.get_queue(hot.REBUILD_QUEUE).empty()
     return results
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--note", default="")
-    args = parser.parse_args()
-
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from benchmarks.common import machine
-    from benchmarks.lists.run import load
-    from memory_platform import local_services
-
-    local_services.start_for_settings()
-    call_command("migrate", verbosity=0)
-    recorded = {"recorded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "note": args.note,
-                "machine": machine(), "repeat": args.repeat, "sizes": {}}
-    for size in [int(s) for s in args.sizes.split(",")]:
-        print(f"{size} memories", flush=True)
-        org_id, _ = load(size)
-        shape(org_id)
-        load_before = os.getloadavg()[0]
-        results = measure(org_id, args.repeat)
-        recorded["sizes"][size] = {"ms": results, "load_average": [round(load_before, 2),
-                                                                   round(os.getloadavg()[0], 2)]}
-        print(f"  load average {recorded['sizes'][size]['load_average']}", flush=True)
-    out = Path(__file__).with_name("results-weak-and-hot.json")
-    out.write_text(json.dumps(recorded, indent=1) + "\n")
+    in_process.run(__doc__.splitlines()[0], measure, Path(__file__).with_name("results-weak-and-hot.json"), shape)
 
 
 if __name__ == "__main__":
