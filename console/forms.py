@@ -261,8 +261,7 @@ class EntityFilterForm(forms.Form):
 
     q = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=256, label="Name or alias")
     kind = forms.ChoiceField(required=False, choices=_choices(Entity.Kind.values))
-    namespace = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=NAMESPACE_MAX_CHARS,
-                               help_text="A prefix: users/alice covers users/alice/... too.")
+    namespace = NamespaceFilterField()
 
 
 AGENT_DESCRIPTION_MAX_CHARS = 2000
@@ -296,8 +295,7 @@ class ExportForm(forms.Form):
     """What to download: the organisation, an agent's memories, a namespace's, or both."""
 
     agent = forms.ChoiceField(required=False)
-    namespace = CleanCharField(secrets=Secrets.LOOKUP, required=False, max_length=NAMESPACE_MAX_CHARS,
-                               help_text="A prefix: users/alice covers users/alice/... too, never users/alice2.")
+    namespace = NamespaceFilterField(help_text="A prefix: users/alice covers users/alice/... too, never users/alice2.")
     without_embeddings = forms.BooleanField(required=False, label="without vectors (a third the size; the "
                                                                   "importing deployment embeds them again)")
 
@@ -307,8 +305,7 @@ class ExportForm(forms.Form):
         self.fields["agent"].choices = [("", "every agent")] + [(key, a.name) for key, a in self.agents.items()]
 
     def clean_namespace(self) -> str | None:
-        namespace = self.cleaned_data["namespace"].strip().strip("/")
-        return namespace or None
+        return self.cleaned_data["namespace"] or None
 
 
 class ImportForm(forms.Form):

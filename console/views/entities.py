@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 from console.access import VIEWER, console_view
 from console.forms import EntityFilterForm
 from console.pages import by_key
-from console.responses import page
+from console.responses import INVALID, page
 from memories import keyset
 from memories.errors import NotFound
 from memories.models import Entity
@@ -28,11 +28,11 @@ def entity_list(request):
     entities = Entity.objects.none()
     if form.is_valid():
         data = form.cleaned_data
-        entities = lifecycle.entity_list(request.caller, namespace=data["namespace"].strip() or None,
+        entities = lifecycle.entity_list(request.caller, namespace=data["namespace"] or None,
                                          kind=data["kind"] or None, query=data["q"].strip() or None)
     return page(request, "console/entity_list.html",
                 {"form": form, "page": by_key(entities, order=MOST_MENTIONED, limit=PAGE_SIZE, query=request.GET)},
-                partial="results")
+                partial="results", status=200 if form.is_valid() else INVALID)
 
 
 @require_GET

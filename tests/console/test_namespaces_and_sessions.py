@@ -60,7 +60,7 @@ def test_the_namespace_filter_never_reaches_another_organisation(operator_a, ten
 
 @pytest.mark.parametrize("namespace", ["%", "_", "users/%", "users\\", "a'b\"c", "users/*", "ünï/cödé", "../..", "x" * 300,
                                        "users//42", "users/\x00"])
-@pytest.mark.parametrize("view", ["memories/", "review/", "conflicts/", "sessions/"])
+@pytest.mark.parametrize("view", ["memories/", "review/", "conflicts/", "sessions/", "entities/"])
 def test_odd_namespaces_give_an_error_or_nothing_never_a_500(operator_a, tenant_a, view, namespace):
     remember(tenant_a, "a plain memory", namespace="users/42", status="pending_review")
     response = operator_a.get(operator_a.base + view, {"namespace": namespace})
@@ -69,6 +69,20 @@ def test_odd_namespaces_give_an_error_or_nothing_never_a_500(operator_a, tenant_
     assert "a plain memory" not in body
     if response.status_code == 422:
         assert "namespace" in body.lower()
+
+
+def test_the_entity_list_and_the_export_read_a_namespace_as_the_other_filters_do(console_as, tenant_a):
+    admin = console_as(tenant_a.org, "admin")
+    remember(tenant_a, "Dana Whitfield moved to Lyon", namespace="users/42")
+    remember(tenant_a, "Omar Haddad moved to Porto", namespace="users/420")
+    listed = admin.get(admin.base + "entities/", {"namespace": "users/42/"})  # a trailing slash is no label
+    assert listed.status_code == 200 and "Lyon" in listed.content.decode() and "Porto" not in listed.content.decode()
+    for path in ("entities/", "export/download"):
+        refused = admin.get(admin.base + path, {"namespace": "users//42"})
+        assert refused.status_code == 422 and "none of them empty" in refused.content.decode(), path
+    exported = admin.get(admin.base + "export/download", {"namespace": "/users/42/", "without_embeddings": "on"})
+    lines = b"".join(exported.streaming_content).decode()
+    assert exported.status_code == 200 and "Lyon" in lines and "Porto" not in lines
 
 
 def test_the_review_queue_filters_by_namespace(operator_a, tenant_a):
