@@ -12,7 +12,7 @@ application's role under row-level security. At each size one organisation is lo
 (benchmarks/lists/run.py's loader: memories over a year in 1,001 namespaces, one entity per
 memory named "Name <n>", one retrieval event per memory asking "query <n>"), then every third
 entity is given an alias ("Nick <n>"). "Before" is the previous statement (LIKE on the keys of
-the entities and their aliases); "after" is memories.reads.selectors.entity_list's. A page is
+the entities and their aliases); "after" is memories.reads.selectors.entity_list's (its query for the matches' ids included). A page is
 the first 50, most mentioned first, with their aliases (memories.keyset.page). p50 of --repeat
 runs, milliseconds; results, with the plans' nodes at each size, to results-text-reads.json.
 """
@@ -95,11 +95,11 @@ def reads(org_id: str):
 
     caller = Caller(org_id=uuid.UUID(org_id))
     order = keyset.Order(("mention_count", "id"))
-    for query in ENTITY_QUERIES:
-        for when, listed in (("before", old_entity_list(org_id, query)),
-                             ("after", lifecycle.entity_list(caller, query=query))):
+    for query in ENTITY_QUERIES:  # the list built in the call: after, that asks for the matches' ids
+        for when, listed in (("before", lambda q=query: old_entity_list(org_id, q)),
+                             ("after", lambda q=query: lifecycle.entity_list(caller, query=q))):
             yield (f"entities ?q={query} [{when}]",
-                   lambda q=listed: [e.pk for e in keyset.page(q, order=order, limit=PAGE).items], listed)
+                   lambda made=listed: [e.pk for e in keyset.page(made(), order=order, limit=PAGE).items], listed())
     for text in ("query 4321", "zzz"):
         events = retrieval.retrieval_event_list(caller, query_contains=text)
         yield (f"events ?q={text} [as is]",

@@ -103,6 +103,7 @@ def _with_aliases(queryset: QuerySet, org_id) -> QuerySet:
 # keys' tails (the key from the start of each word), found in the GIN indexes of name_tails and
 # alias_tails (migration 0045, docs/adr/0053). Both are on the entity's row, so the planner chooses
 # the indexes for a rare text or the walk of the most mentioned for a common one.
+NAMED_BY_ID = 1000
 NAMED_SQL = "(entities.name_tails @@ %s::tsquery OR entities.alias_tails @@ %s::tsquery)"
 
 
@@ -129,7 +130,12 @@ def entity_list(*, org_id, namespace: str | None = None, kind: str | None = None
         key = name_key(query)
         if not key:
             return queryset.none()
-        queryset = queryset.extra(where=[NAMED_SQL], params=[word_start_query(org_id, key)] * 2)
+        named = queryset.extra(where=[NAMED_SQL], params=[word_start_query(org_id, key)] * 2)
+        # The planner cannot tell a rare text from a common one (a tail is mostly unique, so its
+        # statistics know few), so it is told: up to NAMED_BY_ID matches are read from the indexes
+        # and listed by id; more are the walk of the most mentioned, filtered (docs/adr/0053).
+        found = list(named.order_by().values_list("pk", flat=True)[:NAMED_BY_ID + 1])
+        queryset = queryset.filter(pk__in=found) if len(found) <= NAMED_BY_ID else named
     return _with_aliases(queryset, org_id).order_by("-mention_count", "-id")
 
 
