@@ -73,7 +73,9 @@ def twin(org_a):
         return Organization.objects.create(id=same_start, name="Twin", slug=f"twin-{same_start.hex[:6]}")
 
 
-def test_every_query_finds_what_the_like_found_in_the_same_order(org_a, org_b, twin):
+@pytest.mark.parametrize("by_id", [1000, 1], ids=["matches listed by id", "most mentioned walked"])
+def test_every_query_finds_what_the_like_found_in_the_same_order(org_a, org_b, twin, monkeypatch, by_id):
+    monkeypatch.setattr(selectors, "NAMED_BY_ID", by_id)  # 1: more than one match is walked in order
     named(org_a)
     named(org_b)  # the same names in other organisations: never found from org_a
     named(twin)
