@@ -99,6 +99,22 @@ def _with_aliases(queryset: QuerySet, org_id) -> QuerySet:
                                               .order_by("alias")))
 
 
+# The entities whose name or an alias has a word starting with the text: a prefix of one of the
+# keys' tails (the key from the start of each word), found in the GIN indexes of name_tails and
+# alias_tails (migration 0045, docs/adr/0053). Both are on the entity's row, so the planner chooses
+# the indexes for a rare text or the walk of the most mentioned for a common one.
+NAMED_BY_ID = 1000
+NAMED_SQL = "(entities.name_tails @@ %s::tsquery OR entities.alias_tails @@ %s::tsquery)"
+
+
+def word_start_query(org_id, key: str) -> str:
+    """The prefix query that finds `key` at the start of a tail of the organisation's names
+    (migration 0045: a tail is tagged with the first 8 hex digits of the organisation's id), as
+    tsquery's input: one quoted lexeme, its quotes and backslashes doubled, and :* for "starts with"."""
+    lexeme = f"{str(org_id)[:8]}{key}".replace("\\", "\\\\").replace("'", "''")
+    return f"'{lexeme}':*"
+
+
 def entity_list(*, org_id, namespace: str | None = None, kind: str | None = None, query: str | None = None,
                 reach: KeyReach = EVERYWHERE) -> QuerySet:
     """Entities in reach, the most mentioned first, ties by id (an order pages by key:
@@ -114,9 +130,12 @@ def entity_list(*, org_id, namespace: str | None = None, kind: str | None = None
         key = name_key(query)
         if not key:
             return queryset.none()
-        named = Q(key__startswith=key) | Q(key__contains=f" {key}")  # the name or an alias, any word of it
-        aliased = EntityAlias.objects.filter(named, org_id=org_id)
-        queryset = queryset.filter(named | Q(pk__in=aliased.values("entity_id")))
+        named = queryset.extra(where=[NAMED_SQL], params=[word_start_query(org_id, key)] * 2)
+        # The planner cannot tell a rare text from a common one (a tail is mostly unique, so its
+        # statistics know few), so it is told: up to NAMED_BY_ID matches are read from the indexes
+        # and listed by id; more are the walk of the most mentioned, filtered (docs/adr/0053).
+        found = list(named.order_by().values_list("pk", flat=True)[:NAMED_BY_ID + 1])
+        queryset = queryset.filter(pk__in=found) if len(found) <= NAMED_BY_ID else named
     return _with_aliases(queryset, org_id).order_by("-mention_count", "-id")
 
 
