@@ -1,11 +1,13 @@
-"""Ranking experiments of issue 34's second round, measured with replay.py and not kept
+"""Ranking experiments of issue 34's second round, measured with replay.py
 (benchmarks/recall/README.md, "Issue 34, round two: sessions and a turn's context"). Each is
 a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kept one would be
 (a seeded signal fused as RRF_WEIGHTS[name]), so the figures are those the product would give.
 
-- session: two-stage retrieval. The fusion's candidates vote for their session (here: their
-  namespace and event_time, which run.py sets to the session's date), each with its fused score
-  (sum, or max); the best `sessions` sessions' turns are ranked by cosine to the query.
+- session: two-stage retrieval, as it was measured before it was built. The fusion's
+  candidates vote for their session (their namespace and event_time, which run.py sets to the
+  session's date), each with its fused score (vote sum, or max); the best `sessions` sessions'
+  turns are ranked by cosine to the query. Vote max, 3 sessions, weight 0.3 was kept and is
+  memories.retrieval.sessions (docs/adr/0054), which this experiment turns off while it runs.
 - context: each candidate of the fusion, and the turn after each, ranked by its similarity to
   the query together with the turn before it: cosine of the query with the sum of the two
   embeddings (`mode=sum`), or the greater of the two cosines (`mode=max`).
@@ -146,12 +148,14 @@ def install(name: str, settings: dict) -> str:
         rocchio.applies = lambda query: kept(query) or asks_plural_class(query)
         return "list-rocchio"
     search = {"session": session_turns, "context": with_turn_before}[name]
+    name = f"{name}-experiment"  # beside the built signals' names; the built session signal is off
     signal = pipeline.Signal(name, seeded=True, search=search,
                              applies=lambda s: s.wide and chosen["weight"] > 0 and s.embed() is not None)
     signals = list(pipeline.SIGNALS)
     signals.insert([row.name for row in signals].index("rocchio"), signal)
     pipeline.run_signals.__defaults__ = (tuple(signals),)
     knobs = config().search
-    object.__setattr__(knobs, "rrf_weights", {**knobs.rrf_weights, name: chosen["weight"]})
+    built_session = 0.0 if name == "session-experiment" else knobs.rrf_weights["session"]
+    object.__setattr__(knobs, "rrf_weights", {**knobs.rrf_weights, name: chosen["weight"], "session": built_session})
     return f"{name} {chosen}"
 
