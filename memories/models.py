@@ -266,6 +266,9 @@ class Memory(ReferencedTenantModel):
             # neighbours signal steps one memory back and forth from each of its best results.
             models.Index(fields=["org", "namespace", "created_at", "id"], condition=LIVE,
                          name="memories_namespace_order"),
+            # A session's memories (memories.retrieval.sessions): one namespace, one event time.
+            models.Index(fields=["org", "namespace", "event_time"], condition=LIVE,
+                         name="memories_namespace_event_time"),
             models.Index(
                 F("org"), OpClass("namespace", name="varchar_pattern_ops"),
                 condition=Q(deleted_at__isnull=True), name="memories_scope_prefix",

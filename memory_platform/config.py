@@ -74,7 +74,7 @@ class SearchConfig:
     # Reciprocal rank fusion: each signal adds weight / (rrf_k + rank).
     rrf_k: int
     rrf_weights: Mapping[str, float] = _weights("vector", "fulltext", "graph", "neighbours", "time",
-                                                "rocchio")
+                                                "rocchio", "session")
     # A hybrid search brings the memories written just before and after its best this many
     # results in their namespace (memories.retrieval.neighbours); 0 turns it off.
     neighbour_seeds: int
@@ -87,6 +87,10 @@ class SearchConfig:
     # weighed in fusion as rrf_weights["rocchio"] (0 turns it off).
     rocchio_seeds: int
     rocchio_blend: float
+    # A hybrid search ranks by meaning the memories of the sessions (namespace and event time)
+    # of its best results, this many sessions (memories.retrieval.sessions), weighed in fusion
+    # as rrf_weights["session"]; 0 turns it off.
+    session_seeds: int
     # The final score: relevance (fused) blended with these, recency halving every
     # recency_half_life_days; strength is how well the memory is held (memories.lifecycle.strength).
     ranking_weights: Mapping[str, float] = _weights("relevance", "importance", "confidence", "recency", "usage",

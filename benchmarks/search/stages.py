@@ -39,6 +39,7 @@ STAGES = {
     "text+embedding": ("memories.retrieval.fulltext", "started"),
     "vector": ("memories.retrieval.vector", "search"),
     "neighbours": ("memories.retrieval.neighbours", "search"),
+    "session": ("memories.retrieval.sessions", "search"),
     "time signal": ("memories.retrieval.timeframe", "search"),
     "speaker": ("memories.retrieval.speakers", "named"),
     "ranking": ("memories.retrieval.ranking", "ranking_rows"),

@@ -26,6 +26,7 @@ from memories.retrieval import (
     ranking,
     records,
     rocchio,
+    sessions,
     size,
     speakers,
     timeframe,
@@ -217,6 +218,19 @@ def relationships(search: Search) -> list[Hit]:
     return expansion.search(search.org_id, seeds, search.filters, types=CAUSAL_CHAIN, hops=CAUSAL_HOPS)
 
 
+def shares_sessions(search: Search) -> bool:
+    knobs = config().search
+    return (search.wide and knobs.session_seeds > 0 and knobs.rrf_weights["session"] > 0
+            and not search.switching and search.embed() is not None)
+
+
+def sessions_of_results(search: Search) -> list[Hit]:
+    """The memories of the sessions of the fusion's best memories (sessions), nearest the
+    query first; a session is as good as its best memory, so the fusion's whole order decides."""
+    return sessions.search(search.org_id, search.embed(), ranking.best(search.fused, len(search.fused)),
+                           search.filters, config().search.session_seeds, search.k)
+
+
 def moves_towards_results(search: Search) -> bool:
     knobs = config().search
     return (search.wide and knobs.rocchio_seeds > 0 and knobs.rrf_weights["rocchio"] > 0
@@ -253,6 +267,7 @@ SIGNALS = (
     Signal("fulltext", seeded=False, applies=words_stand_in, search=words_for_meaning),
     Signal("time", seeded=False, applies=names_a_period, search=period),
     Signal("graph", seeded=True, applies=follows_relationships, search=relationships),
+    Signal("session", seeded=True, applies=shares_sessions, search=sessions_of_results),
     Signal("rocchio", seeded=True, applies=moves_towards_results, search=meaning_of_results),
     Signal("neighbours", seeded=True, applies=brings_neighbours, search=written_nearby),
 )
@@ -284,9 +299,10 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     relationships from the best results (expansion). A hybrid search also ranks, as signals of
     their own: for a "why" question (memories.understanding.intent) the causal chain of its best results, up to
     two relationships along it (expansion along CAUSAL_CHAIN), the memories of the period its
-    query names (timeframe), and the memories written just before and after its best results
-    (neighbours); and when the query names one person who speaks in the namespaces searched,
-    full text and meaning match the rest of the query and the others' words weigh less
+    query names (timeframe), the memories written just before and after its best results
+    (neighbours) and the other memories of their sessions (sessions); and when the query names
+    one person who speaks in the namespaces searched, full text and meaning match the rest of
+    the query and the others' words weigh less
     (speakers). The outcome says what it understood of the query (SearchOutcome.understood)."""
     now = timezone.now()
     search = search_begun(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, expand=expand,

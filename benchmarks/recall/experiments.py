@@ -1,0 +1,161 @@
+"""Ranking experiments of issue 34's second round, measured with replay.py
+(benchmarks/recall/README.md, "Issue 34, round two: sessions and a turn's context"). Each is
+a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kept one would be
+(a seeded signal fused as RRF_WEIGHTS[name]), so the figures are those the product would give.
+
+- session: two-stage retrieval, as it was measured before it was built. The fusion's
+  candidates vote for their session (their namespace and event_time, which run.py sets to the
+  session's date), each with its fused score (vote sum, or max); the best `sessions` sessions'
+  turns are ranked by cosine to the query. Vote max, 3 sessions, weight 0.3 was kept and is
+  memories.retrieval.sessions (docs/adr/0054), which this experiment turns off while it runs.
+- context: each candidate of the fusion, and the turn after each, ranked by its similarity to
+  the query together with the turn before it: cosine of the query with the sum of the two
+  embeddings (`mode=sum`), or the greater of the two cosines (`mode=max`).
+- list-rocchio: Rocchio feedback (memories.retrieval.rocchio) also for questions asking for a
+  plural class ("What books has Tim read?", "Which US cities does John mention ...?").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from django.db import connection
+
+from memories.models import live_sql
+from memories.retrieval import pipeline, ranking, rocchio
+from memories.retrieval.ranking import Hit, ranked_hits
+from memories.vectors.embeddings import vector_literal
+from memory_platform.config import config
+
+SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
+            "context": {"weight": 1.0, "mode": "sum"},
+            "list-rocchio": {}}
+EXPERIMENTS = set(SETTINGS)
+chosen: dict = {}
+
+
+# --------------------------------------------------------------------------- session
+
+SESSION_OF_SQL = """
+    SELECT m.id, m.scope, m.event_time
+    FROM unnest(%s::uuid[]) AS wanted(id)
+    JOIN memories m ON m.org_id = %s AND m.id = wanted.id
+    WHERE m.event_time IS NOT NULL
+"""
+SESSION_TURNS_SQL = """
+    SELECT m.id, 1 - (m.embedding <=> %s::vector) AS similarity, {columns}
+    FROM memories m {usage}
+    WHERE {where} AND m.embedding IS NOT NULL
+      AND (m.scope, m.event_time) IN (SELECT * FROM unnest(%s::text[], %s::timestamptz[]))
+    ORDER BY similarity DESC, m.id
+    LIMIT %s
+"""
+
+
+def best_sessions(fused: dict, session_of: dict, n: int, vote: str) -> list[tuple]:
+    """The n sessions whose candidates' fused scores add up (vote "sum") or reach (vote "max")
+    the most."""
+    votes = defaultdict(list)
+    for memory_id, score in fused.items():
+        if memory_id in session_of:
+            votes[session_of[memory_id]].append(score)
+    combine = sum if vote == "sum" else max
+    return sorted(votes, key=lambda session: (-combine(votes[session]), str(session)))[:n]
+
+
+def session_turns(search: pipeline.Search) -> list[Hit]:
+    with connection.cursor() as cursor:
+        cursor.execute(SESSION_OF_SQL, [[str(memory_id) for memory_id in search.fused], search.org_id])
+        session_of = {memory_id: (scope, when) for memory_id, scope, when in cursor.fetchall()}
+        sessions = best_sessions(search.fused, session_of, int(chosen["sessions"]), chosen["vote"])
+        if not sessions:
+            return []
+        where, params = search.filters.where(search.org_id)
+        cursor.execute(SESSION_TURNS_SQL.format(columns=ranking.ranking_columns("m"), usage=ranking.usage_join("m"),
+                                                where=where),
+                       [vector_literal(search.embed()), search.org_id, *params, [scope for scope, _ in sessions],
+                        [when for _, when in sessions], search.k])
+        return ranked_hits(cursor.fetchall(), "similarity")
+
+
+# --------------------------------------------------------------------------- context
+
+CONTEXT_SQL = """
+    WITH candidate AS (
+        SELECT wanted.id FROM unnest(%s::uuid[]) AS wanted(id)
+        UNION
+        SELECT after.id FROM unnest(%s::uuid[]) AS wanted(id)
+        JOIN memories seed ON seed.org_id = %s AND seed.id = wanted.id
+        CROSS JOIN LATERAL (
+            SELECT m.id FROM memories m
+            WHERE m.org_id = %s AND m.scope = seed.scope AND {live}
+              AND (m.created_at, m.id) > (seed.created_at, seed.id)
+            ORDER BY m.created_at, m.id LIMIT 1) after
+    )
+    SELECT m.id, {similarity} AS similarity, {columns}
+    FROM candidate JOIN memories m ON m.org_id = %s AND m.id = candidate.id
+    CROSS JOIN LATERAL (
+        SELECT p.embedding FROM memories p
+        WHERE p.org_id = %s AND p.scope = m.scope AND {live_before}
+          AND (p.created_at, p.id) < (m.created_at, m.id)
+        ORDER BY p.created_at DESC, p.id DESC LIMIT 1) before
+    {usage}
+    WHERE {where} AND m.embedding IS NOT NULL AND before.embedding IS NOT NULL
+    ORDER BY similarity DESC, m.id
+    LIMIT %s
+"""
+SIMILARITY = {"sum": ("1 - ((m.embedding + before.embedding) <=> %s::vector)", 1),
+              "max": ("greatest(1 - (m.embedding <=> %s::vector), 1 - (before.embedding <=> %s::vector))", 2)}
+
+
+def with_turn_before(search: pipeline.Search) -> list[Hit]:
+    candidates = [str(memory_id) for memory_id in search.fused]
+    similarity, times = SIMILARITY[chosen["mode"]]
+    where, params = search.filters.where(search.org_id)
+    sql = CONTEXT_SQL.format(live=live_sql("m"), live_before=live_sql("p"), similarity=similarity,
+                             columns=ranking.ranking_columns("m"), usage=ranking.usage_join("m"), where=where)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [candidates, candidates, search.org_id, search.org_id,
+                             *[vector_literal(search.embed())] * times, search.org_id, search.org_id, search.org_id,
+                             *params, search.k])
+        return ranked_hits(cursor.fetchall(), "similarity")
+
+
+# --------------------------------------------------------------------------- list-rocchio
+
+AUXILIARY = r"(?:has|have|does|do|did|is|are|was|were)"
+# "what/which", up to two words, a plural noun, then an auxiliary: a question asking for the
+# members of a plural class.
+PLURAL_CLASS = re.compile(rf"\b(?:what|which)\s+(?!{AUXILIARY}\b)(?:[\w-]+\s+){{0,2}}?([a-z]+s)\s+{AUXILIARY}\b",
+                          re.I)
+
+
+def asks_plural_class(query: str) -> bool:
+    match = PLURAL_CLASS.search(query)
+    return match is not None and not match.group(1).lower().endswith("ss")
+
+
+# --------------------------------------------------------------------------- installing one
+
+
+def install(name: str, settings: dict) -> str:
+    """Add the experiment's signal for this process (before Rocchio, so neighbours and Rocchio
+    start from a fusion that holds it); returns what runs, for the printout."""
+    chosen.update(SETTINGS[name], **{key: type(SETTINGS[name][key])(value) for key, value in settings.items()})
+    if name == "list-rocchio":
+        kept = rocchio.applies
+        rocchio.applies = lambda query: kept(query) or asks_plural_class(query)
+        return "list-rocchio"
+    search = {"session": session_turns, "context": with_turn_before}[name]
+    name = f"{name}-experiment"  # beside the built signals' names; the built session signal is off
+    signal = pipeline.Signal(name, seeded=True, search=search,
+                             applies=lambda s: s.wide and chosen["weight"] > 0 and s.embed() is not None)
+    signals = list(pipeline.SIGNALS)
+    signals.insert([row.name for row in signals].index("rocchio"), signal)
+    pipeline.run_signals.__defaults__ = (tuple(signals),)
+    knobs = config().search
+    built_session = 0.0 if name == "session-experiment" else knobs.rrf_weights["session"]
+    object.__setattr__(knobs, "rrf_weights", {**knobs.rrf_weights, name: chosen["weight"], "session": built_session})
+    return f"{name} {chosen}"
+
