@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     atomic = False  # CREATE INDEX CONCURRENTLY cannot run in a transaction
 
     dependencies = [
-        ('memories', '0042_embedding_switch_in_batches'),
+        ('memories', '0045_entity_name_tails'),
         ('tenants', '0011_sessions_paged_by_key'),
     ]
 
