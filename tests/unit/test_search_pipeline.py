@@ -43,10 +43,12 @@ def applying(search: Search) -> list[str]:
 
 
 def test_a_hybrid_search_runs_its_query_signals_and_those_its_reading_calls_for():
-    assert applying(search()) == ["fulltext (words)", "vector (meaning)", "neighbours (written_nearby)"]
+    assert applying(search()) == ["fulltext (words)", "vector (meaning)", "session (sessions_of_results)",
+                                  "neighbours (written_nearby)"]
     why_in_july = QueryReading.of("Why did the deploy fail in July 2023?", period=JULY)
     assert applying(search(reading=why_in_july)) == [
-        "fulltext (words)", "vector (meaning)", "time (period)", "graph (relationships)", "neighbours (written_nearby)"]
+        "fulltext (words)", "vector (meaning)", "time (period)", "graph (relationships)", "session (sessions_of_results)",
+        "neighbours (written_nearby)"]
     # A threshold keeps it to the query's own signals (and expansion, when asked for).
     assert applying(search(threshold=0.7, reading=why_in_july)) == ["fulltext (words)", "vector (meaning)"]
     assert applying(search(threshold=0.7, expand=1)) == [
