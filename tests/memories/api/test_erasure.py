@@ -264,3 +264,36 @@ def test_a_dry_run_counts_by_the_erasures_conditions_exactly_what_it_then_delete
             "sessions"} <= written, counted.counts
     if kind in ("namespace", "agent", "everything"):
         assert {"tags", "entities", "entity_aliases", "idempotency_records"} <= written, counted.counts
+
+
+def test_the_searches_that_returned_a_memory_are_found_on_their_index_under_row_level_security(tenant_a):
+    """An erasure's events (&&) and explain's searches (@>) read the GIN index on
+    returned_memory_ids as the application's role, row-level security on: the array matches are
+    LEAKPROOF (memory_platform.local_services; docs/adr/0052), or the planner keeps the index
+    out of a tenant's statements and reads every event of the organisation."""
+    from django.db import connection
+
+    from memories.retrieval.explain import RETRIEVALS_SHOWN
+    from tests.plans import explained, plan_nodes
+
+    memory_id = tenant_a.memory.pk
+    explain_searches = (RetrievalEvent.objects.filter(org_id=tenant_a.org.id, returned_memory_ids__contains=[memory_id])
+                        .order_by("-created_at")[:RETRIEVALS_SHOWN])
+    with tenant_context(tenant_a.org.id), connection.cursor() as cursor:
+        RetrievalEvent.objects.bulk_create(  # enough searches of others that reading them all costs more
+            RetrievalEvent(org=tenant_a.org, kind="search", query=f"search {n}", returned_memory_ids=[uuid.uuid4()],
+                           returned_scores=[0.5]) for n in range(2_000))
+        cursor.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        assert cursor.fetchone() == (False, False)
+        # Only the plan's choice is forced (a few rows read sequentially cost less); not whether it may.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_indexscan = off")
+        plans = {}
+        cursor.execute("EXPLAIN (FORMAT JSON) " + erasure.RETURNING_ANY_SQL, [[memory_id], tenant_a.org.id])
+        plans["erasure"] = cursor.fetchone()[0]
+        sql, params = explain_searches.query.sql_with_params()
+        cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+        plans["explain"] = cursor.fetchone()[0]
+    for name, plan in plans.items():
+        indexes = {node.get("Index Name") for node in plan_nodes(explained(plan))}
+        assert "retrieval_events_returned" in indexes, (name, indexes)
