@@ -296,4 +296,4 @@ def test_the_searches_that_returned_a_memory_are_found_on_their_index_under_row_
         plans["explain"] = cursor.fetchone()[0]
     for name, plan in plans.items():
         indexes = {node.get("Index Name") for node in plan_nodes(explained(plan))}
-        assert "retrieval_events_returned" in indexes, (name, indexes)
+        assert "retrieval_events_returned" in indexes, (name, indexes, plan)
