@@ -174,9 +174,9 @@ def erase(org_id, scope: ErasureScope, *, via: str, agent_id=None, user_id=None,
     """Erase the scope's memories and everything they left, as the organisation the caller has
     set (the API's key, a command's tenant_context). Raises NotFound when the scope holds
     nothing to erase. A dry run counts what would go (_count: the erasure's conditions, read
-    and not deleted) and changes nothing. With
-    expected_digest (a dry run's digest), it erases only if the scope holds exactly the
-    memories counted then, and otherwise raises Conflict (`scope_changed`), erasing nothing.
+    and not deleted) and changes nothing. With expected_digest (a dry run's digest), it erases
+    only if the scope holds exactly the memories counted then, and otherwise raises Conflict
+    (`scope_changed`), erasing nothing.
     progress(done, total) is called as the memories go."""
     with transaction.atomic(), connection.cursor() as cursor:
         if dry_run:
