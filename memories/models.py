@@ -7,7 +7,7 @@ in the migrations as SQL, written with memory_platform/schema.py.
 
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import OpClass
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import F, Q
@@ -273,6 +273,9 @@ class Memory(ReferencedTenantModel):
                 F("org"), OpClass("namespace", name="varchar_pattern_ops"),
                 condition=Q(deleted_at__isnull=True), name="memories_scope_prefix",
             ),
+            # Every memory of a namespace, whatever its status: what an erasure of it takes and
+            # its count (memories.lifecycle.erasure.memory_count, docs/adr/0052).
+            models.Index(F("org"), OpClass("namespace", name="varchar_pattern_ops"), name="memories_namespace_all"),
             models.Index(
                 fields=["expires_at"], condition=Q(expires_at__isnull=False, deleted_at__isnull=True),
                 name="memories_expiring",
@@ -655,6 +658,10 @@ class RetrievalEvent(ReferencedTenantModel):
         indexes = [
             models.Index(fields=["org", "-created_at"], name="retrieval_events_recent"),
             models.Index(fields=["org", "agent", "-created_at"], name="retrieval_events_agent"),
+            # The searches that returned a memory: explain's, and an erasure's (docs/adr/0052).
+            GinIndex(fields=["returned_memory_ids"], name="retrieval_events_returned"),
+            # Those asked in a namespace, which an erasure of it takes (namespace_sql's bounds).
+            models.Index(F("org"), OpClass("namespace", name="varchar_pattern_ops"), name="retrieval_events_namespace"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=RetrievalEventKind.values), name="retrieval_events_kind_valid"),

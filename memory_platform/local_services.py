@@ -18,7 +18,8 @@ pgvector is not a trusted extension, so the superuser creates it, in the product
 and in template1 (databases created later, such as the test database, inherit it). The
 superuser also marks tsvector @@ tsquery LEAKPROOF: under row-level security PostgreSQL may
 only use an index for conditions whose functions are leakproof, and without it a full-text
-search reads every row of the tenant (docs/adr/0035). Its log keeps no values: no failing
+search reads every row of the tenant (docs/adr/0035); and the array matches && and @> likewise,
+or the searches that returned a memory are found by reading every retrieval event (docs/adr/0052). Its log keeps no values: no failing
 statement (log_min_error_statement) and no DETAIL, where a unique violation names the key it
 found (log_error_verbosity terse); a memory's content, embedding and namespace stay out of it.
 """
@@ -70,6 +71,10 @@ SOCKET_PATH_MAX = 100
 # Matching a tsvector against a tsquery raises no error that depends on the row's data, so it
 # can be evaluated before the row-level security check without leaking anything.
 LEAKPROOF_FULL_TEXT_MATCH = "ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF"
+# The array comparisons a GIN index on an array serves (retrieval_events.returned_memory_ids:
+# explain's @>, an erasure's &&), leakproof for the same reason (docs/adr/0052).
+LEAKPROOF_ARRAY_MATCHES = ("ALTER FUNCTION pg_catalog.arrayoverlap(anyarray, anyarray) LEAKPROOF",
+                           "ALTER FUNCTION pg_catalog.arraycontains(anyarray, anyarray) LEAKPROOF")
 
 
 LOG_NO_VALUES = (
@@ -327,7 +332,7 @@ def _provision_postgres(node: Node) -> None:
     import psycopg
     from psycopg import sql
 
-    marker = node.pgdata / ".memory_platform_provisioned-3"
+    marker = node.pgdata / ".memory_platform_provisioned-4"
     if marker.exists():
         return
     endpoint = node.endpoint
@@ -375,6 +380,8 @@ def _prepare_schema(conn, *, citus: bool) -> None:
         conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     conn.execute(LEAKPROOF_FULL_TEXT_MATCH)
+    for statement in LEAKPROOF_ARRAY_MATCHES:
+        conn.execute(statement)
     # PostgreSQL 15+ no longer lets every role create objects in public; only the
     # owner role may (it runs the migrations). The app role may only use it.
     conn.execute(sql.SQL("GRANT CREATE, USAGE ON SCHEMA public TO {}").format(sql.Identifier(OWNER_ROLE)))

@@ -162,10 +162,6 @@ class Outcome:
     digest: str = ""  # which memories went (or, for a dry run, would go): memories_digest
 
 
-class DryRun(Exception):
-    """Raised inside the transaction to undo a dry run's deletes."""
-
-
 def memories_digest(memory_ids) -> str:
     """Which memories a scope holds, in a few characters that say nothing of them: what a
     confirmation names, so that an erasure confirmed for some memories erases exactly those."""
@@ -177,26 +173,26 @@ def erase(org_id, scope: ErasureScope, *, via: str, agent_id=None, user_id=None,
           expected_digest: str | None = None, progress: Callable[[int, int], None] | None = None) -> Outcome:
     """Erase the scope's memories and everything they left, as the organisation the caller has
     set (the API's key, a command's tenant_context). Raises NotFound when the scope holds
-    nothing to erase. A dry run counts what would go and changes nothing. With
-    expected_digest (a dry run's digest), it erases only if the scope holds exactly the
-    memories counted then, and otherwise raises Conflict (`scope_changed`), erasing nothing.
+    nothing to erase. A dry run counts what would go (_count: the erasure's conditions, read
+    and not deleted) and changes nothing. With expected_digest (a dry run's digest), it erases
+    only if the scope holds exactly the memories counted then, and otherwise raises Conflict
+    (`scope_changed`), erasing nothing.
     progress(done, total) is called as the memories go."""
-    counts: dict = {}
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        if dry_run:
+            counts, memory_ids = _count(cursor, org_id, scope)
+        else:
             counts, memory_ids = _erase(cursor, org_id, scope, progress)
-            if not any(counts.values()):
-                raise NotFound(f"nothing to erase in {scope.describe()}")
-            digest = memories_digest(memory_ids)
-            if expected_digest is not None and digest != expected_digest:
-                raise Conflict(f"{scope.describe()} changed since its memories were counted (it holds "
-                               f"{counts['memories']} now); nothing was erased", code="scope_changed")
-            if dry_run:
-                raise DryRun
-            erasure = Erasure.objects.create(org_id=org_id, scope=scope.as_json(), counts=counts, via=via,
-                                             requested_by_agent_id=agent_id, requested_by_user_id=user_id)
-    except DryRun:
-        return Outcome(erasure=None, counts=counts, digest=digest)
+        if not any(counts.values()):
+            raise NotFound(f"nothing to erase in {scope.describe()}")
+        digest = memories_digest(memory_ids)
+        if expected_digest is not None and digest != expected_digest:
+            raise Conflict(f"{scope.describe()} changed since its memories were counted (it holds "
+                           f"{counts['memories']} now); nothing was erased", code="scope_changed")
+        if dry_run:
+            return Outcome(erasure=None, counts=counts, digest=digest)
+        erasure = Erasure.objects.create(org_id=org_id, scope=scope.as_json(), counts=counts, via=via,
+                                         requested_by_agent_id=agent_id, requested_by_user_id=user_id)
     logger.info("erasure done", extra={"erasure_id": str(erasure.pk), "org_id": str(org_id), "via": via,
                                        "memories": counts["memories"]})
     return Outcome(erasure=erasure, counts=counts, digest=digest)
@@ -204,7 +200,8 @@ def erase(org_id, scope: ErasureScope, *, via: str, agent_id=None, user_id=None,
 
 def memory_count(org_id, scope: ErasureScope) -> int:
     """How many memories the scope holds, whatever their status: what an operator confirms
-    before erasing (a dry run counts every row, at the cost of the erasure itself)."""
+    before erasing (a dry run counts every kind of row). A namespace's are counted on the index
+    of every memory's namespace (memories_namespace_all), not a walk of the organisation's."""
     where, params = scope.memories("m")
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM memories m WHERE m.org_id = %s AND {where}", [org_id, *params])
@@ -277,37 +274,11 @@ def _erase(cursor, org_id, scope: ErasureScope, progress) -> tuple[dict, list]:
     refuses a temporary table joined into a DELETE of a distributed one). Returns the rows
     deleted by kind, and the memories' ids."""
     counts = {"memories": 0}  # first: what a reader looks for
-    where, params = scope.memories("m")
-    cursor.execute(f"SELECT m.id FROM memories m WHERE m.org_id = %s AND {where} ORDER BY m.created_at, m.id",
-                   [org_id, *params])
-    memory_ids = [row[0] for row in cursor.fetchall()]
-    total = len(memory_ids)
+    erased = _Erased.find(cursor, org_id, scope)
+    memory_ids, total = erased.memory_ids, len(erased.memory_ids)
 
-    # What only they (or the scope) hold: entities, artifacts, retrieval events.
-    own_entities, own_params = _or_under(scope, "e.scope")
-    cursor.execute(f"""
-        SELECT DISTINCT e.id FROM entities e
-        WHERE e.org_id = %s AND (e.id IN (SELECT me.entity_id FROM memory_entities me
-                                          WHERE me.org_id = %s AND me.memory_id = ANY(%s::uuid[])) OR {own_entities})
-    """, [org_id, org_id, memory_ids, *own_params])
-    entity_ids = [row[0] for row in cursor.fetchall()]
-    own_artifacts, own_artifact_params = _or_under(scope, "a.scope")
-    cursor.execute(f"""
-        SELECT a.id FROM artifacts a
-        WHERE a.org_id = %s AND (a.id IN (SELECT ma.artifact_id FROM memory_artifacts ma
-                                          WHERE ma.org_id = %s AND ma.memory_id = ANY(%s::uuid[])) OR {own_artifacts})
-    """, [org_id, org_id, memory_ids, *own_artifact_params])
-    artifact_ids = [row[0] for row in cursor.fetchall()]
-    asked, asked_params = _events_asked(scope)
-    cursor.execute(f"""
-        SELECT r.id, r.query FROM retrieval_events r
-        WHERE r.org_id = %s AND (r.returned_memory_ids && %s::uuid[] OR {asked})
-    """, [org_id, memory_ids, *asked_params])
-    events = cursor.fetchall()
-    event_ids = [row[0] for row in events]
-
-    def delete(name: str, sql: str, values: list) -> None:
-        cursor.execute(sql, values)
+    def delete(name: str, table: str, where: str, values: list) -> None:
+        cursor.execute(f"DELETE FROM {table} WHERE {where}", values)
         counts[name] = counts.get(name, 0) + cursor.rowcount
 
     # The memories in batches, each with what refers to it first. Other memories may point at
@@ -315,55 +286,155 @@ def _erase(cursor, org_id, scope: ErasureScope, progress) -> tuple[dict, list]:
     # memory it points at: emptied first, as ON DELETE SET NULL did.
     for start in range(0, total, BATCH):
         batch = memory_ids[start:start + BATCH]
-        for name, table, condition in REFERRING:
-            delete(name, f"DELETE FROM {table} WHERE org_id = %s AND {condition}",
-                   [org_id, *[batch] * condition.count("%s")])
+        for name, table, where, values in _referring(org_id, batch):
+            delete(name, table, where, values)
         clear_references("memories", org_id=org_id, rows=batch)
-        delete("memories", "DELETE FROM memories WHERE org_id = %s AND id = ANY(%s)", [org_id, batch])
+        delete("memories", "memories", "org_id = %s AND id = ANY(%s)", [org_id, batch])
         if progress:
             progress(counts["memories"], total)
 
-    # What nothing refers to any more.
-    delete("provenance", """
-        DELETE FROM provenance p WHERE p.org_id = %s AND (p.retrieval_event_id = ANY(%s)
-            OR p.artifact_id = ANY(%s) AND NOT EXISTS (
-                SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = p.artifact_id))
-    """, [org_id, event_ids, artifact_ids, org_id])
-    unreferenced = "NOT EXISTS (SELECT 1 FROM memory_entities me WHERE me.org_id = %s AND me.entity_id = e.id)"
-    delete("entity_aliases", f"""
-        DELETE FROM entity_aliases WHERE org_id = %s AND entity_id IN (
-            SELECT e.id FROM entities e WHERE e.org_id = %s AND e.id = ANY(%s) AND {unreferenced})
-    """, [org_id, org_id, entity_ids, org_id])
-    delete("entities", f"DELETE FROM entities e WHERE e.org_id = %s AND e.id = ANY(%s) AND {unreferenced}",
-           [org_id, entity_ids, org_id])
-    delete("artifacts", """
-        DELETE FROM artifacts a WHERE a.org_id = %s AND a.id = ANY(%s)
-          AND NOT EXISTS (SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = a.id)
-          AND NOT EXISTS (SELECT 1 FROM provenance p WHERE p.org_id = %s AND p.artifact_id = a.id)
-    """, [org_id, artifact_ids, org_id, org_id])
-    clear_references("retrieval_events", org_id=org_id, rows=event_ids)
-    delete("retrieval_events", "DELETE FROM retrieval_events WHERE org_id = %s AND id = ANY(%s)", [org_id, event_ids])
-    kept, kept_params = _idempotency_written(scope)
-    delete("idempotency_records", f"""
-        DELETE FROM idempotency_records i WHERE i.org_id = %s AND ({kept} OR EXISTS (
-            SELECT 1 FROM regexp_matches(i.response_body::text, %s, 'g') AS found(id)
-            WHERE found.id[1]::uuid = ANY(%s::uuid[])))
-    """, [org_id, *kept_params, UUID_PATTERN, memory_ids])
-    sessions, session_params = _sessions(scope)
-    if sessions:
-        # The memories of the session out of the scope stay, without it.
-        clear_references("sessions", org_id=org_id,
-                         rows=Rows(f"SELECT s.id FROM sessions s WHERE s.org_id = %s AND {sessions}",
-                                   (org_id, *session_params)))
-        delete("sessions", f"DELETE FROM sessions s WHERE s.org_id = %s AND {sessions}", [org_id, *session_params])
-    cursor.execute("DELETE FROM django_admin_log WHERE object_id = ANY(%s)",
-                   [[str(id) for id in [*memory_ids, *entity_ids]]])
-    counts["admin_log"] = cursor.rowcount
+    for name, table, where, values, cleared in _afterwards(org_id, scope, erased):
+        if cleared:  # what refers to these rows and stays, emptied first
+            clear_references(cleared, org_id=org_id, rows=Rows(f"SELECT id FROM {table} WHERE {where}", tuple(values)))
+        delete(name, table, where, values)
 
-    queries = [row[1] for row in events]
-    erased = [str(id) for id in memory_ids]
-    transaction.on_commit(lambda: forget_in_redis(org_id, erased, queries))
+    queries = [query for _, query in erased.events]
+    erased_ids = [str(id) for id in memory_ids]
+    transaction.on_commit(lambda: forget_in_redis(org_id, erased_ids, queries))
     return counts, memory_ids
+
+
+def _count(cursor, org_id, scope: ErasureScope) -> tuple[dict, list]:
+    """What _erase would delete, by kind, and the memories' ids, counted by the same conditions
+    (_referring, _afterwards) without deleting anything: reads in proportion to the scope, where
+    the erasure rolled back wrote and undid every row of it. Each condition holds of the same
+    rows whether the memories are still there or already gone, so a count before and a delete
+    after agree (tests/memories/api/test_erasure.py compares them for every kind of scope)."""
+    counts = {"memories": 0}
+    erased = _Erased.find(cursor, org_id, scope)
+
+    def count(name: str, table: str, where: str, values: list) -> None:
+        cursor.execute(f"SELECT count(*) FROM {table} WHERE {where}", values)
+        counts[name] = counts.get(name, 0) + cursor.fetchone()[0]
+
+    if erased.memory_ids:
+        for name, table, where, values in _referring(org_id, erased.memory_ids):
+            count(name, table, where, values)
+        counts["memories"] = len(erased.memory_ids)
+    for name, table, where, values, _ in _afterwards(org_id, scope, erased):
+        count(name, table, where, values)
+    return counts, erased.memory_ids
+
+
+@dataclass
+class _Erased:
+    """The ids an erasure names in its statements: the scope's memories (oldest first), and the
+    entities, artifacts and retrieval events that may go with them."""
+
+    memory_ids: list
+    entity_ids: list
+    artifact_ids: list
+    events: list  # (id, query)
+
+    @classmethod
+    def find(cls, cursor, org_id, scope: ErasureScope) -> _Erased:
+        where, params = scope.memories("m")
+        cursor.execute(f"SELECT m.id FROM memories m WHERE m.org_id = %s AND {where} ORDER BY m.created_at, m.id",
+                       [org_id, *params])
+        memory_ids = [row[0] for row in cursor.fetchall()]
+        # What only they (or the scope) hold: entities, artifacts, retrieval events.
+        own_entities, own_params = _or_under(scope, "e.scope")
+        cursor.execute(f"""
+            SELECT DISTINCT e.id FROM entities e
+            WHERE e.org_id = %s AND (e.id IN (SELECT me.entity_id FROM memory_entities me
+                                              WHERE me.org_id = %s AND me.memory_id = ANY(%s::uuid[])) OR {own_entities})
+        """, [org_id, org_id, memory_ids, *own_params])
+        entity_ids = [row[0] for row in cursor.fetchall()]
+        own_artifacts, own_artifact_params = _or_under(scope, "a.scope")
+        cursor.execute(f"""
+            SELECT a.id FROM artifacts a
+            WHERE a.org_id = %s AND (a.id IN (SELECT ma.artifact_id FROM memory_artifacts ma
+                                              WHERE ma.org_id = %s AND ma.memory_id = ANY(%s::uuid[])) OR {own_artifacts})
+        """, [org_id, org_id, memory_ids, *own_artifact_params])
+        artifact_ids = [row[0] for row in cursor.fetchall()]
+        # Those that returned one of the memories (the index on returned_memory_ids, memories
+        # migration 0043), and those asked in the scope: two statements, each on its index,
+        # where one with OR between them reads every event of the organisation.
+        events = {}
+        if memory_ids:
+            cursor.execute(RETURNING_ANY_SQL, [memory_ids, org_id])
+            events.update(cursor.fetchall())
+        asked, asked_params = _events_asked(scope)
+        if asked != "FALSE":
+            cursor.execute(f"SELECT r.id, r.query FROM retrieval_events r WHERE r.org_id = %s AND {asked}",
+                           [org_id, *asked_params])
+            events.update(cursor.fetchall())
+        return cls(memory_ids, entity_ids, artifact_ids, list(events.items()))
+
+
+# The retrieval events that returned any of some memories, by the GIN index on
+# returned_memory_ids (memories migration 0043): one lookup of the index per memory, so the
+# statement reads what the memories' searches returned and nothing else. (`returned_memory_ids
+# && <the memories>` in one condition is estimated to match much of the table for a long array,
+# and read by a scan comparing every event's ids with every memory's: 11 s for 1,000 memories
+# among 100,000 events; docs/adr/0052.) Under row-level security the index serves @> only where
+# arraycontains is LEAKPROOF (memory_platform.local_services). An event appears once for each of
+# the memories it returned.
+RETURNING_ANY_SQL = """
+    SELECT r.id, r.query FROM unnest(%s::uuid[]) AS erased(memory_id)
+    CROSS JOIN LATERAL (SELECT r.id, r.query FROM retrieval_events r
+                        WHERE r.org_id = %s AND r.returned_memory_ids @> ARRAY[erased.memory_id]) AS r
+"""
+
+
+def _referring(org_id, memory_ids: list) -> list[tuple[str, str, str, list]]:
+    """(the count's name, the table, the condition, its values) of what refers to these memories."""
+    return [(name, table, f"org_id = %s AND {condition}", [org_id, *[memory_ids] * condition.count("%s")])
+            for name, table, condition in REFERRING]
+
+
+def _afterwards(org_id, scope: ErasureScope, erased: _Erased) -> list[tuple[str, str, str, list, str | None]]:
+    """(the count's name, the table as an alias, the condition, its values, the table whose
+    references to the rows are emptied first or None) of what goes after the memories: what
+    nothing refers to any more. Each condition names the erased memories' rows as gone
+    (`NOT ... = ANY(memories)`), so it picks the same rows before the memories are deleted
+    (a dry run's count) as after (the erasure's delete)."""
+    memory_ids = erased.memory_ids
+    entity_ids, artifact_ids, event_ids = erased.entity_ids, erased.artifact_ids, [id for id, _ in erased.events]
+    linked = ("EXISTS (SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = {artifact}"
+              " AND NOT ma.memory_id = ANY(%s::uuid[]))")
+    unreferenced = ("NOT EXISTS (SELECT 1 FROM memory_entities me WHERE me.org_id = %s AND me.entity_id = e.id"
+                    " AND NOT me.memory_id = ANY(%s::uuid[]))")
+    steps = [
+        # A provenance row has one subject: these are none of the memories' (deleted with them).
+        ("provenance", "provenance p", f"""p.org_id = %s AND (p.retrieval_event_id = ANY(%s::uuid[])
+            OR p.artifact_id = ANY(%s::uuid[]) AND NOT {linked.format(artifact="p.artifact_id")})""",
+         [org_id, event_ids, artifact_ids, org_id, memory_ids], None),
+        ("entity_aliases", "entity_aliases", f"""org_id = %s AND entity_id IN (
+            SELECT e.id FROM entities e WHERE e.org_id = %s AND e.id = ANY(%s::uuid[]) AND {unreferenced})""",
+         [org_id, org_id, entity_ids, org_id, memory_ids], None),
+        ("entities", "entities e", f"e.org_id = %s AND e.id = ANY(%s::uuid[]) AND {unreferenced}",
+         [org_id, entity_ids, org_id, memory_ids], None),
+        # An artifact no memory kept links to has no provenance left either (the first step
+        # took it; the foreign key would refuse the delete otherwise).
+        ("artifacts", "artifacts a", f"a.org_id = %s AND a.id = ANY(%s::uuid[]) AND NOT {linked.format(artifact='a.id')}",
+         [org_id, artifact_ids, org_id, memory_ids], None),
+        ("retrieval_events", "retrieval_events", "org_id = %s AND id = ANY(%s::uuid[])", [org_id, event_ids],
+         "retrieval_events"),
+    ]
+    kept, kept_params = _idempotency_written(scope)
+    steps.append(("idempotency_records", "idempotency_records i", f"""i.org_id = %s AND ({kept} OR EXISTS (
+            SELECT 1 FROM regexp_matches(i.response_body::text, %s, 'g') AS found(id)
+            WHERE found.id[1]::uuid = ANY(%s::uuid[])))""",
+                  [org_id, *kept_params, UUID_PATTERN, memory_ids], None))
+    sessions, session_params = _sessions(scope)
+    if sessions:  # the memories of the session out of the scope stay, without it
+        steps.append(("sessions", "sessions s", f"s.org_id = %s AND {sessions}", [org_id, *session_params],
+                      "sessions"))
+    # The admin log's lines about what went (they quote the content).
+    steps.append(("admin_log", "django_admin_log", "object_id = ANY(%s)",
+                  [[str(id) for id in [*memory_ids, *entity_ids]]], None))
+    return steps
 
 
 def _or_under(scope: ErasureScope, column: str) -> tuple[str, list]:

@@ -8,7 +8,7 @@ import pytest
 
 from memories.errors import Conflict
 from memories.lifecycle import erasure, reembed
-from memories.models import Erasure, Memory
+from memories.models import Erasure, Memory, Provenance, RetrievalEvent
 from memories.vectors.embeddings import INT8_MODEL_NAME
 from tenants.context import tenant_context
 from tests.markers import committing
@@ -213,3 +213,91 @@ def test_erasing_an_empty_or_unknown_scope_says_so(api_a):
                         ({"session": "00000000-0000-4000-8000-000000000000"}, "session 00000000-")):
         response = api_a.post("/api/v1/erase", body)
         assert response.status_code == 404 and words in response.json()["error"]["message"], response.json()
+
+
+@pytest.mark.parametrize("kind", ["namespace", "agent", "session", "everything"])
+def test_a_dry_run_counts_by_the_erasures_conditions_exactly_what_it_then_deletes(
+        tenant_a, api_a, api_client_for, kind):
+    """A dry run deletes nothing (erasure._count reads by the conditions _erase deletes by): its
+    counts of every kind of row, and its digest, are those of the erasure confirmed after it, on
+    memories with versions, relationships across the scope's edge, tags, entities of their own
+    and shared, retrieval events, provenance, idempotency records and a session on both sides."""
+    from tenants.models import Session
+    from tests import factories
+
+    other = factories.agent(org=tenant_a.org, name="the other agent")
+    with tenant_context(tenant_a.org.id):  # one under the namespace erased, one across it
+        Session.objects.create(org=tenant_a.org, agent=tenant_a.agent, namespace="users/alice")
+        Session.objects.create(org=tenant_a.org, agent=other, namespace="users/bob")
+        session = Session.objects.create(org=tenant_a.org, agent=tenant_a.agent, namespace="users")
+    api_other = api_client_for(other)
+    alice = write_everywhere(api_a, "alice", f"qzv{uuid.uuid4().hex[:10]}")
+    bob = write_everywhere(api_other, "bob", f"qzv{uuid.uuid4().hex[:10]}")
+    shared = {"name": "Quentin Sharedperson", "type": "person"}
+    met = [ok(api.post("/api/v1/memories", {"content": f"Quentin met someone in {'/'.join(namespace)}",
+                                            "namespace": namespace, "entities": [shared],
+                                            "session_id": str(session.id)}))["memory"]["id"]
+           for api, namespace in ((api_a, ["users", "alice"]), (api_other, ["users", "bob"]), (api_a, ["users", "bob"]))]
+    for api, source, target in ((api_a, alice[0], bob[0]), (api_other, bob[1], alice[1]), (api_a, met[0], bob[2])):
+        ok(api.post(f"/api/v1/memories/{source}/relationships", {"target_id": target, "relation_type": "supports"}))
+    ok(api_a.post("/api/v1/search", {"query": "Quentin met someone"}))  # returns memories on both sides
+    with tenant_context(tenant_a.org.id):
+        for memory_id in (*alice, *bob, *met):
+            Provenance.objects.create(org=tenant_a.org, memory_id=memory_id, source_event="imported")
+        for event in RetrievalEvent.objects.all():
+            Provenance.objects.create(org=tenant_a.org, retrieval_event=event, source_event="asked")
+    scope = {"namespace": erasure.ErasureScope(namespace="users/alice"),
+             "agent": erasure.ErasureScope(agent_id=other.id),
+             "session": erasure.ErasureScope(session_id=session.id),
+             "everything": erasure.ErasureScope(everything=True)}[kind]
+
+    with tenant_context(tenant_a.org.id):
+        held, recorded = Memory.objects.count(), Erasure.objects.count()
+        counted = erasure.erase(tenant_a.org.id, scope, via="api", dry_run=True)
+        assert (Memory.objects.count(), Erasure.objects.count()) == (held, recorded)
+        done = erasure.erase(tenant_a.org.id, scope, via="api", expected_digest=counted.digest)
+
+    assert done.counts == counted.counts and done.digest == counted.digest
+    assert done.counts["memories"] < held if kind != "everything" else done.counts["memories"] == held
+    written = {name for name, count in counted.counts.items() if count}
+    assert {"memories", "versions", "relationships", "entity_links", "provenance", "retrieval_events",
+            "sessions"} <= written, counted.counts
+    if kind in ("namespace", "agent", "everything"):
+        assert {"tags", "entities", "entity_aliases", "idempotency_records"} <= written, counted.counts
+
+
+@committing  # the statistics the planner costs the index by count committed rows
+def test_the_searches_that_returned_a_memory_are_found_on_their_index_under_row_level_security(tenant_a):
+    """An erasure's events (&&) and explain's searches (@>) read the GIN index on
+    returned_memory_ids as the application's role, row-level security on: the array matches are
+    LEAKPROOF (memory_platform.local_services; docs/adr/0052), or the planner keeps the index
+    out of a tenant's statements and reads every event of the organisation."""
+    from django.db import connection, connections
+
+    from memories.retrieval.explain import RETRIEVALS_SHOWN
+    from tests.plans import explained, plan_nodes
+
+    memory_id = tenant_a.memory.pk
+    explain_searches = (RetrievalEvent.objects.filter(org_id=tenant_a.org.id, returned_memory_ids__contains=[memory_id])
+                        .order_by("-created_at")[:RETRIEVALS_SHOWN])
+    with tenant_context(tenant_a.org.id):
+        RetrievalEvent.objects.bulk_create(  # enough searches of others that reading them all costs more
+            RetrievalEvent(org=tenant_a.org, kind="search", query=f"search {n}", returned_memory_ids=[uuid.uuid4()],
+                           returned_scores=[0.5]) for n in range(2_000))
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("ANALYZE retrieval_events")
+    with tenant_context(tenant_a.org.id), connection.cursor() as cursor:
+        cursor.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        assert cursor.fetchone() == (False, False)
+        # Only the plan's choice is forced (a few rows read sequentially cost less); not whether it may.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_indexscan = off")
+        plans = {}
+        cursor.execute("EXPLAIN (FORMAT JSON) " + erasure.RETURNING_ANY_SQL, [[memory_id], tenant_a.org.id])
+        plans["erasure"] = cursor.fetchone()[0]
+        sql, params = explain_searches.query.sql_with_params()
+        cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+        plans["explain"] = cursor.fetchone()[0]
+    read = {name: "retrieval_events_returned" in {node.get("Index Name") for node in plan_nodes(explained(plan))}
+            for name, plan in plans.items()}
+    assert read == {"erasure": True, "explain": True}
