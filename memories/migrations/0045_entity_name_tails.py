@@ -79,7 +79,7 @@ DROP TRIGGER entity_alias_tails_inserted ON entity_aliases;
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memories", "0042_embedding_switch_in_batches")]
+    dependencies = [("memories", "0043_erasure_reads_by_index")]
 
     operations = [
         migrations.RunSQL(FUNCTIONS, DROP_FUNCTIONS),
