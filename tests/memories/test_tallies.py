@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from memories.access import Caller
@@ -92,7 +93,7 @@ def test_the_tallies_equal_a_count_after_every_kind_of_write(written, tenant_a):
 def test_erasure_expiry_and_decay_leave_the_tallies_exact(written):
     org, agent, (puppy, sweden, jazz) = written
     with tenant_context(org.id):
-        Memory.objects.filter(pk=sweden.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+        Memory.objects.filter(pk=sweden.pk).update(expires_at=Now() - timedelta(seconds=1))
     assert expiry.expire_organisation(org.id) == 1
     assert counted_right(org)
     with tenant_context(org.id):

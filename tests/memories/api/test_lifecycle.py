@@ -5,6 +5,7 @@ and reads that refresh a time to live. Each tried across organisations and key r
 from datetime import timedelta
 
 import pytest
+from django.db.models.functions import Now
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -31,8 +32,10 @@ def age(org_id, memory_id, days: float) -> None:
 
 
 def expire_now(org_id, memory_id) -> None:
+    # By the database's clock: the test's transaction fixes now() when it begins, which on a
+    # slow machine can be more than a second before Python's clock reads here.
     with tenant_context(org_id):
-        Memory.objects.filter(pk=memory_id).update(expires_at=timezone.now() - timedelta(seconds=1))
+        Memory.objects.filter(pk=memory_id).update(expires_at=Now() - timedelta(seconds=1))
 
 
 # --------------------------------------------------------------------------- decay
