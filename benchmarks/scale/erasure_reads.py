@@ -25,7 +25,6 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings.base")
+
+from benchmarks.scale.in_process import timed  # noqa: E402
 
 NEW_INDEXES = ("memories_namespace_all", "retrieval_events_returned", "retrieval_events_namespace")
 NAMESPACE, NAMESPACE_SIZE, ASKED_IN_IT = "users/fixed", 1_000, 20
@@ -92,16 +93,6 @@ def previous_erasure(revision: str):
     sys.modules["erasure_before"] = module  # its dataclasses look themselves up there
     spec.loader.exec_module(module)
     return module
-
-
-def timed(call, repeat: int) -> float:
-    call()
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - started) * 1000)
-    return round(statistics.median(times), 2)
 
 
 def probes(org_id: str) -> dict:

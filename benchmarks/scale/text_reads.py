@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import re
-import statistics
 import sys
 import time
 import uuid
@@ -32,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings.base")
+
+from benchmarks.scale.in_process import timed  # noqa: E402
 
 PAGE = 50
 # What each entity query is: every entity ("nam"), a word start that is a whole name and the
@@ -66,16 +67,6 @@ def old_entity_list(org_id, query: str):
     aliased = EntityAlias.objects.filter(named, org_id=org_id)
     return _with_aliases(Entity.objects.filter(org_id=org_id).filter(named | Q(pk__in=aliased.values("entity_id"))),
                          org_id).order_by("-mention_count", "-id")
-
-
-def timed(call, repeat: int) -> float:
-    call()
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - started) * 1000)
-    return round(statistics.median(times), 2)
 
 
 def nodes(queryset) -> list[str]:
