@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings.base")
 
+from benchmarks.scale import in_process  # noqa: E402
+
 from benchmarks.scale.in_process import timed  # noqa: E402
 
 NEW_INDEXES = ("memories_namespace_all", "retrieval_events_returned", "retrieval_events_namespace")
@@ -63,23 +65,6 @@ def shape(org_id: str, size: int) -> None:
         conn.execute("SET session_replication_role = DEFAULT")
         conn.execute("VACUUM ANALYZE memories")
         conn.execute("VACUUM ANALYZE retrieval_events")
-
-
-def indexes(drop: bool, saved: dict) -> dict:
-    from benchmarks.search.run import owner_connection
-
-    with owner_connection(superuser=True) as conn:
-        if drop:
-            saved = dict(conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)",
-                                      [list(NEW_INDEXES)]).fetchall())
-            for name in saved:
-                conn.execute(f'DROP INDEX "{name}"')
-        else:
-            for definition in saved.values():
-                conn.execute(definition)
-        conn.execute("ANALYZE memories")
-        conn.execute("ANALYZE retrieval_events")
-    return saved
 
 
 def previous_erasure(revision: str):
@@ -188,9 +173,9 @@ def main() -> None:
         with tenant_context(org_id):
             memories = probes(org_id)
         load_before = os.getloadavg()[0]
-        saved = indexes(True, {})
+        saved = in_process.drop_indexes(NEW_INDEXES, ("memories", "retrieval_events"))
         before = measure(org_id, args.repeat, False, before_module, memories)
-        indexes(False, saved)
+        in_process.restore_indexes(saved, ("memories", "retrieval_events"))
         after = measure(org_id, args.repeat, True, erasure, memories)
         counts = after.pop("counts")
         assert before.pop("counts") == counts, "the dry runs before and after count differently"

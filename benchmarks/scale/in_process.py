@@ -61,5 +61,31 @@ def run(description: str, measure: Callable[[str, str, int], dict], out: Path,
     out.write_text(json.dumps(recorded, indent=1) + "\n")
 
 
+def drop_indexes(names, tables: tuple[str, ...]) -> dict:
+    """Drop these indexes (as the schema's owner) for a "before" measurement; returns their
+    definitions for restore_indexes."""
+    from benchmarks.search.run import owner_connection
+
+    with owner_connection(superuser=True) as conn:
+        saved = dict(conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)",
+                                  [list(names)]).fetchall())
+        for name in saved:
+            conn.execute(f'DROP INDEX "{name}"')
+        for table in tables:
+            conn.execute(f"ANALYZE {table}")
+    return saved
+
+
+def restore_indexes(saved: dict, tables: tuple[str, ...]) -> None:
+    """Build again what drop_indexes dropped."""
+    from benchmarks.search.run import owner_connection
+
+    with owner_connection(superuser=True) as conn:
+        for definition in saved.values():
+            conn.execute(definition)
+        for table in tables:
+            conn.execute(f"ANALYZE {table}")
+
+
 def report(name: str, value: float) -> None:
     print(f"  {name:60} {value:9.2f} ms", flush=True)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings.base")
+
+from benchmarks.scale import in_process  # noqa: E402
+from benchmarks.scale.in_process import timed  # noqa: E402
 
 NEW_INDEXES = ("memories_org_confidence", "memories_org_importance", "memories_org_changed",
                "memories_store_namespaces", "memory_usage_most_retrieved")
@@ -66,33 +68,6 @@ def shape(org_id: str, agent_id: str) -> None:
             FROM memories WHERE org_id = %s AND split_part(content, ' ', 3)::int %% 10 < 4""", [org_id])
         conn.execute("VACUUM ANALYZE memories")
         conn.execute("VACUUM ANALYZE memory_usage")
-
-
-def indexes(drop: bool, saved: dict) -> dict:
-    from benchmarks.search.run import owner_connection
-
-    with owner_connection(superuser=True) as conn:
-        if drop:
-            saved = dict(conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)",
-                                      [list(NEW_INDEXES)]).fetchall())
-            for name in saved:
-                conn.execute(f'DROP INDEX "{name}"')
-        else:
-            for definition in saved.values():
-                conn.execute(definition)
-            conn.execute("ANALYZE memories")
-            conn.execute("ANALYZE memory_usage")
-    return saved
-
-
-def timed(call, repeat: int) -> float:
-    call()
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - started) * 1000)
-    return round(statistics.median(times), 2)
 
 
 def reads(org_id: str, agent_id: str, after: bool):
@@ -182,9 +157,9 @@ def main() -> None:
         org_id, agent_id = load(size)
         shape(org_id, agent_id)
         load_before = os.getloadavg()[0]
-        saved = indexes(True, {})
+        saved = in_process.drop_indexes(NEW_INDEXES, ("memories", "memory_usage"))
         before = measure(org_id, agent_id, args.repeat, after=False)
-        indexes(False, saved)
+        in_process.restore_indexes(saved, ("memories", "memory_usage"))
         after = measure(org_id, agent_id, args.repeat, after=True)
         recorded["sizes"][size] = {"before_ms": before, "after_ms": after,
                                    "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
