@@ -230,7 +230,7 @@ def test_ttl_is_in_minutes_and_reads_refresh_it_unless_told_not_to(tenant_a, api
 
     put(api_a, ["users", "alice"], "gone", {"text": "soon"}, ttl=1)
     with tenant_context(tenant_a.org.id):
-        Memory.objects.filter(key="gone").update(expires_at=Now() - timedelta(seconds=1))
+        Memory.objects.filter(key="gone").update(expires_at=Now() - timedelta(hours=1))
     assert get(api_a, ["users", "alice"], "gone") is None
     assert "gone" not in {item["key"] for item in search(api_a, ["users"])}
 

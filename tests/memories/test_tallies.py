@@ -93,7 +93,7 @@ def test_the_tallies_equal_a_count_after_every_kind_of_write(written, tenant_a):
 def test_erasure_expiry_and_decay_leave_the_tallies_exact(written):
     org, agent, (puppy, sweden, jazz) = written
     with tenant_context(org.id):
-        Memory.objects.filter(pk=sweden.pk).update(expires_at=Now() - timedelta(seconds=1))
+        Memory.objects.filter(pk=sweden.pk).update(expires_at=Now() - timedelta(hours=1))
     assert expiry.expire_organisation(org.id) == 1
     assert counted_right(org)
     with tenant_context(org.id):

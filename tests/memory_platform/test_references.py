@@ -214,7 +214,7 @@ def test_a_memory_erased_in_a_later_batch_than_the_one_it_points_at_goes_too(ten
 def test_the_expiry_sweep_empties_the_references_to_an_expired_memory(tenant_a):
     new, old, merged = superseded_pair(tenant_a, namespace_of_new="users/bob")
     with tenant_context(tenant_a.org.id):
-        Memory.objects.filter(pk=new.pk).update(expires_at=Now() - timedelta(seconds=1))
+        Memory.objects.filter(pk=new.pk).update(expires_at=Now() - timedelta(hours=1))
     assert expiry.expire() == 1
     with tenant_context(tenant_a.org.id):
         assert not Memory.objects.filter(pk=new.pk).exists()

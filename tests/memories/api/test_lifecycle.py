@@ -32,10 +32,11 @@ def age(org_id, memory_id, days: float) -> None:
 
 
 def expire_now(org_id, memory_id) -> None:
-    # By the database's clock: the test's transaction fixes now() when it begins, which on a
-    # slow machine can be more than a second before Python's clock reads here.
+    # An hour before the database's clock: the test's transaction fixes now() when it begins,
+    # which on a slow machine is seconds before Python's clock reads here; and on a Citus
+    # cluster a worker's transaction, which began later, has a later now() than the coordinator's.
     with tenant_context(org_id):
-        Memory.objects.filter(pk=memory_id).update(expires_at=Now() - timedelta(seconds=1))
+        Memory.objects.filter(pk=memory_id).update(expires_at=Now() - timedelta(hours=1))
 
 
 # --------------------------------------------------------------------------- decay
