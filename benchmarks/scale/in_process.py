@@ -28,7 +28,8 @@ def timed(call: Callable[[], object], repeat: int) -> float:
 def run(description: str, measure: Callable[[str, str, int], dict], out: Path,
         shape: Callable[[str, str], None] | None = None) -> None:
     """The command line (--sizes, --repeat, --note) and the loop over sizes: load, shape(org_id,
-    agent_id), then measure(org_id, agent_id, repeat) -> {read: ms or a figure}, written to `out`."""
+    agent_id), then measure(org_id, agent_id, repeat) -> what the size's record holds (e.g.
+    {"ms": {read: ms}}), written to `out` with the load average around it."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--repeat", type=int, default=15)
@@ -54,9 +55,8 @@ def run(description: str, measure: Callable[[str, str, int], dict], out: Path,
         if shape:
             shape(org_id, agent_id)
         load_before = os.getloadavg()[0]
-        results = measure(org_id, agent_id, args.repeat)
-        recorded["sizes"][size] = {"ms": results, "load_average": [round(load_before, 2),
-                                                                   round(os.getloadavg()[0], 2)]}
+        recorded["sizes"][size] = {**measure(org_id, agent_id, args.repeat),
+                                   "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
         print(f"  load average {recorded['sizes'][size]['load_average']}", flush=True)
     out.write_text(json.dumps(recorded, indent=1) + "\n")
 

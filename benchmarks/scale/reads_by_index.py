@@ -20,11 +20,8 @@ docs/adr/0051, measured by this file at commit f596f12).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,40 +129,17 @@ def measure(org_id: str, agent_id: str, repeat: int, after: bool) -> dict:
     return results
 
 
+def before_and_after(org_id: str, agent_id: str, repeat: int) -> dict:
+    """The reads as the code before ran them, without the indexes, then as it runs them now."""
+    saved = in_process.drop_indexes(NEW_INDEXES, ("memories", "memory_usage"))
+    before = measure(org_id, agent_id, repeat, after=False)
+    in_process.restore_indexes(saved, ("memories", "memory_usage"))
+    return {"before_ms": before, "after_ms": measure(org_id, agent_id, repeat, after=True)}
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--note", default="")
-    args = parser.parse_args()
-
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from benchmarks.common import machine
-    from benchmarks.lists.run import load
-    from memory_platform import local_services
-
-    local_services.start_for_settings()
-    call_command("migrate", verbosity=0)
-    recorded = {"recorded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "note": args.note,
-                "machine": machine(), "repeat": args.repeat, "sizes": {}}
-    for size in [int(s) for s in args.sizes.split(",")]:
-        print(f"{size} memories", flush=True)
-        org_id, agent_id = load(size)
-        shape(org_id, agent_id)
-        load_before = os.getloadavg()[0]
-        saved = in_process.drop_indexes(NEW_INDEXES, ("memories", "memory_usage"))
-        before = measure(org_id, agent_id, args.repeat, after=False)
-        in_process.restore_indexes(saved, ("memories", "memory_usage"))
-        after = measure(org_id, agent_id, args.repeat, after=True)
-        recorded["sizes"][size] = {"before_ms": before, "after_ms": after,
-                                   "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
-        print(f"  load average {recorded['sizes'][size]['load_average']}", flush=True)
-    out = Path(__file__).with_name("results-reads-by-index.json")
-    out.write_text(json.dumps(recorded, indent=1) + "\n")
+    in_process.run(__doc__.splitlines()[0], before_and_after, Path(__file__).with_name("results-reads-by-index.json"),
+                   shape)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,9 @@ runs, milliseconds; results, with the plans' nodes at each size, to results-text
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -32,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings.base")
 
+from benchmarks.scale import in_process  # noqa: E402
 from benchmarks.scale.in_process import timed  # noqa: E402
 
 PAGE = 50
@@ -120,37 +118,14 @@ def measure(org_id: str, repeat: int) -> tuple[dict, dict, dict]:
     return results, plans, matches
 
 
+def measure_size(org_id: str, agent_id: str, repeat: int) -> dict:
+    ms, plans, matches = measure(org_id, repeat)
+    return {"ms": ms, "plans": plans, "page_items": matches}
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--note", default="")
-    args = parser.parse_args()
-
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from benchmarks.common import machine
-    from benchmarks.lists.run import load
-    from memory_platform import local_services
-
-    local_services.start_for_settings()
-    call_command("migrate", verbosity=0)
-    recorded = {"recorded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "note": args.note,
-                "machine": machine(), "repeat": args.repeat, "sizes": {}}
-    for size in [int(s) for s in args.sizes.split(",")]:
-        print(f"{size} memories", flush=True)
-        org_id, _ = load(size)
-        shape(org_id)
-        load_before = os.getloadavg()[0]
-        ms, plans, matches = measure(org_id, args.repeat)
-        recorded["sizes"][size] = {"ms": ms, "plans": plans, "page_items": matches,
-                                   "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
-        print(f"  load average {recorded['sizes'][size]['load_average']}", flush=True)
-    out = Path(__file__).with_name("results-text-reads.json")
-    out.write_text(json.dumps(recorded, indent=1) + "\n")
+    in_process.run(__doc__.splitlines()[0], measure_size, Path(__file__).with_name("results-text-reads.json"),
+                   lambda org_id, agent_id: shape(org_id))
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ def measure(org_id: str, agent_id: str, repeat: int) -> dict:
         scanned, count = decay.weak_memories(org_id=org_id, limit=50)
         assert page.as_of is not None and [f.memory.pk for f in page.fading] == [f.memory.pk for f in scanned]
         results["weak memories"] = count
-    return results
+    return {"ms": results}
 
 
 def hot_reads(org_id: str, agent_id: str, repeat: int) -> dict:
