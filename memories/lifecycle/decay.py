@@ -88,13 +88,17 @@ def weak_memories(*, org_id, below: float | None = None, namespace: str | None =
         """, [org_id, *params, below, limit, offset])
         rows = cursor.fetchall()
     total = rows[0][2] if rows else 0
-    memories = Memory.objects.filter(org_id=org_id, pk__in=[row[0] for row in rows]).prefetch_related(
+    return _as_fading(org_id, [(memory_id, held) for memory_id, held, _ in rows]), total
+
+
+def _as_fading(org_id, held: list[tuple]) -> list[Fading]:
+    """(memory id, strength) as Fading, in this order, each memory read with its tags."""
+    memories = Memory.objects.filter(org_id=org_id, pk__in=[memory_id for memory_id, _ in held]).prefetch_related(
         Prefetch("tags", queryset=MemoryTag.objects.filter(org_id=org_id)))
     by_id = {memory.pk: memory for memory in memories}
     threshold = config().decay_threshold
-    fading = [Fading(by_id[memory_id], held, strength.fades_at(by_id[memory_id], threshold))
-              for memory_id, held, _ in rows]
-    return fading, total
+    return [Fading(by_id[memory_id], value, strength.fades_at(by_id[memory_id], threshold))
+            for memory_id, value in held]
 
 
 @dataclass
@@ -153,13 +157,7 @@ def _weak_page_as_counted(org_id, below: float, limit: int, offset: int) -> Weak
         count = weak_then
     else:
         return None
-    shown = weak_now[offset:offset + limit]
-    memories = Memory.objects.filter(org_id=org_id, pk__in=[memory_id for memory_id, _ in shown]).prefetch_related(
-        Prefetch("tags", queryset=MemoryTag.objects.filter(org_id=org_id)))
-    by_id = {memory.pk: memory for memory in memories}
-    threshold = config().decay_threshold
-    return WeakPage([Fading(by_id[memory_id], held, strength.fades_at(by_id[memory_id], threshold))
-                     for memory_id, held in shown], count, counted_at)
+    return WeakPage(_as_fading(org_id, weak_now[offset:offset + limit]), count, counted_at)
 
 
 @dataclass
