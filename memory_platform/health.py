@@ -17,6 +17,7 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from memory_platform import database, distribution
+from memory_platform.local_services import LEAKPROOF_FUNCTIONS
 from memory_platform.security import hide_url_passwords
 
 
@@ -49,6 +50,9 @@ def check_database() -> dict:
         cursor.execute("SELECT current_setting('server_version'), current_user, "
                        "(SELECT proleakproof FROM pg_proc WHERE oid = 'ts_match_vq'::regproc)")
         server_version, role, fulltext_indexable = cursor.fetchone()
+        cursor.execute("SELECT f FROM unnest(%s::text[]) f WHERE NOT (SELECT proleakproof FROM pg_proc "
+                       "WHERE oid = f::regprocedure)", [list(LEAKPROOF_FUNCTIONS)])
+        not_leakproof = [function for (function,) in cursor.fetchall()]
     pgvector = database.pgvector_version()
     nodes = cluster_nodes()
     return {
@@ -59,6 +63,9 @@ def check_database() -> dict:
         # False: full-text search cannot use its index under row-level security (slow, not
         # wrong); a superuser runs ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF.
         "fulltext_index_usable": fulltext_indexable,
+        # Each function here keeps an index out of reads under row-level security (slower, not
+        # wrong) until a superuser runs ALTER FUNCTION <it> LEAKPROOF (docs/operations.md).
+        "not_leakproof": not_leakproof,
         "embedded": settings.EMBEDDED_POSTGRES,
         **({} if nodes is None else {"nodes": nodes}),
         **({} if pgvector else {"error": "pgvector extension is not installed"}),

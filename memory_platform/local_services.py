@@ -19,7 +19,9 @@ and in template1 (databases created later, such as the test database, inherit it
 superuser also marks tsvector @@ tsquery LEAKPROOF: under row-level security PostgreSQL may
 only use an index for conditions whose functions are leakproof, and without it a full-text
 search reads every row of the tenant (docs/adr/0035); and the array matches && and @> likewise,
-or the searches that returned a memory are found by reading every retrieval event (docs/adr/0052). Its log keeps no values: no failing
+or the searches that returned a memory are found by reading every retrieval event (docs/adr/0052);
+and numeric's comparisons, or a deep page of the console's sorts by confidence and importance
+walks its index from the start (docs/adr/0051). Its log keeps no values: no failing
 statement (log_min_error_statement) and no DETAIL, where a unique violation names the key it
 found (log_error_verbosity terse); a memory's content, embedding and namespace stay out of it.
 """
@@ -68,13 +70,24 @@ CITUS_NODE_SETTINGS = ("shared_preload_libraries=citus", "max_connections=200", 
 SOCKET_PATH_MAX = 100
 
 
-# Matching a tsvector against a tsquery raises no error that depends on the row's data, so it
-# can be evaluated before the row-level security check without leaking anything.
-LEAKPROOF_FULL_TEXT_MATCH = "ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF"
-# The array comparisons a GIN index on an array serves (retrieval_events.returned_memory_ids:
-# explain's @>, an erasure's &&), leakproof for the same reason (docs/adr/0052).
-LEAKPROOF_ARRAY_MATCHES = ("ALTER FUNCTION pg_catalog.arrayoverlap(anyarray, anyarray) LEAKPROOF",
-                           "ALTER FUNCTION pg_catalog.arraycontains(anyarray, anyarray) LEAKPROOF")
+# Functions the product needs LEAKPROOF: under row-level security PostgreSQL makes a condition
+# an index condition only if every function in it is leakproof, and none of these raises an
+# error that depends on its arguments' values, so each may run before the row-level security
+# check without leaking anything. /health lists those a database lacks (memory_platform.health).
+LEAKPROOF_FUNCTIONS = (
+    # full-text search's @@ (docs/adr/0035)
+    "pg_catalog.ts_match_vq(tsvector, tsquery)",
+    # the array matches a GIN index on retrieval_events.returned_memory_ids serves: an erasure's
+    # &&, explain's @> (docs/adr/0052)
+    "pg_catalog.arrayoverlap(anyarray, anyarray)",
+    "pg_catalog.arraycontains(anyarray, anyarray)",
+    # numeric's comparisons: the console's sorts by confidence and importance page by the key
+    # (confidence, created_at, id) < (...), an index range only if each comparison in it is
+    # leakproof (timestamptz's and uuid's are marked; numeric's are not, though NaN and the
+    # infinities are ordered and nothing in them fails on a value). Without them a deep page
+    # walks the index from its start (docs/adr/0051).
+    *(f"pg_catalog.numeric_{name}(numeric, numeric)" for name in ("eq", "ne", "lt", "le", "gt", "ge")),
+)
 
 
 LOG_NO_VALUES = (
@@ -332,7 +345,7 @@ def _provision_postgres(node: Node) -> None:
     import psycopg
     from psycopg import sql
 
-    marker = node.pgdata / ".memory_platform_provisioned-4"
+    marker = node.pgdata / ".memory_platform_provisioned-5"
     if marker.exists():
         return
     endpoint = node.endpoint
@@ -372,16 +385,15 @@ def _create_database(endpoint: PostgresEndpoint, name: str) -> bool:
 
 def _prepare_schema(conn, *, citus: bool) -> None:
     """What the superuser does in a database before the owner migrates it: the extensions
-    (neither pgvector nor Citus is trusted), full-text matching made leakproof, and the public
+    (neither pgvector nor Citus is trusted), the functions of LEAKPROOF_FUNCTIONS marked, and the public
     schema's rights."""
     from psycopg import sql
 
     if citus:
         conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    conn.execute(LEAKPROOF_FULL_TEXT_MATCH)
-    for statement in LEAKPROOF_ARRAY_MATCHES:
-        conn.execute(statement)
+    for function in LEAKPROOF_FUNCTIONS:
+        conn.execute(f"ALTER FUNCTION {function} LEAKPROOF")
     # PostgreSQL 15+ no longer lets every role create objects in public; only the
     # owner role may (it runs the migrations). The app role may only use it.
     conn.execute(sql.SQL("GRANT CREATE, USAGE ON SCHEMA public TO {}").format(sql.Identifier(OWNER_ROLE)))

@@ -108,11 +108,22 @@ NAMED_SQL = "(entities.name_tails @@ %s::tsquery OR entities.alias_tails @@ %s::
 
 
 def word_start_query(org_id, key: str) -> str:
-    """The prefix query that finds `key` at the start of a tail of the organisation's names
-    (migration 0045: a tail is tagged with the first 8 hex digits of the organisation's id), as
-    tsquery's input: one quoted lexeme, its quotes and backslashes doubled, and :* for "starts with"."""
+    """The prefix query that finds `key` at the start of a tail of the organisation's names or
+    retrieval events' queries (migrations 0045, 0047: a tail is tagged with the first 8 hex digits
+    of the organisation's id), as tsquery's input: one quoted lexeme, its quotes and backslashes
+    doubled, and :* for "starts with"."""
     lexeme = f"{str(org_id)[:8]}{key}".replace("\\", "\\\\").replace("'", "''")
     return f"'{lexeme}':*"
+
+
+def _matches(queryset: QuerySet, where: str, params: list) -> QuerySet:
+    """`queryset` kept to the rows matching `where` (a tails match, its GIN index). The planner
+    cannot tell a rare text from a common one (a tail is mostly unique, so its statistics know
+    few), so it is told: up to NAMED_BY_ID matches are read from the index and kept by id; more
+    are the queryset's own order walked and filtered (docs/adr/0053)."""
+    named = queryset.extra(where=[where], params=params)
+    found = list(named.order_by().values_list("pk", flat=True)[:NAMED_BY_ID + 1])
+    return queryset.filter(pk__in=found) if len(found) <= NAMED_BY_ID else named
 
 
 def entity_list(*, org_id, namespace: str | None = None, kind: str | None = None, query: str | None = None,
@@ -130,12 +141,7 @@ def entity_list(*, org_id, namespace: str | None = None, kind: str | None = None
         key = name_key(query)
         if not key:
             return queryset.none()
-        named = queryset.extra(where=[NAMED_SQL], params=[word_start_query(org_id, key)] * 2)
-        # The planner cannot tell a rare text from a common one (a tail is mostly unique, so its
-        # statistics know few), so it is told: up to NAMED_BY_ID matches are read from the indexes
-        # and listed by id; more are the walk of the most mentioned, filtered (docs/adr/0053).
-        found = list(named.order_by().values_list("pk", flat=True)[:NAMED_BY_ID + 1])
-        queryset = queryset.filter(pk__in=found) if len(found) <= NAMED_BY_ID else named
+        queryset = _matches(queryset, NAMED_SQL, [word_start_query(org_id, key)] * 2)
     return _with_aliases(queryset, org_id).order_by("-mention_count", "-id")
 
 
@@ -174,3 +180,27 @@ def memory_entities(*, org_id, memory_id) -> QuerySet:
     """The entities a memory mentions, by kind and name."""
     links = MemoryEntity.objects.filter(org_id=org_id, memory_id=memory_id).values("entity_id")
     return Entity.objects.filter(org_id=org_id, pk__in=links).order_by("kind", "name")
+
+
+# --------------------------------------------------------------------------- retrieval events
+
+# A retrieval event's query tails (migration 0047): the folded query from the start of each word,
+# each cut at EVENT_TAIL_CHARS.
+EVENT_TAIL_CHARS = 60
+EVENT_QUERY_SQL = "retrieval_events.query_tails @@ %s::tsquery"
+
+
+def events_with_query_text(queryset: QuerySet, *, org_id, text: str) -> QuerySet:
+    """The events of `queryset` whose query holds `text`, whatever its case, starting at the
+    start of a word: "par" and "to paris" find "Flights to Paris?", "aris" does not. A word is
+    a run of letters and digits; what comes before the text's first one must match as it is
+    ("#tag" finds "a #tag", not "a tag"). Found by the events' query tails (docs/adr/0056); a
+    text with no letter or digit is looked for in every query."""
+    start = next((place for place, char in enumerate(text) if char.isalnum()), None)
+    if start is None:
+        return queryset.filter(query__icontains=text)
+    key = text[start:].lower()[:EVENT_TAIL_CHARS]
+    found = _matches(queryset, EVENT_QUERY_SQL, [word_start_query(org_id, key)])
+    # A tail holds the first EVENT_TAIL_CHARS of a word's run, and the text may begin with
+    # something before its first word: the whole text is checked on what the index found.
+    return found.filter(query__icontains=text) if start or len(text) > EVENT_TAIL_CHARS else found

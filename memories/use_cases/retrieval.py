@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from memories.access import Caller
 from memories.errors import OutOfReach
 from memories.models import Memory, MemoryArtifact, RetrievalEvent
+from memories.reads import selectors
 from memories.retrieval import context, events, hot, pipeline
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import SearchOutcome
@@ -120,13 +121,15 @@ def _sees_every_retrieval(caller: Caller) -> None:
 def retrieval_event_list(caller: Caller, *, kind: str | None = None, agent=None, created_after=None,
                          created_before=None, query_contains: str | None = None) -> QuerySet[RetrievalEvent]:
     """The organisation's retrieval events, filtered (query_contains: a text within the query,
-    whatever its case)."""
+    whatever its case, from the start of a word: selectors.events_with_query_text)."""
     _sees_every_retrieval(caller)
     found = RetrievalEvent.objects.filter(org_id=caller.org_id)
     for lookup, value in (("kind", kind), ("agent_id", agent), ("created_at__gte", created_after),
-                          ("created_at__lt", created_before), ("query__icontains", query_contains)):
+                          ("created_at__lt", created_before)):
         if value is not None:
             found = found.filter(**{lookup: value})
+    if query_contains is not None:
+        found = selectors.events_with_query_text(found, org_id=caller.org_id, text=query_contains)
     return found
 
 

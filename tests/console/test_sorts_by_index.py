@@ -11,6 +11,7 @@ from memories.models import Memory
 from memories.retrieval import events
 from tenants.context import tenant_context
 from tests.console.conftest import remember
+from tests.markers import committing
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +103,39 @@ def test_the_indexed_sorts_skip_and_repeat_nothing_while_memories_are_written(op
     if sort == "confidence":
         listed = [confidence[text] for text in seen if text in confidence]
         assert listed == sorted(listed, reverse=True)
+
+
+@committing  # the planner costs the index by the statistics of committed rows
+@pytest.mark.parametrize("sort", ["confidence", "importance"])
+def test_a_deep_page_by_confidence_or_importance_is_a_range_of_its_index_under_row_level_security(tenant_a, sort):
+    """A page deep in the sort starts at its key in the index: the row comparison is an index
+    condition, not a filter on every entry before it. Under row-level security only a leakproof
+    comparison may be one, and numeric's are marked leakproof by the provisioning
+    (memory_platform.local_services.LEAKPROOF_FUNCTIONS; docs/adr/0051)."""
+    from django.db import connection, connections
+
+    from console.views.memories import BY_KEY
+    from memories import keyset
+    from tests.plans import explained, plan_nodes
+
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.bulk_create(
+            Memory(org=tenant_a.org, agent=tenant_a.agent, content=f"sorted {n}", content_hash=f"{n:064x}", memory_type="semantic",
+                   category="factual", confidence=(n % 997) / 1000, importance=(n % 991) / 1000)
+            for n in range(3_000))
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("ANALYZE memories")
+    order = BY_KEY[sort]
+    with tenant_context(tenant_a.org.id):
+        deep = Memory.objects.order_by(*order.order_by())[2_700]
+        page = keyset.after(Memory.objects.filter(deleted_at__isnull=True), order=order,
+                            key=keyset.key_of(deep, order)).order_by(*order.order_by())[:25]
+        sql, params = page.query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+            assert cursor.fetchone() == (False, False)
+            cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+            plan = cursor.fetchone()[0]
+    scans = [node for node in plan_nodes(explained(plan)) if node.get("Index Name") == f"memories_org_{sort}"]
+    assert scans, plan
+    assert any(sort in node.get("Index Cond", "") and "created_at" in node.get("Index Cond", "") for node in scans), scans

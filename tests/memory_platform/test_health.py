@@ -70,6 +70,18 @@ def test_health_says_full_text_search_can_use_its_index(client):
 
 
 @pytest.mark.django_db
+def test_health_names_each_function_an_index_needs_leakproof_that_is_not(client, monkeypatch):
+    """The provisioning marks them all; one a database lacks is named, so that an operator knows
+    what to run (numeric_add stands for it: never leakproof, and unmarking one needs a superuser)."""
+    from memory_platform import health
+
+    assert client.get("/health").json()["database"]["not_leakproof"] == []
+    needed = (*health.LEAKPROOF_FUNCTIONS, "pg_catalog.numeric_add(numeric, numeric)")
+    monkeypatch.setattr(health, "LEAKPROOF_FUNCTIONS", needed)
+    assert client.get("/health").json()["database"]["not_leakproof"] == ["pg_catalog.numeric_add(numeric, numeric)"]
+
+
+@pytest.mark.django_db
 def test_without_redis_the_app_is_degraded_but_serving(client, monkeypatch):
     """A load balancer keeps a node that can serve: 200, and the body says what is missing."""
     import django_rq.settings
