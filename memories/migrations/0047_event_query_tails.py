@@ -57,25 +57,29 @@ CREATE TRIGGER retrieval_events_append_only BEFORE UPDATE ON retrieval_events
 def fill(apps, schema_editor):
     """Every event's tails, an organisation at a time, BATCH events a transaction."""
     connection = schema_editor.connection
-    with connection.cursor() as cursor:
-        cursor.execute("SET app.service_account = 'on'")  # row-level security is forced on the owner too
-        try:
-            cursor.execute("SELECT id FROM organizations ORDER BY id")
-            for (org_id,) in cursor.fetchall():
-                last = None
-                while True:
-                    with transaction.atomic(using=connection.alias):
-                        cursor.execute(
-                            "UPDATE retrieval_events SET query_tails = event_query_tails(org_id, query) "
-                            "WHERE org_id = %s AND id IN (SELECT id FROM retrieval_events WHERE org_id = %s "
-                            "  AND (%s::uuid IS NULL OR id > %s::uuid) ORDER BY id LIMIT %s) RETURNING id",
-                            [org_id, org_id, last, last, BATCH])
-                        done = [row[0] for row in cursor.fetchall()]
-                    if len(done) < BATCH:
-                        break
-                    last = max(done)
-        finally:
-            cursor.execute("SET app.service_account = ''")
+
+    def as_service_account(cursor):
+        # Row-level security is forced on the owner too; SET LOCAL reaches a Citus cluster's workers.
+        cursor.execute("SET LOCAL app.service_account = 'on'")
+
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        as_service_account(cursor)
+        cursor.execute("SELECT id FROM organizations ORDER BY id")
+        organisations = [org_id for (org_id,) in cursor.fetchall()]
+    for org_id in organisations:
+        last = None
+        while True:
+            with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+                as_service_account(cursor)
+                cursor.execute(
+                    "UPDATE retrieval_events SET query_tails = event_query_tails(org_id, query) "
+                    "WHERE org_id = %s AND id IN (SELECT id FROM retrieval_events WHERE org_id = %s "
+                    "  AND (%s::uuid IS NULL OR id > %s::uuid) ORDER BY id LIMIT %s) RETURNING id",
+                    [org_id, org_id, last, last, BATCH])
+                done = [row[0] for row in cursor.fetchall()]
+            if len(done) < BATCH:
+                break
+            last = max(done)
 
 
 class Migration(migrations.Migration):
