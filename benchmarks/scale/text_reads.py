@@ -1,8 +1,8 @@
 """The text filters and whole-organisation counts issue 32's smoke run flagged (benchmarks/scale/
 README.md, "What already grows at 10k -> 100k"), at two sizes of one organisation: the entity
 list by the start of a word of a name or alias (REST's and the console's `?q`) before and after
-docs/adr/0053, and, as they are, the retrieval events by a text in their query, the counts of
-the export and erasure pages and Mem0's list of users.
+docs/adr/0053, the retrieval events by a text in their query before and after docs/adr/0056,
+and, as they are, the counts of the export and erasure pages and Mem0's list of users.
 
     .venv/bin/python benchmarks/scale/text_reads.py --sizes 10000,100000
 
@@ -13,7 +13,8 @@ application's role under row-level security. At each size one organisation is lo
 memory named "Name <n>", one retrieval event per memory asking "query <n>"), then every third
 entity is given an alias ("Nick <n>"). "Before" is the previous statement (LIKE on the keys of
 the entities and their aliases); "after" is memories.reads.selectors.entity_list's (its query for the matches' ids included). A page is
-the first 50, most mentioned first, with their aliases (memories.keyset.page). p50 of --repeat
+the first 50, most mentioned first, with their aliases (memories.keyset.page); an events page
+the first 50, newest first, before by `query ILIKE`, after by the query's tails. p50 of --repeat
 runs, milliseconds; results, with the plans' nodes at each size, to results-text-reads.json.
 """
 
@@ -37,6 +38,9 @@ PAGE = 50
 # start of ten more at 100k ("4321"), across words ("name 4321"), an alias ("nick 771"), a word's
 # middle that matches nothing ("ame"), and nothing at all ("zzz").
 ENTITY_QUERIES = ("nam", "4321", "name 4321", "nick 771", "ame", "zzz")
+# The retrieval events' ("query <n>" each): every event ("query"), a word start that is one
+# query's number and the start of ten more at 100k ("query 4321"), and nothing ("zzz").
+EVENT_QUERIES = ("query", "query 4321", "zzz")
 
 
 def shape(org_id: str) -> None:
@@ -80,6 +84,7 @@ def reads(org_id: str):
     from memories.access import Caller
     from memories.lifecycle.erasure import ErasureScope
     from memories.lifecycle.portability import ExportScope
+    from memories.models import RetrievalEvent
     from memories.use_cases import lifecycle, organisation, retrieval
 
     caller = Caller(org_id=uuid.UUID(org_id))
@@ -89,10 +94,12 @@ def reads(org_id: str):
                              ("after", lambda q=query: lifecycle.entity_list(caller, query=q))):
             yield (f"entities ?q={query} [{when}]",
                    lambda made=listed: [e.pk for e in keyset.page(made(), order=order, limit=PAGE).items], listed())
-    for text in ("query 4321", "zzz"):
-        events = retrieval.retrieval_event_list(caller, query_contains=text)
-        yield (f"events ?q={text} [as is]",
-               lambda q=events: [e.pk for e in keyset.page(q, order=keyset.NEWEST_FIRST, limit=PAGE).items], events)
+    for text in EVENT_QUERIES:  # after: the matches' ids are asked for in the call, as the entities'
+        for when, listed in (("before", lambda q=text: RetrievalEvent.objects.filter(org_id=org_id, query__icontains=q)),
+                             ("after", lambda q=text: retrieval.retrieval_event_list(caller, query_contains=q))):
+            yield (f"events ?q={text} [{when}]",
+                   lambda made=listed: [e.pk for e in keyset.page(made(), order=keyset.NEWEST_FIRST, limit=PAGE).items],
+                   listed())
     yield "export page count [as is]", lambda: organisation.export_count(caller, ExportScope()), None
     yield "erasure count, all [as is]", lambda: organisation.erasure_count(caller, ErasureScope(everything=True)), None
     yield "mem0 users [as is]", lambda: lifecycle.namespace_tallies(caller, roots=("users",)), None
