@@ -13,6 +13,12 @@ a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kep
   embeddings (`mode=sum`), or the greater of the two cosines (`mode=max`).
 - list-rocchio: Rocchio feedback (memories.retrieval.rocchio) also for questions asking for a
   plural class ("What books has Tim read?", "Which US cities does John mention ...?").
+- session-cap: coverage for list questions. The ranked list is walked in order and a result
+  whose session (namespace and event time) already has `cap` results above it waits until the
+  end, so the first results come from more sessions: a list's members are said about one a
+  session (README, "Where the misses are"). Gate `list`: questions asking for a plural class
+  or a kind (list-rocchio's and Rocchio's "what kind of"); `all`: every question. The search
+  asks for `depth` results to walk.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from memory_platform.config import config
 
 SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
             "context": {"weight": 1.0, "mode": "sum"},
-            "list-rocchio": {}}
+            "list-rocchio": {},
+            "session-cap": {"cap": 2, "gate": "list", "depth": 60}}
 EXPERIMENTS = set(SETTINGS)
 chosen: dict = {}
 
@@ -136,6 +143,37 @@ def asks_plural_class(query: str) -> bool:
     return match is not None and not match.group(1).lower().endswith("ss")
 
 
+# --------------------------------------------------------------------------- session-cap
+
+KIND_OF = re.compile(r"\b(?:what|which)\s+(?:kinds?|types?|sorts?)\s+of\b", re.I)
+
+
+def capped_by_session(results: list, cap: int) -> list:
+    """The results in order, those past `cap` of their session moved after the rest."""
+    seen, first, later = defaultdict(int), [], []
+    for result in results:
+        memory = result.memory
+        session = (memory.namespace, memory.event_time) if memory.event_time else ("", memory.pk)
+        seen[session] += 1
+        (first if seen[session] <= cap else later).append(result)
+    return first + later
+
+
+def install_session_cap() -> str:
+    searched = pipeline.memory_search
+
+    def memory_search(*, query: str, limit: int = 10, **arguments):
+        gated = chosen["gate"] == "all" or asks_plural_class(query) or KIND_OF.search(query) is not None
+        if not gated:
+            return searched(query=query, limit=limit, **arguments)
+        outcome = searched(query=query, limit=max(limit, chosen["depth"]), **arguments)
+        outcome.results[:] = capped_by_session(outcome.results, chosen["cap"])[:limit]
+        return outcome
+
+    pipeline.memory_search = memory_search
+    return f"session-cap {chosen}"
+
+
 # --------------------------------------------------------------------------- installing one
 
 
@@ -143,6 +181,8 @@ def install(name: str, settings: dict) -> str:
     """Add the experiment's signal for this process (before Rocchio, so neighbours and Rocchio
     start from a fusion that holds it); returns what runs, for the printout."""
     chosen.update(SETTINGS[name], **{key: type(SETTINGS[name][key])(value) for key, value in settings.items()})
+    if name == "session-cap":
+        return install_session_cap()
     if name == "list-rocchio":
         kept = rocchio.applies
         rocchio.applies = lambda query: kept(query) or asks_plural_class(query)

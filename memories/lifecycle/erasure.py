@@ -44,7 +44,7 @@ from django.db import DatabaseError, connection, transaction
 from memories.access import namespace_sql
 from memories.caching import cache
 from memories.errors import Conflict, InvalidInput, NotFound
-from memories.lifecycle import tracking
+from memories.lifecycle import tallies, tracking
 from memories.models import Erasure
 from memories.retrieval.events import RETRIEVAL_COUNTS_KEY, RETRIEVAL_LAST_KEY
 from memories.understanding import lexicon
@@ -202,6 +202,8 @@ def memory_count(org_id, scope: ErasureScope) -> int:
     """How many memories the scope holds, whatever their status: what an operator confirms
     before erasing (a dry run counts every kind of row). A namespace's are counted on the index
     of every memory's namespace (memories_namespace_all), not a walk of the organisation's."""
+    if scope.everything:  # counted without reading the organisation's memories (docs/adr/0056)
+        return tallies.memories_held(org_id)
     where, params = scope.memories("m")
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM memories m WHERE m.org_id = %s AND {where}", [org_id, *params])

@@ -32,6 +32,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from memories.lifecycle import tallies
 from memories.lifecycle.portability import (
     EMBEDDING_ENCODING,
     FORMAT,
@@ -97,7 +98,10 @@ def export_snapshot():
 
 
 def memory_count(*, org_id, scope: ExportScope) -> int:
-    """How many memories the scope holds: an export's length, for its progress."""
+    """How many memories the scope holds: an export's length, for its progress. The whole
+    organisation's are counted without reading its memories (docs/adr/0056)."""
+    if scope.everything:
+        return tallies.memories_held(org_id)
     return Memory.objects.without_usage().filter(scope.memories(), org_id=org_id).count()
 
 

@@ -12,7 +12,8 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from memories.access import Caller
-from memories.lifecycle import decay, erasure, expiry, stats, tallies
+from memories.lifecycle import decay, erasure, expiry, export, stats, tallies
+from memories.lifecycle.portability import ExportScope
 from memories.models import Memory
 from memories.writes import change, create, review
 from memories.writes.kernel import Actor
@@ -25,21 +26,33 @@ pytestmark = pytest.mark.django_db
 
 def counted_right(org) -> bool:
     """The tallies (folded and not) equal a count of the organisation's rows, and still do
-    after a fold; and the org-wide stats read from them equal the stats counted row by row."""
+    after a fold; the org-wide stats read from them equal the stats counted row by row; and
+    every memory the organisation holds, deleted too, as the erasure and export pages count it."""
     with tenant_context(org.id):
         before = tallies.differences(org.id)
+        held_before = held_as_counted(org)
     tallies.fold()
     with tenant_context(org.id):
         after = tallies.differences(org.id)
+        held_after = held_as_counted(org)
+        held = Memory.objects.filter(org_id=org.id).count()
         read = stats.memory_stats(org_id=org.id)["memories"]
         memories = Memory.objects.filter(org_id=org.id, deleted_at__isnull=True)
         counts, _, _ = stats._counted_by_rows(memories, org_id=org.id, namespace=None, reach=stats.EVERYWHERE)
         growth = stats.memory_stats(org_id=org.id)["growth"]
         counted_growth = stats._growth(memories, timezone.now() - timedelta(days=stats.GROWTH_DAYS))
     assert before == [] and after == [], (before, after)
+    assert held_before == held_after == (held, held), (held_before, held_after, held)
     assert {name: read[name] for name in counts} == counts
     assert growth == counted_growth
     return True
+
+
+def held_as_counted(org) -> tuple[int, int]:
+    """Every memory of the organisation, deleted ones too, as the erasure and export pages count
+    them for the whole organisation (from the tallies: docs/adr/0056)."""
+    return (erasure.memory_count(org.id, erasure.ErasureScope(everything=True)),
+            export.memory_count(org_id=org.id, scope=ExportScope()))
 
 
 @pytest.fixture
