@@ -876,6 +876,13 @@ def benchmark(args, data_dir: Path, sizes: list[int], reads: list[Read], namespa
         if size > state.loaded:
             report["loads"][str(size)] = grow(data_dir, state, size, texts, vectors)
         report["holdings"][str(size)] = holdings(state)
+        # What the worker's cron keeps done, which no worker runs here: the memories' tallies
+        # folded (every 30 s) and the strength bands with the weakest memories counted (every 10
+        # minutes). Without them the stats, the dashboard and the weak list read the deltas of
+        # every memory loaded and count the bands there and then (a first recording, before this,
+        # timed that).
+        manage(data_dir, "memory_tallies", "--fold")
+        manage(data_dir, "strength_bands")
         forget_redis(("query_embedding:*", "*:hot_memories:*"))
         served = serve(data_dir, args.port)
         began = os.getloadavg()
