@@ -19,6 +19,12 @@ a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kep
   session (README, "Where the misses are"). Gate `list`: questions asking for a plural class
   or a kind (list-rocchio's and Rocchio's "what kind of"); `all`: every question. The search
   asks for `depth` results to walk.
+- members: the members of the class a list question asks for, found in the words of the
+  memories searched. "What activities does Melanie partake in?" asks for "activities"; the
+  words of the namespace's memories (four letters or more) nearest in meaning to the class word,
+  by the model's embedding of each word alone (`members` of them, cosine at least `floor`), are
+  its likely members (camping, swimming, pottery); the memories holding one of them (full text)
+  are ranked by cosine to the query, a signal at `weight`. From the tenant's own words, no list.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from memory_platform.config import config
 SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
             "context": {"weight": 1.0, "mode": "sum"},
             "list-rocchio": {},
-            "session-cap": {"cap": 2, "gate": "list", "depth": 60}}
+            "session-cap": {"cap": 2, "gate": "list", "depth": 60},
+            "members": {"weight": 0.5, "members": 12, "floor": 0.35}}
 EXPERIMENTS = set(SETTINGS)
 chosen: dict = {}
 
@@ -174,6 +181,60 @@ def install_session_cap() -> str:
     return f"session-cap {chosen}"
 
 
+# --------------------------------------------------------------------------- members
+
+WORDS_SQL = """
+    SELECT DISTINCT lower(word) FROM memories m, regexp_split_to_table(m.content, '[^A-Za-z]+') AS word
+    WHERE {where} AND length(word) >= 4
+"""
+MEMBERS_SQL = """
+    SELECT m.id, 1 - (m.embedding <=> %s::vector) AS similarity, {columns}
+    FROM memories m {usage}
+    WHERE {where} AND m.embedding IS NOT NULL AND to_tsvector('english', m.content) @@ to_tsquery('english', %s)
+    ORDER BY similarity DESC, m.id
+    LIMIT %s
+"""
+word_vectors: dict = {}
+
+
+def class_word(query: str) -> str | None:
+    match = PLURAL_CLASS.search(query)
+    if match is not None and not match.group(1).lower().endswith("ss"):
+        return match.group(1).lower()
+    kind = re.search(r"\b(?:kinds?|types?|sorts?)\s+of\s+([a-z]+)", query, re.I)
+    return kind.group(1).lower() if kind else None
+
+
+def members_of(search: pipeline.Search) -> list[Hit]:
+    import numpy
+
+    from memories.vectors.embeddings import get_embedder
+
+    word = class_word(search.reading.query)
+    if word is None:
+        return []
+    where, params = search.filters.where(search.org_id)
+    with connection.cursor() as cursor:
+        cursor.execute(WORDS_SQL.format(where=where), params)
+        vocabulary = [row[0] for row in cursor.fetchall()]
+    embedder = get_embedder()
+    missing = [w for w in vocabulary + [word] if w not in word_vectors]
+    for w, vector in zip(missing, embedder.embed(missing)):
+        word_vectors[w] = numpy.asarray(vector)
+    stem = word.rstrip("s")[:5]
+    scored = sorted(((float(word_vectors[w] @ word_vectors[word]), w) for w in vocabulary if not w.startswith(stem)),
+                    reverse=True)
+    members = [w for cosine, w in scored[:int(chosen["members"])] if cosine >= chosen["floor"]]
+    chosen.setdefault("seen", []).append((word, members[:6]))
+    if not members:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(MEMBERS_SQL.format(columns=ranking.ranking_columns("m"), usage=ranking.usage_join("m"),
+                                          where=where),
+                       [vector_literal(search.embed()), search.org_id, *params, " | ".join(members), search.k])
+        return ranked_hits(cursor.fetchall(), "similarity")
+
+
 # --------------------------------------------------------------------------- installing one
 
 
@@ -187,7 +248,7 @@ def install(name: str, settings: dict) -> str:
         kept = rocchio.applies
         rocchio.applies = lambda query: kept(query) or asks_plural_class(query)
         return "list-rocchio"
-    search = {"session": session_turns, "context": with_turn_before}[name]
+    search = {"session": session_turns, "context": with_turn_before, "members": members_of}[name]
     name = f"{name}-experiment"  # beside the built signals' names; the built session signal is off
     signal = pipeline.Signal(name, seeded=True, search=search,
                              applies=lambda s: s.wide and chosen["weight"] > 0 and s.embed() is not None)
