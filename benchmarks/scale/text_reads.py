@@ -2,7 +2,9 @@
 README.md, "What already grows at 10k -> 100k"), at two sizes of one organisation: the entity
 list by the start of a word of a name or alias (REST's and the console's `?q`) before and after
 docs/adr/0053, the retrieval events by a text in their query before and after docs/adr/0056,
-and, as they are, the counts of the export and erasure pages and Mem0's list of users.
+the counts of the export and erasure pages of the whole organisation before (a count of its
+memories, as both were) and after docs/adr/0056 (the tallies and the deleted memories' index),
+and, as it is, Mem0's list of users.
 
     .venv/bin/python benchmarks/scale/text_reads.py --sizes 10000,100000
 
@@ -84,7 +86,7 @@ def reads(org_id: str):
     from memories.access import Caller
     from memories.lifecycle.erasure import ErasureScope
     from memories.lifecycle.portability import ExportScope
-    from memories.models import RetrievalEvent
+    from memories.models import Memory, RetrievalEvent
     from memories.use_cases import lifecycle, organisation, retrieval
 
     caller = Caller(org_id=uuid.UUID(org_id))
@@ -100,8 +102,10 @@ def reads(org_id: str):
             yield (f"events ?q={text} [{when}]",
                    lambda made=listed: [e.pk for e in keyset.page(made(), order=keyset.NEWEST_FIRST, limit=PAGE).items],
                    listed())
-    yield "export page count [as is]", lambda: organisation.export_count(caller, ExportScope()), None
-    yield "erasure count, all [as is]", lambda: organisation.erasure_count(caller, ErasureScope(everything=True)), None
+    every_memory = Memory.objects.without_usage().filter(org_id=org_id)  # the counts before docs/adr/0056
+    yield "export page count [before]", every_memory.count, None
+    yield "export page count [after]", lambda: organisation.export_count(caller, ExportScope()), None
+    yield "erasure count, all [after]", lambda: organisation.erasure_count(caller, ErasureScope(everything=True)), None
     yield "mem0 users [as is]", lambda: lifecycle.namespace_tallies(caller, roots=("users",)), None
 
 
