@@ -276,9 +276,10 @@ class Memory(ReferencedTenantModel):
             # Every memory of a namespace, whatever its status: what an erasure of it takes and
             # its count (memories.lifecycle.erasure.memory_count, docs/adr/0052).
             models.Index(F("org"), OpClass("namespace", name="varchar_pattern_ops"), name="memories_namespace_all"),
-            # The deleted memories: with the tallies of the others, every memory an organisation
-            # holds (memories.lifecycle.tallies.memories_held, docs/adr/0056).
-            models.Index(fields=["org"], condition=Q(deleted_at__isnull=False), name="memories_deleted"),
+            # The deleted memories' ids: with the tallies of the others, every memory an
+            # organisation holds (memories.lifecycle.tallies.memories_held), and the relationships
+            # the stats leave out (docs/adr/0056).
+            models.Index(fields=["org", "id"], condition=Q(deleted_at__isnull=False), name="memories_deleted"),
             models.Index(
                 fields=["expires_at"], condition=Q(expires_at__isnull=False, deleted_at__isnull=True),
                 name="memories_expiring",

@@ -38,13 +38,16 @@ def counted_right(org) -> bool:
         held = Memory.objects.filter(org_id=org.id).count()
         read = stats.memory_stats(org_id=org.id)["memories"]
         memories = Memory.objects.filter(org_id=org.id, deleted_at__isnull=True)
-        counts, _, _ = stats._counted_by_rows(memories, org_id=org.id, namespace=None, reach=stats.EVERYWHERE)
+        counts, _, related = stats._counted_by_rows(memories, org_id=org.id, namespace=None, reach=stats.EVERYWHERE)
+        relationships = stats.memory_stats(org_id=org.id)["relationships"]
+        related = stats._counted(related, "relation_type")
         growth = stats.memory_stats(org_id=org.id)["growth"]
         counted_growth = stats._growth(memories, timezone.now() - timedelta(days=stats.GROWTH_DAYS))
     assert before == [] and after == [], (before, after)
     assert held_before == held_after == (held, held), (held_before, held_after, held)
     assert {name: read[name] for name in counts} == counts
     assert growth == counted_growth
+    assert relationships == related, (relationships, related)  # between memories not deleted
     return True
 
 
@@ -83,6 +86,8 @@ def test_the_tallies_equal_a_count_after_every_kind_of_write(written, tenant_a):
         lambda: change.memory_unarchive(org_id=org.id, memory_id=puppy.pk, actor=actor),
         lambda: change.memory_supersede(org_id=org.id, memory_id=jazz.pk, agent_id=agent.id, actor=actor,
                                         content="Caroline loves jazz and blues"),
+        lambda: change.memory_delete(org_id=org.id, memory_id=jazz.pk, actor=actor),  # one end of a supersession
+        lambda: change.memory_restore(org_id=org.id, memory_id=jazz.pk, actor=actor),
         lambda: change.memory_feedback(org_id=org.id, memory_id=puppy.pk, useful=True),
         lambda: Memory.objects.filter(pk=puppy.pk).update(embedding=None, embedding_dimensions=None),  # waits for its embedding
         lambda: Memory.objects.filter(pk=puppy.pk).update(embedding=factories.unit_vector(3), embedding_dimensions=384,
