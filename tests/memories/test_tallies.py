@@ -200,6 +200,25 @@ def test_org_wide_strength_bands_are_about_as_last_counted(written):
         assert shown.strength_as_of is not None and [f.memory.pk for f in shown.fading] == [puppy.pk]
 
 
+def test_the_strength_bands_command_counts_them_now_for_one_organisation_or_every_one(written, tenant_b):
+    """manage.py strength_bands does what the worker's 10-minute job does (a deployment
+    without a worker running yet, a benchmark): the bands kept, "about" as of now."""
+    org, _, (puppy, _, _) = written
+    with tenant_context(org.id):
+        Memory.objects.filter(pk=puppy.pk).update(decay_rate=0.1, created_at=timezone.now() - timedelta(days=45))
+    out = io.StringIO()
+    call_command("strength_bands", "--org", org.slug, stdout=out)
+    assert out.getvalue().startswith(f"{org.slug}: ") and "'fading': 1" in out.getvalue()
+    with tenant_context(org.id):
+        kept = stats.memory_stats(org_id=org.id)["memories"]["strength"]
+    assert kept["about"] is True and kept["fading"] == 1
+    with tenant_context(tenant_b.org.id):
+        assert "about" not in stats.memory_stats(org_id=tenant_b.org.id)["memories"]["strength"]  # not counted
+    call_command("strength_bands", stdout=io.StringIO())
+    with tenant_context(tenant_b.org.id):
+        assert stats.memory_stats(org_id=tenant_b.org.id)["memories"]["strength"]["about"] is True
+
+
 def test_the_dashboard_reads_the_tallies_through_its_use_case(written):
     org, agent, _ = written
     from memories.use_cases import lifecycle
