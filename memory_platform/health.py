@@ -17,7 +17,7 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from memory_platform import database, distribution
-from memory_platform.local_services import LEAKPROOF_FUNCTIONS
+from memory_platform.local_services import FULL_TEXT_MATCH, LEAKPROOF_FUNCTIONS
 from memory_platform.security import hide_url_passwords
 
 
@@ -47,12 +47,12 @@ def cluster_nodes() -> list[dict] | None:
 
 def check_database() -> dict:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('server_version'), current_user, "
-                       "(SELECT proleakproof FROM pg_proc WHERE oid = 'ts_match_vq'::regproc)")
-        server_version, role, fulltext_indexable = cursor.fetchone()
+        cursor.execute("SELECT current_setting('server_version'), current_user")
+        server_version, role = cursor.fetchone()
         cursor.execute("SELECT f FROM unnest(%s::text[]) f WHERE NOT (SELECT proleakproof FROM pg_proc "
                        "WHERE oid = f::regprocedure)", [list(LEAKPROOF_FUNCTIONS)])
         not_leakproof = [function for (function,) in cursor.fetchall()]
+    fulltext_indexable = FULL_TEXT_MATCH not in not_leakproof
     pgvector = database.pgvector_version()
     nodes = cluster_nodes()
     return {

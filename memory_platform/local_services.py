@@ -74,9 +74,9 @@ SOCKET_PATH_MAX = 100
 # an index condition only if every function in it is leakproof, and none of these raises an
 # error that depends on its arguments' values, so each may run before the row-level security
 # check without leaking anything. /health lists those a database lacks (memory_platform.health).
+FULL_TEXT_MATCH = "pg_catalog.ts_match_vq(tsvector, tsquery)"  # full-text search's @@ (docs/adr/0035)
 LEAKPROOF_FUNCTIONS = (
-    # full-text search's @@ (docs/adr/0035)
-    "pg_catalog.ts_match_vq(tsvector, tsquery)",
+    FULL_TEXT_MATCH,
     # the array matches a GIN index on retrieval_events.returned_memory_ids serves: an erasure's
     # &&, explain's @> (docs/adr/0052)
     "pg_catalog.arrayoverlap(anyarray, anyarray)",
