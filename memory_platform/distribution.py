@@ -425,6 +425,7 @@ def rebalance(cursor, *, transfer_mode: str = "auto", progress: Callable[[int, i
             break
         time.sleep(2)
     cursor.execute("SELECT citus_rebalance_wait()")  # raises if a move failed for good
+    _drop_orphans(cursor)
     return moves
 
 
@@ -434,19 +435,28 @@ def rebalance(cursor, *, transfer_mode: str = "auto", progress: Callable[[int, i
 OPERATION_ATTEMPTS = 5
 
 
-def _retried(cursor, statement: str, params: list):
+def _retried(cursor, statement: str, params: list, *, fetch: bool = True):
     """Run one shard operation, again after a pause while the cluster ends it for a deadlock;
-    its first row."""
+    its first row (when `fetch`)."""
     from memory_platform.database import contended
 
     for attempt in range(1, OPERATION_ATTEMPTS + 1):
         try:
             cursor.execute(statement, params)
-            return cursor.fetchone()
+            return cursor.fetchone() if fetch else None
         except Exception as exc:
             if not contended(exc) or attempt == OPERATION_ATTEMPTS:
                 raise
             time.sleep(attempt)
+
+
+def _drop_orphans(cursor) -> None:
+    """Drop now what a move or split left behind (the old placements, replication slots and
+    subscriptions), which Citus's maintenance daemon would otherwise drop some seconds later,
+    while whatever runs next (an operator's next step, a TRUNCATE) may be taking the same
+    locks: the two can meet in a distributed deadlock. The disk is freed by the time the
+    command says it is done."""
+    _retried(cursor, "CALL citus_cleanup_orphaned_resources()", [], fetch=False)
 
 
 def move_shard_group(cursor, shard: int, *, node: str, port: int, transfer_mode: str = "auto") -> bool:
@@ -459,6 +469,7 @@ def move_shard_group(cursor, shard: int, *, node: str, port: int, transfer_mode:
         return False
     _retried(cursor, "SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, shard_transfer_mode => %s)",
              [shard, *source, node, port, _transfer_mode(transfer_mode)])
+    _drop_orphans(cursor)
     return True
 
 
@@ -484,8 +495,10 @@ def isolate_organization(cursor, org_id, *, transfer_mode: str = "block_writes")
             f"{', '.join(misread)} have a generated or dropped column before org_id, which Citus's split "
             "would misread: move the shard group to another node first (citus_move_shard_placement makes "
             "its shards again without the gap), then isolate it (docs/adr/0042)")
-    return _retried(cursor, "SELECT isolate_tenant_to_new_shard('memories', %s::uuid, 'CASCADE', "
-                            "shard_transfer_mode => %s)", [str(org_id), _transfer_mode(transfer_mode)])[0]
+    shard = _retried(cursor, "SELECT isolate_tenant_to_new_shard('memories', %s::uuid, 'CASCADE', "
+                             "shard_transfer_mode => %s)", [str(org_id), _transfer_mode(transfer_mode)])[0]
+    _drop_orphans(cursor)
+    return shard
 
 
 def isolated_organizations(using: str = "owner") -> list[dict]:

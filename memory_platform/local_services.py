@@ -476,6 +476,7 @@ def remove_worker_from_database(node: Node, name: str, *, transfer_mode: str = "
             return
         logger.info("draining Citus worker %s of %s", node.name, name)
         conn.execute("SELECT citus_drain_node(%s, %s, %s::citus.shard_transfer_mode)", [host, port, transfer_mode])
+        conn.execute("CALL citus_cleanup_orphaned_resources()")  # the drained placements, dropped now
         conn.execute("SELECT citus_remove_node(%s, %s)", [host, port])
 
 
