@@ -6,8 +6,10 @@ A row trigger on memories appends what each write changed to memory_tally_deltas
 reads both, so its counts are exactly those of the rows its snapshot sees, folded or not, as
 the word statistics' (memories.understanding.lexicon). Counted: the memories not deleted, per
 (agent, status, category, memory type): n, and of them those that expire, wait for their
-embedding and never decay; and per UTC day, the memories created that day not deleted
-(migration 0037), which the growth per day reads.
+embedding and never decay; per UTC day, the memories created that day not deleted
+(migration 0037), which the growth per day reads; and per (namespace, status), the memories
+not deleted, the store items among them and those of both that expire, with the namespace's
+first and last activity (migration 0049), which the lists of namespaces read.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 from django.db import connection, transaction
 
@@ -25,9 +27,11 @@ from tenants.context import service_account
 
 logger = logging.getLogger(__name__)
 
-TABLES = ("memory_tallies", "memory_tally_deltas", "memory_day_tallies", "memory_day_tally_deltas")
+TABLES = ("memory_tallies", "memory_tally_deltas", "memory_day_tallies", "memory_day_tally_deltas",
+          "memory_namespace_tallies", "memory_namespace_tally_deltas")
 KEY = ("agent_id", "status", "category", "memory_type")
 COUNTS = ("n", "expiring", "embedding_pending", "not_decaying")
+NAMESPACE_COUNTS = ("n", "items", "expiring", "expiring_items")
 FOLD_LOCK = 0x7A11_0045  # pg_try_advisory_xact_lock key: one fold at a time
 
 # What the tallies of one organisation should be, counted from its rows: the migration's
@@ -43,6 +47,43 @@ RECOUNT = """
 RECOUNT_DAYS = """
     SELECT (created_at AT TIME ZONE 'UTC')::date, count(*) FROM memories
     WHERE org_id = %s AND deleted_at IS NULL GROUP BY 1
+"""
+
+# The memories not deleted of each namespace and status, counted from the rows: n, the store
+# items (a key), those that expire, the store items that expire.
+RECOUNT_NAMESPACES = """
+    SELECT scope, status, count(*), count(*) FILTER (WHERE key IS NOT NULL),
+           count(*) FILTER (WHERE expires_at IS NOT NULL),
+           count(*) FILTER (WHERE key IS NOT NULL AND expires_at IS NOT NULL)
+    FROM memories WHERE org_id = %s AND deleted_at IS NULL GROUP BY scope, status
+"""
+
+# The namespace tallies of one organisation, folded and not, added up: per namespace and
+# status, the counts and the first and last activity.
+CURRENT_NAMESPACES = """
+    SELECT scope, status, sum(n)::bigint AS n, sum(items)::bigint AS items, sum(expiring)::bigint AS expiring,
+           sum(expiring_items)::bigint AS expiring_items, min(first_at) AS first_at, max(last_at) AS last_at
+    FROM (
+        SELECT scope, status, n, items, expiring, expiring_items, first_at, last_at
+        FROM memory_namespace_tallies WHERE org_id = %(org)s
+        UNION ALL
+        SELECT scope, status, n, items, expiring, expiring_items, first_at, last_at
+        FROM memory_namespace_tally_deltas WHERE org_id = %(org)s
+    ) counted
+    GROUP BY scope, status
+    HAVING sum(n) <> 0 OR sum(items) <> 0 OR sum(expiring) <> 0 OR sum(expiring_items) <> 0
+"""
+
+# The active memories of each namespace not deleted nor expired, from its tallies (folded and
+# not): those past their expiry that the sweep (every minute) has not removed yet are counted
+# out, read on the index of expiring memories (memories_expiring), a handful at any time.
+LIVE_NAMESPACES = f"""
+    SELECT kept.scope, kept.n - coalesce(expired.n, 0), kept.first_at, kept.last_at
+    FROM ({CURRENT_NAMESPACES}) kept
+    LEFT JOIN (SELECT scope, count(*) AS n FROM memories
+               WHERE org_id = %(org)s AND deleted_at IS NULL AND expires_at <= now() AND status = %(status)s
+               GROUP BY scope) expired ON expired.scope = kept.scope
+    WHERE kept.status = %(status)s AND kept.n - coalesce(expired.n, 0) > 0
 """
 
 # The day tallies of one organisation from a day on, folded and not, added up.
@@ -113,6 +154,26 @@ def memories_held(org_id) -> int:
     with connection.cursor() as cursor:
         cursor.execute(HELD, {"org": org_id})
         return int(cursor.fetchone()[0])
+
+
+@dataclass(frozen=True)
+class NamespaceTally:
+    """The live memories of one namespace (active, not deleted nor expired), and when it was
+    first and last written: the earliest created_at counted in since it last held none, and the
+    last time a memory arrived there, left or changed status, key or expiry."""
+
+    namespace: str
+    memories: int
+    first_at: datetime | None
+    last_at: datetime | None
+
+
+def live_namespaces(org_id) -> list[NamespaceTally]:
+    """Each namespace of the organisation that holds live memories, in no order: one round
+    trip reading a row per namespace, not its memories. The caller has set the tenant."""
+    with connection.cursor() as cursor:
+        cursor.execute(LIVE_NAMESPACES, {"org": org_id, "status": "active"})
+        return [NamespaceTally(*row) for row in cursor.fetchall()]
 
 
 def created_per_day(org_id, since) -> dict:
@@ -196,6 +257,40 @@ def fold() -> dict:
             cursor.execute("DELETE FROM memory_day_tallies t USING unnest(%s::uuid[], %s::date[]) e(org_id, day) "
                            "WHERE t.org_id = e.org_id AND t.day = e.day AND t.created = 0", [orgs, days])
             emptied += cursor.rowcount
+        # A namespace whose memories are all gone loses its row (its name may be a person's:
+        # an erasure of it leaves none here after the next fold).
+        cursor.execute("""
+            WITH moved AS (DELETE FROM memory_namespace_tally_deltas RETURNING *),
+            summed AS (
+                SELECT org_id, scope, status, sum(n) AS n, sum(items) AS items, sum(expiring) AS expiring,
+                       sum(expiring_items) AS expiring_items, min(first_at) AS first_at, max(last_at) AS last_at,
+                       count(*) AS deltas
+                FROM moved GROUP BY org_id, scope, status
+            ), upserted AS (
+                INSERT INTO memory_namespace_tallies AS t (org_id, scope, status, n, items, expiring, expiring_items,
+                                                           first_at, last_at)
+                SELECT org_id, scope, status, n, items, expiring, expiring_items, first_at, last_at FROM summed
+                WHERE n <> 0 OR items <> 0 OR expiring <> 0 OR expiring_items <> 0
+                ON CONFLICT (org_id, scope, status) DO UPDATE
+                SET n = t.n + excluded.n, items = t.items + excluded.items, expiring = t.expiring + excluded.expiring,
+                    expiring_items = t.expiring_items + excluded.expiring_items,
+                    first_at = least(t.first_at, excluded.first_at), last_at = greatest(t.last_at, excluded.last_at)
+                RETURNING org_id, scope, status, n, items, expiring, expiring_items
+            )
+            SELECT (SELECT coalesce(sum(deltas), 0) FROM summed), array_agg(u.org_id), array_agg(u.scope),
+                   array_agg(u.status)
+            FROM upserted u WHERE n = 0 AND items = 0 AND expiring = 0 AND expiring_items = 0
+        """)
+        namespaces_folded, orgs, scopes, statuses = cursor.fetchone()
+        folded += namespaces_folded
+        if orgs:
+            cursor.execute("""
+                DELETE FROM memory_namespace_tallies t
+                USING unnest(%s::uuid[], %s::text[], %s::text[]) e(org_id, scope, status)
+                WHERE t.org_id = e.org_id AND t.scope = e.scope AND t.status = e.status
+                  AND t.n = 0 AND t.items = 0 AND t.expiring = 0 AND t.expiring_items = 0
+            """, [orgs, scopes, statuses])
+            emptied += cursor.rowcount
     done = {"folded": int(folded), "emptied": emptied, "seconds": round(time.monotonic() - started, 3)}
     if folded:
         logger.info("memory tallies folded", extra=done)
@@ -215,6 +310,10 @@ def differences(org_id) -> list[tuple[tuple, tuple, tuple]]:
         kept.update({("day", day): (created,) for day, created in cursor.fetchall()})
         cursor.execute(RECOUNT_DAYS, [org_id])
         recounted.update({("day", day): (created,) for day, created in cursor.fetchall()})
+        cursor.execute(CURRENT_NAMESPACES, {"org": org_id})
+        kept.update({("namespace", *row[:2]): tuple(row[2:6]) for row in cursor.fetchall()})
+        cursor.execute(RECOUNT_NAMESPACES, [org_id])
+        recounted.update({("namespace", *row[:2]): tuple(row[2:]) for row in cursor.fetchall()})
 
     def of(counts: dict, key: tuple) -> tuple:
         return counts.get(key, (0,) if key[0] == "day" else (0, 0, 0, 0))
@@ -234,6 +333,8 @@ def rebuild(org_id) -> int:
         cursor.execute("DELETE FROM memory_tallies WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_day_tally_deltas WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_day_tallies WHERE org_id = %s", [org_id])
+        cursor.execute("DELETE FROM memory_namespace_tally_deltas WHERE org_id = %s", [org_id])
+        cursor.execute("DELETE FROM memory_namespace_tallies WHERE org_id = %s", [org_id])
         # ON CONFLICT (never met) keeps a Citus cluster from writing by COPY (as lexicon.rebuild).
         cursor.execute(f"""
             INSERT INTO memory_tallies AS t (org_id, agent_id, status, category, memory_type, n, expiring,
@@ -246,4 +347,15 @@ def rebuild(org_id) -> int:
             INSERT INTO memory_day_tallies AS t (org_id, day, created) SELECT %s, * FROM ({RECOUNT_DAYS}) counted
             ON CONFLICT (org_id, day) DO UPDATE SET created = excluded.created
         """, [org_id, org_id])
+        written += cursor.rowcount
+        # The first and last activity the rows still show (what went before is not kept).
+        cursor.execute("""
+            INSERT INTO memory_namespace_tallies AS t (org_id, scope, status, n, items, expiring, expiring_items,
+                                                       first_at, last_at)
+            SELECT org_id, scope, status, count(*), count(*) FILTER (WHERE key IS NOT NULL),
+                   count(*) FILTER (WHERE expires_at IS NOT NULL),
+                   count(*) FILTER (WHERE key IS NOT NULL AND expires_at IS NOT NULL), min(created_at), max(updated_at)
+            FROM memories WHERE org_id = %s AND deleted_at IS NULL GROUP BY org_id, scope, status
+            ON CONFLICT (org_id, scope, status) DO UPDATE SET n = excluded.n
+        """, [org_id])
         return written + cursor.rowcount

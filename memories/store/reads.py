@@ -12,6 +12,7 @@ from django.db.models.expressions import RawSQL
 
 from memories.access import EVERYWHERE, KeyReach, namespace_bounds, namespace_prefix_filter, namespace_sql
 from memories.errors import NotFound
+from memories.lifecycle import tallies
 from memories.models import Memory
 from memories.reads.selectors import NOT_EXPIRED, with_tags
 from memories.store import values
@@ -46,31 +47,23 @@ def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, l
 # LangGraph's list_namespaces over the namespaces that hold items: a namespace is its labels
 # (the column scope split at "/"), matched label by label ("*" matches any one), cut to max_depth,
 # each listed once, in the order of their labels (as Python sorts tuples: by code point).
-# The namespaces are found by walking the index memories_store_namespaces one distinct namespace
-# at a time (a loose index scan: each step the first namespace after the last, one index probe),
-# so the read costs the number of namespaces that hold items, not the number of items
-# (docs/adr/0051). The walk stays within the prefix's leading labels ({bounds}); the labels, the
-# reach and the expiry are checked on the namespaces it found.
-NAMESPACES_SQL = """
-    WITH RECURSIVE walk(scope) AS (
-        (SELECT m.scope FROM memories m
-         WHERE m.org_id = %(org)s AND m.key IS NOT NULL AND m.deleted_at IS NULL {bounds}
-         ORDER BY m.scope USING ~<~ LIMIT 1)
-        UNION ALL
-        SELECT (SELECT m.scope FROM memories m
-                WHERE m.org_id = %(org)s AND m.key IS NOT NULL AND m.deleted_at IS NULL {bounds}
-                  AND m.scope ~>~ walk.scope
-                ORDER BY m.scope USING ~<~ LIMIT 1)
-        FROM walk WHERE walk.scope IS NOT NULL
-    )
+# The namespaces are read from the namespace tallies (memories.lifecycle.tallies, folded and not:
+# a row per namespace and status, docs/adr/0057), so the read costs the number of namespaces
+# under the prefix's leading labels ({bounds}), not the number of items. A namespace whose every
+# item expires is listed only if one has not expired yet (one probe of its items); the labels and
+# the reach are checked on the namespaces found.
+NAMESPACES_SQL = f"""
     SELECT DISTINCT labels[1:%(depth)s] AS listed
     FROM (SELECT string_to_array(m.scope, '/') COLLATE "C" AS labels
-          FROM walk m
-          WHERE m.scope IS NOT NULL AND m.scope <> '' {conditions}
-            AND EXISTS (SELECT FROM memories item
-                        WHERE item.org_id = %(org)s AND item.scope = m.scope AND item.key IS NOT NULL
-                          AND item.deleted_at IS NULL
-                          AND (item.expires_at IS NULL OR item.expires_at > now()))) AS items
+          FROM (SELECT scope, sum(items) AS items, sum(expiring_items) AS expiring_items
+                FROM ({tallies.CURRENT_NAMESPACES}) kept
+                WHERE items > 0 {{bounds}} GROUP BY scope) m
+          WHERE m.scope <> '' {{conditions}}
+            AND (m.items > m.expiring_items
+                 OR EXISTS (SELECT FROM memories item
+                            WHERE item.org_id = %(org)s AND item.scope = m.scope AND item.key IS NOT NULL
+                              AND item.deleted_at IS NULL
+                              AND (item.expires_at IS NULL OR item.expires_at > now())))) AS items
     ORDER BY listed
     LIMIT %(limit)s OFFSET %(offset)s
 """
@@ -114,7 +107,7 @@ def store_namespaces(*, org_id, prefix: tuple[str, ...] = (), suffix: tuple[str,
         leading.append(label)
     if leading:  # the namespace of the leading labels and those under it lie in [it, it + "0")
         itself, _, beyond = namespace_bounds("/".join(leading))
-        bounds = "AND m.scope ~>=~ %(itself)s AND m.scope ~<~ %(beyond)s"
+        bounds = "AND kept.scope ~>=~ %(itself)s AND kept.scope ~<~ %(beyond)s"
         named_bounds = {"itself": itself, "beyond": beyond}
     named = {f"p{number}": value for number, value in enumerate(params)}
     numbered = iter(named)

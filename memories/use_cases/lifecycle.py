@@ -3,12 +3,12 @@ erasure."""
 
 from __future__ import annotations
 
-from django.db.models import CharField, Count, F, Func, Max, Min, QuerySet, Value
+from django.db.models import QuerySet
 
 from memories.access import Caller
 from memories.errors import NotFound
-from memories.lifecycle import decay, erasure, sessions, stats
-from memories.models import Entity, Memory
+from memories.lifecycle import decay, erasure, sessions, stats, tallies
+from memories.models import Entity
 from memories.reads import selectors
 from memories.writes import conflicts
 from tenants.models import Agent, Session
@@ -45,15 +45,20 @@ def weak_memories(caller: Caller, *, below: float | None = None, namespace: str 
 def namespace_tallies(caller: Caller, *, roots: tuple[str, ...]) -> list[dict]:
     """The namespaces two labels deep under each root label ("users": users/alice, users/bob)
     that hold live memories in reach, in order: each as {"root", "name", "memories" (those under
-    it counted in), "first_created_at", "last_updated_at"}. One statement, whatever their number."""
-
-    def label(place: int) -> Func:
-        return Func(F("namespace"), Value("/"), Value(place), function="split_part", output_field=CharField())
-
-    return list(selectors.memory_list(org_id=caller.org_id, status=Memory.Status.ACTIVE).filter(caller.memories())
-                .order_by().values(root=label(1), name=label(2)).filter(root__in=roots).exclude(name="")
-                .annotate(memories=Count("pk"), first_created_at=Min("created_at"), last_updated_at=Max("updated_at"))
-                .order_by("root", "name"))
+    it counted in), "first_created_at", "last_updated_at"} (its first and last activity:
+    tallies.NamespaceTally). Read from the namespace tallies: a row per namespace, whatever the
+    number of memories (docs/adr/0057)."""
+    grouped: dict[tuple[str, str], dict] = {}
+    for tally in tallies.live_namespaces(caller.org_id):
+        labels = tally.namespace.split("/")
+        if labels[0] not in roots or len(labels) < 2 or not labels[1] or not caller.covers(tally.namespace):
+            continue
+        row = grouped.setdefault((labels[0], labels[1]), {"root": labels[0], "name": labels[1], "memories": 0,
+                                                          "first_created_at": None, "last_updated_at": None})
+        row["memories"] += tally.memories
+        row["first_created_at"] = min(filter(None, (row["first_created_at"], tally.first_at)), default=None)
+        row["last_updated_at"] = max(filter(None, (row["last_updated_at"], tally.last_at)), default=None)
+    return [grouped[key] for key in sorted(grouped)]
 
 
 # --------------------------------------------------------------------------- entities

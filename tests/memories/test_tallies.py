@@ -15,6 +15,8 @@ from memories.access import Caller
 from memories.lifecycle import decay, erasure, expiry, export, stats, tallies
 from memories.lifecycle.portability import ExportScope
 from memories.models import Memory
+from memories.reads.selectors import NOT_EXPIRED
+from memories.use_cases import lifecycle
 from memories.writes import change, create, review
 from memories.writes.kernel import Actor
 from tenants.context import service_account, tenant_context
@@ -221,8 +223,6 @@ def test_the_strength_bands_command_counts_them_now_for_one_organisation_or_ever
 
 def test_the_dashboard_reads_the_tallies_through_its_use_case(written):
     org, agent, _ = written
-    from memories.use_cases import lifecycle
-
     with tenant_context(org.id):
         shown = lifecycle.dashboard(Caller(org_id=org.id))
         memories = Memory.objects.filter(org_id=org.id, deleted_at__isnull=True)
@@ -233,3 +233,79 @@ def test_the_dashboard_reads_the_tallies_through_its_use_case(written):
             if memories.filter(category=category).exists()}
         assert shown.added_per_day[-1][1] == memories.count() and len(shown.added_per_day) == stats.GROWTH_DAYS
         assert shown.embedding_pending == memories.filter(embedding__isnull=True, indexed=True).count()
+
+
+def namespaces_by_rows(org, caller) -> list[tuple]:
+    """What the lists of namespaces show (root, name, live memories), counted from the rows."""
+    counted: dict[tuple[str, str], int] = {}
+    with tenant_context(org.id):
+        live = Memory.objects.filter(NOT_EXPIRED, org_id=org.id, status=Memory.Status.ACTIVE, deleted_at__isnull=True)
+        for namespace in live.values_list("namespace", flat=True):
+            labels = namespace.split("/")
+            if labels[0] in ("users", "runs") and len(labels) > 1 and labels[1] and caller.covers(namespace):
+                counted[(labels[0], labels[1])] = counted.get((labels[0], labels[1]), 0) + 1
+    return sorted((root, name, n) for (root, name), n in counted.items())
+
+
+def namespaces_listed(org, caller) -> list[tuple]:
+    with tenant_context(org.id):
+        return [(row["root"], row["name"], row["memories"])
+                for row in lifecycle.namespace_tallies(caller, roots=("users", "runs"))]
+
+
+def test_the_lists_of_namespaces_read_tallies_equal_to_the_rows(tenant_a):
+    """Mem0's users, agents and runs come from the namespace tallies (docs/adr/0057): after every
+    kind of write they list what a count of the rows lists, within the caller's reach; a
+    memory past its expiry is out at once, before the sweep; an erased user's namespace leaves
+    no row behind after the next fold."""
+    from memories.access import KeyReach
+
+    org, agent = tenant_a.org, tenant_a.agent
+    everyone, alice_only = Caller(org_id=org.id), Caller(org_id=org.id, reach=KeyReach(("users/alice",)))
+    with tenant_context(org.id):
+        for namespace, content in (("users/alice", "Alice likes tea"), ("users/alice/trips", "Alice went to Oslo"),
+                                   ("users/bob", "Bob plays chess"), ("users/bob", "Bob reads Tolstoy"),
+                                   ("runs/r-1", "a step of run one"), ("agents/planner", "not a listed root"),
+                                   ("users", "under the root alone")):
+            create.memory_create(org_id=org.id, agent_id=agent.id, content=content, namespace=namespace,
+                                 category="factual")
+        item = create.memory_create(org_id=org.id, agent_id=agent.id, content="Bob's diet: vegan",
+                                    namespace="users/bob", key="diet", category="preference").memory
+    expected = [("runs", "r-1", 1), ("users", "alice", 2), ("users", "bob", 3)]
+    assert namespaces_listed(org, everyone) == namespaces_by_rows(org, everyone) == expected
+    assert namespaces_listed(org, alice_only) == namespaces_by_rows(org, alice_only) == [("users", "alice", 2)]
+    with tenant_context(org.id):
+        rows = lifecycle.namespace_tallies(everyone, roots=("users",))
+        alice = next(row for row in rows if row["name"] == "alice")
+        created = Memory.objects.filter(org_id=org.id, namespace__startswith="users/alice").values_list(
+            "created_at", flat=True)
+        assert alice["first_created_at"] == min(created) <= alice["last_updated_at"] <= timezone.now()
+    actor = Actor(agent_id=agent.id)
+    with tenant_context(org.id):
+        tea = Memory.objects.get(org_id=org.id, content="Alice likes tea")
+        oslo = Memory.objects.get(org_id=org.id, content="Alice went to Oslo")
+        chess = Memory.objects.get(org_id=org.id, content="Bob plays chess")
+    steps = [
+        lambda: change.memory_archive(org_id=org.id, memory_id=tea.pk, actor=actor),
+        lambda: change.memory_unarchive(org_id=org.id, memory_id=tea.pk, actor=actor),
+        lambda: change.memory_delete(org_id=org.id, memory_id=chess.pk, actor=actor),
+        lambda: Memory.objects.filter(pk=oslo.pk).update(namespace="users/carol"),  # moved
+        lambda: Memory.objects.filter(pk=item.pk).update(expires_at=Now() - timedelta(minutes=1)),  # not swept yet
+        lambda: Memory.objects.filter(pk=tea.pk).update(status=Memory.Status.PENDING_REVIEW),
+    ]
+    for step in steps:
+        with tenant_context(org.id):
+            step()
+        assert namespaces_listed(org, everyone) == namespaces_by_rows(org, everyone)
+        assert namespaces_listed(org, alice_only) == namespaces_by_rows(org, alice_only)
+        assert counted_right(org)
+    assert namespaces_listed(org, everyone) == [("runs", "r-1", 1), ("users", "bob", 1), ("users", "carol", 1)]
+    with tenant_context(org.id):
+        erasure.erase(org.id, erasure.ErasureScope(namespace="users/bob"), via="api")
+    assert namespaces_listed(org, everyone) == namespaces_by_rows(org, everyone) == [
+        ("runs", "r-1", 1), ("users", "carol", 1)]
+    tallies.fold()
+    with service_account(), connection.cursor() as cursor:
+        cursor.execute("SELECT scope FROM memory_namespace_tallies WHERE org_id = %s UNION ALL "
+                       "SELECT scope FROM memory_namespace_tally_deltas WHERE org_id = %s", [org.id, org.id])
+        assert not [scope for (scope,) in cursor.fetchall() if scope.startswith("users/bob")]
