@@ -159,6 +159,23 @@ def hot_memories_fill(org_id, agent_id, scored: list[tuple[str, float]]) -> None
         logger.warning("hot cache not rebuilt (%s)", type(exc).__name__)
 
 
+def hot_memories_restore(org_id, agent_id, scored: list[tuple[str, float]], *, built: float) -> None:
+    """Put a set gone from Redis back from a scoring kept in PostgreSQL, made at `built` (epoch
+    seconds): its memories join what writes added since (those keep their scores, which are
+    newer), the set is trimmed to its size, and it is as old as that scoring."""
+    key = _hot_key(org_id, agent_id)
+    try:
+        with client().pipeline(transaction=True) as pipe:
+            if scored:
+                pipe.zadd(key, dict(scored), nx=True)
+            pipe.zremrangebyrank(key, 0, -config().hot_cache_size - 1)
+            pipe.expire(key, HOT_SET_KEPT_SECONDS)
+            pipe.set(HOT_BUILT_KEY.format(org_id=org_id, agent_id=agent_id), built, ex=HOT_SET_KEPT_SECONDS)
+            pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("hot cache not restored (%s)", type(exc).__name__)
+
+
 # --------------------------------------------------------------------------- query embeddings
 
 

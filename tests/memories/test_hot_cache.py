@@ -5,6 +5,7 @@ import time
 import django_rq
 import pytest
 from django.conf import settings
+from django.db import connection
 
 from memories.caching import cache
 from memories.models import Memory, MemoryUsage
@@ -68,6 +69,41 @@ def test_a_set_that_writes_began_is_scored_before_it_answers(
     # within the hot score's shortest age), in either order.
     ids = hot_ids(api_a, limit=3)
     assert ids[0] == str(tenant_a.memory.id) and set(ids[1:]) == {written["id"], str(tenant_a.other_memory.id)}
+
+
+def test_a_set_gone_from_redis_answers_from_its_last_scoring_kept_in_postgresql(
+        tenant_a, api_a, hot, django_capture_on_commit_callbacks):
+    """Redis emptied (or the agent idle a day): the set comes back from the scoring kept in
+    PostgreSQL, with what writes added since, without scoring the agent's memories again
+    before the answer (docs/adr/0058); scored again behind the answer once that scoring is due."""
+    first, second = str(tenant_a.memory.id), str(tenant_a.other_memory.id)
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.filter(pk=tenant_a.memory.pk).update(confidence=1)
+        Memory.objects.filter(pk=tenant_a.other_memory.pk).update(confidence=0.1)
+    assert hot_ids(api_a) == [first, second]  # never scored: scored before the answer, and kept
+    with tenant_context(tenant_a.org.id):  # what a new scoring would turn around
+        Memory.objects.filter(pk=tenant_a.memory.pk).update(confidence=0.1)
+        Memory.objects.filter(pk=tenant_a.other_memory.pk).update(confidence=1)
+    cache.client().delete(hot, hot + ":built")
+    assert hot_ids(api_a) == [first, second] and rebuilds_asked() == []  # the kept scoring, still fresh
+    assert cache.client().zcard(hot) == 2 and cache.client().exists(hot + ":built")  # back in Redis
+    cache.client().delete(hot, hot + ":built")
+    with django_capture_on_commit_callbacks(execute=True):
+        written = api_a.post("/api/v1/memories", {"content": "A fact written while the set was gone"}
+                             ).json()["memory"]["id"]
+    assert set(hot_ids(api_a, limit=3)) == {first, second, written}  # the kept scoring and the write
+    with tenant_context(tenant_a.org.id), connection.cursor() as cursor:
+        cursor.execute("UPDATE memory_hot_sets SET scored_at = now() - interval '10 minutes'")
+    cache.client().delete(hot, hot + ":built")
+    assert hot_ids(api_a) == [first, second]  # due: the kept scoring answers at once...
+    asked = rebuilds_asked()
+    assert len(asked) == 1 and asked[0].perform() == 3  # ...and the worker scores the agent again
+    rescored = hot_ids(api_a, limit=3)
+    assert rescored[0] == second and rescored[-1] == first  # the confidences as they are now
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api_a.delete(f"/api/v1/memories/{second}").status_code == 200
+    cache.client().delete(hot, hot + ":built")
+    assert second not in hot_ids(api_a, limit=3)  # kept before its deletion, never answered after
 
 
 def test_writes_enter_the_set_which_is_trimmed_to_fifty_and_kept_a_day(

@@ -16,6 +16,7 @@ from django.db import (
 
 from memories.models import Artifact, MemoryArtifact, MemoryRelationship
 from memories.lifecycle import tallies
+from memories.retrieval import hot
 from memories.understanding import lexicon
 from memory_platform.distribution import on_citus
 from tenants.context import service_account, tenant_context
@@ -27,8 +28,9 @@ TENANT_MODELS = sorted(
 )
 APPEND_ONLY = {"memory_versions", "retrieval_events"}
 # Tenant tables no model maps: each organisation's word statistics (migration 0018), its
-# memories' tallies and strength bands (migration 0035).
-STATISTICS_TABLES = set(lexicon.TABLES) | set(tallies.TABLES) | {"memory_strength_bands"}
+# memories' tallies and strength bands (migrations 0035, 0037, 0049), its agents' hot sets as
+# last scored (migration 0050).
+STATISTICS_TABLES = set(lexicon.TABLES) | set(tallies.TABLES) | {"memory_strength_bands", hot.TABLE}
 # A tenant policy's test as PostgreSQL prints it when the settings are read for each row: on a
 # Citus cluster, where `distribute` rewrites the policies so (tenant_predicate(per_row=True) in
 # memory_platform.schema), as Citus refuses a subquery in the policy of a distributed table.

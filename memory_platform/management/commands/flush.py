@@ -23,5 +23,6 @@ class Command(DjangoFlushCommand):
             cursor.execute("TRUNCATE memory_lexeme_stats, memory_lexeme_deltas")
             # Nor are the memories' tallies and strength bands (memories migrations 0035, 0037, 0049).
             cursor.execute("TRUNCATE memory_tallies, memory_tally_deltas, memory_day_tallies, memory_day_tally_deltas, "
-                           "memory_namespace_tallies, memory_namespace_tally_deltas, memory_strength_bands")
+                           "memory_namespace_tallies, memory_namespace_tally_deltas, memory_strength_bands, "
+                           "memory_hot_sets")
         return result
