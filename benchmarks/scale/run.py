@@ -508,7 +508,11 @@ READS: list[Read] = [
     rest("rest relationships", "one", "GET", lambda t, rep: f"/api/v1/memories/{t.memory}/relationships",
          items=None, what="GET /api/v1/memories/<probe>/relationships"),
     rest("rest hot (rebuilt)", "org", "GET", "/api/v1/hot",
-         what="GET /api/v1/hot, the agents' hot sets dropped from Redis first: rebuilt from PostgreSQL"),
+         what="GET /api/v1/hot, the agents' hot sets dropped from Redis first: back from the scoring kept in "
+              "PostgreSQL (ADR-0058)"),
+    rest("rest hot (never scored)", "org", "GET", "/api/v1/hot",
+         what="GET /api/v1/hot, the hot sets dropped from Redis and their kept scorings deleted: an agent's "
+              "first read ever, which scores every live memory of the agent"),
     rest("rest hot", "org", "GET", "/api/v1/hot", what="GET /api/v1/hot (the assistant's 20, from its Redis set)"),
     *both(lambda s: rest("rest context", s, "POST", "/api/v1/context", items="memories",
                          body=lambda t, rep, s=s: {"query": t.query(rep), "max_tokens": 1000,
@@ -706,8 +710,11 @@ def measure(served: Served, state: State, reads: list[Read], repeat: int, querie
     async def run(read: Read, rep: int) -> float | None:
         if label(read) in errors:
             return None
-        if read.name == "rest hot (rebuilt)":
+        if read.name in ("rest hot (rebuilt)", "rest hot (never scored)"):
             forget_redis(("*:hot_memories:*",))
+        if read.name == "rest hot (never scored)":
+            with superuser() as conn:
+                conn.execute("DELETE FROM memory_hot_sets")
         started = time.perf_counter()
         try:
             found = read.call(target, rep)
