@@ -469,6 +469,10 @@ class MemoryRelationship(TenantModel):
             models.Index(fields=["org", "source"], name="memory_relationships_source"),
             models.Index(fields=["org", "target"], name="memory_relationships_target"),
             models.Index(fields=["org", "relation_type"], name="memory_relationships_type"),
+            # The open contradictions in the conflicts page's order (memories.writes.conflicts).
+            models.Index(fields=["org", "created_at", "id"],
+                         condition=Q(relation_type=RelationshipRelationType.CONTRADICTS) & ~Q(metadata__has_key="resolution"),
+                         name="relationships_open_contradicts"),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -70,6 +70,12 @@ CONTRADICTIONS_ORDER = keyset.Order(("created_at", "id"), descending=False)
 DUPLICATES_ORDER = keyset.Order(("detected_at", "id"), descending=False)
 
 
+def _unshown(*sides: str) -> list[str]:
+    """What a list of conflicts never shows of their memories, left unread: the vector (384
+    numbers parsed per memory) and the full-text vector."""
+    return [f"{side}__{field}" for side in sides for field in ("embedding", "search_vector")]
+
+
 def open_conflicts(*, org_id, limit: int = 100, after: tuple | None = None,
                    namespace: str | None = None) -> list[MemoryConflict]:
     """Unresolved conflicts whose memories are both still open, oldest first; after: the
@@ -85,9 +91,11 @@ def open_conflicts(*, org_id, limit: int = 100, after: tuple | None = None,
         contradictions = keyset.after(contradictions, order=CONTRADICTIONS_ORDER, key=after)
         duplicates = keyset.after(duplicates, order=DUPLICATES_ORDER, key=after)
     found = [MemoryConflict(CONTRADICTION, r.pk, r.source, r.target, r.created_at, predicate=r.predicate)
-             for r in contradictions.select_related("source", "target").order_by("created_at", "id")[:limit]]
+             for r in contradictions.select_related("source", "target").defer(*_unshown("source", "target"))
+             .order_by("created_at", "id")[:limit]]
     found += [MemoryConflict(DUPLICATE, d.pk, d.memory, d.candidate, d.detected_at, similarity=d.similarity)
-              for d in duplicates.select_related("memory", "candidate").order_by("detected_at", "id")[:limit]]
+              for d in duplicates.select_related("memory", "candidate").defer(*_unshown("memory", "candidate"))
+              .order_by("detected_at", "id")[:limit]]
     return sorted(found, key=lambda c: (c.detected_at, c.id))[:limit]
 
 

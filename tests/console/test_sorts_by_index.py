@@ -139,3 +139,39 @@ def test_a_deep_page_by_confidence_or_importance_is_a_range_of_its_index_under_r
     scans = [node for node in plan_nodes(explained(plan)) if node.get("Index Name") == f"memories_org_{sort}"]
     assert scans, plan
     assert any(sort in node.get("Index Cond", "") and "created_at" in node.get("Index Cond", "") for node in scans), scans
+
+
+@committing  # the planner costs the index by the statistics of committed rows
+def test_the_conflicts_page_reads_the_open_contradictions_on_their_own_index(tenant_a):
+    """The conflicts page walks the open contradictions in its order on their partial index
+    (memories 0051), under row-level security: the contradictions resolved long ago, which
+    outnumber the open ones, are not read. Resolving one takes it out of the index's rows."""
+    from django.db import connection, connections
+
+    from memories.models import MemoryRelationship
+    from memories.writes import conflicts
+    from tests.plans import explained, plan_nodes
+
+    with tenant_context(tenant_a.org.id):
+        memories = Memory.objects.bulk_create(
+            Memory(org=tenant_a.org, agent=tenant_a.agent, content=f"claim {n}", content_hash=f"{n:064x}",
+                   memory_type="semantic", category="factual") for n in range(3_000))
+        MemoryRelationship.objects.bulk_create(
+            MemoryRelationship(org=tenant_a.org, source=memories[n], target=memories[n + 1], relation_type="contradicts",
+                               metadata={} if n % 40 == 0 else {"resolution": {"resolution": "both_valid"}})
+            for n in range(0, 2_998, 2))
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("ANALYZE memories, memory_relationships")
+    with tenant_context(tenant_a.org.id):
+        shown = {(c.first.pk, c.second.pk) for c in conflicts.open_conflicts(org_id=tenant_a.org.id)}
+        written = {(memories[n].pk, memories[n + 1].pk): n % 40 == 0 for n in range(0, 2_998, 2)}
+        assert {pair for pair, open_ in written.items() if open_} <= shown  # the open ones, and
+        assert not {pair for pair, open_ in written.items() if not open_} & shown  # none resolved
+        page = (conflicts._contradictions(tenant_a.org.id).select_related("source", "target")
+                .order_by("created_at", "id")[:101])
+        sql, params = page.query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+            plan = cursor.fetchone()[0]
+    scans = [node for node in plan_nodes(explained(plan)) if node.get("Relation Name") == "memory_relationships"]
+    assert scans and all(node.get("Index Name") == "relationships_open_contradicts" for node in scans), [(n.get("Node Type"), n.get("Index Name"), n.get("Relation Name")) for n in plan_nodes(explained(plan)) if n.get("Relation Name")]
