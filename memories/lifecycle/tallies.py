@@ -168,6 +168,19 @@ class NamespaceTally:
     last_at: datetime | None
 
 
+def namespace_held(org_id, namespace: str) -> int:
+    """How many memories (not deleted, any status) the namespace itself holds, those under it
+    not counted: a row or two of its tallies. The caller has set the tenant."""
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            SELECT coalesce(sum(n), 0) FROM (
+                SELECT n FROM memory_namespace_tallies WHERE org_id = %(org)s AND scope = %(scope)s
+                UNION ALL
+                SELECT n FROM memory_namespace_tally_deltas WHERE org_id = %(org)s AND scope = %(scope)s) counted
+        """, {"org": org_id, "scope": namespace})
+        return int(cursor.fetchone()[0])
+
+
 def live_namespaces(org_id) -> list[NamespaceTally]:
     """Each namespace of the organisation that holds live memories, in no order: one round
     trip reading a row per namespace, not its memories. The caller has set the tenant."""

@@ -3,11 +3,13 @@ would catch a missing filter; the filter is kept anyway, as defence in depth).""
 
 from __future__ import annotations
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import BooleanField, Prefetch, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 
 from memories.access import EVERYWHERE, KeyReach, namespace_prefix_filter
 from memories.errors import NotFound
+from memories.lifecycle import tallies
 from memories.models import (
     LIVE,
     Entity,
@@ -154,25 +156,41 @@ def entity_get(*, org_id, entity_id, reach: KeyReach = EVERYWHERE) -> Entity:
         raise NotFound(f"entity {entity_id} not found") from None
 
 
-def _linked_memories(*, org_id, entity_id, reach: KeyReach) -> QuerySet:
-    """The live memories that mention the entity, in reach (a memory is linked to the
-    entities of its own namespace; the reach is applied to the memories anyway)."""
-    links = MemoryEntity.objects.filter(org_id=org_id, entity_id=entity_id).values("memory_id")
-    return (Memory.objects.without_usage().filter(LIVE, NOT_EXPIRED, reach.memories(), org_id=org_id, pk__in=links)
-            .defer("embedding", "search_vector"))
+def _linked_memories(*, org_id, entity: Entity, reach: KeyReach, limit: int) -> QuerySet:
+    """The live memories that mention the entity, in reach, to be read in some order `limit`
+    at a time. Only memories of the entity's own namespace: the write path links a memory to
+    the entities of its namespace alone, and a link from another namespace (an import of
+    hand-made data, a write that bypassed it) would carry another end user's memory into this
+    one's entity, across the namespace's boundary. Two ways, chosen by what each reads: every mention of the
+    entity (its mention_count rows), or the entity's namespace's memories in the list's order,
+    each asked whether it mentions the entity, until `limit` do (about limit x the namespace's
+    memories / mention_count rows, the namespace's size from its tallies). The second is for an
+    entity most of its namespace speaks of, whose mentions grow with the namespace; the ask is
+    kept a probe per memory (OFFSET 0: PostgreSQL would otherwise read every mention to join them)."""
+    memories = (Memory.objects.without_usage()
+                .filter(LIVE, NOT_EXPIRED, reach.memories(), org_id=org_id, namespace=entity.namespace)
+                .defer("embedding", "search_vector"))
+    held = tallies.namespace_held(org_id, entity.namespace)
+    if entity.mention_count ** 2 <= limit * held:
+        links = MemoryEntity.objects.filter(org_id=org_id, entity_id=entity.pk).values("memory_id")
+        return memories.filter(pk__in=links)
+    mentions = RawSQL("EXISTS (SELECT FROM memory_entities link WHERE link.org_id = memories.org_id "
+                      "AND link.memory_id = memories.id AND link.entity_id = %s OFFSET 0)", [entity.pk],
+                      output_field=BooleanField())
+    return memories.alias(mentions=mentions).filter(mentions=True)
 
 
-def entity_facts(*, org_id, entity_id, limit: int, reach: KeyReach = EVERYWHERE) -> list[Memory]:
+def entity_facts(*, org_id, entity: Entity, limit: int, reach: KeyReach = EVERYWHERE) -> list[Memory]:
     """What is remembered of an entity: the live memories that mention it, the most recent
-    first. An unknown entity has none (entity_get says whether it exists)."""
-    return list(_linked_memories(org_id=org_id, entity_id=entity_id, reach=reach)
+    first."""
+    return list(_linked_memories(org_id=org_id, entity=entity, reach=reach, limit=limit)
                 .order_by("-created_at", "-id")[:limit])
 
 
-def entity_timeline(*, org_id, entity_id, limit: int, reach: KeyReach = EVERYWHERE) -> list[Memory]:
+def entity_timeline(*, org_id, entity: Entity, limit: int, reach: KeyReach = EVERYWHERE) -> list[Memory]:
     """The entity's story: the live memories that mention it and say when they happened
     (event_time), the earliest first."""
-    return list(_linked_memories(org_id=org_id, entity_id=entity_id, reach=reach)
+    return list(_linked_memories(org_id=org_id, entity=entity, reach=reach, limit=limit)
                 .filter(event_time__isnull=False).order_by("event_time", "created_at", "id")[:limit])
 
 

@@ -76,9 +76,9 @@ def entity_detail(caller: Caller, entity: Entity | None = None, *, entity_id=Non
     and `timeline` (those that say when, the earliest first)."""
     if entity is None:
         entity = selectors.entity_get(org_id=caller.org_id, entity_id=entity_id, reach=caller.reach)
-    entity.facts = selectors.entity_facts(org_id=caller.org_id, entity_id=entity.pk, limit=facts,
+    entity.facts = selectors.entity_facts(org_id=caller.org_id, entity=entity, limit=facts,
                                           reach=caller.reach)
-    entity.timeline = selectors.entity_timeline(org_id=caller.org_id, entity_id=entity.pk, limit=timeline,
+    entity.timeline = selectors.entity_timeline(org_id=caller.org_id, entity=entity, limit=timeline,
                                                 reach=caller.reach)
     return entity
 

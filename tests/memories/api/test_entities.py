@@ -225,9 +225,44 @@ def test_a_key_limited_to_namespaces_lists_and_reads_only_their_entities(api_a, 
 def test_a_limited_key_reads_an_entitys_facts_within_its_reach_only(api_a, tenant_a, people, alice_key):
     caroline = people["caroline"]
     own = mentioned(tenant_a, caroline, "Caroline paints", event_time="2023-01-01T00:00:00Z")
-    # A link across namespaces is not made by the write path; were one there, it stays out of reach.
+    # A link across namespaces is not made by the write path; were one there, it stays out of
+    # reach, and out of the entity's facts altogether: another end user's memory is not this one's.
     elsewhere = mentioned(tenant_a, caroline, "Bob met Caroline", namespace=BOB, event_time="2023-02-01T00:00:00Z")
     limited = alice_key.get(f"/api/v1/entities/{caroline.id}").json()
     assert [f["id"] for f in limited["facts"]] == [f["id"] for f in limited["timeline"]] == [str(own.id)]
     everything = api_a.get(f"/api/v1/entities/{caroline.id}").json()
-    assert {f["id"] for f in everything["facts"]} == {str(own.id), str(elsewhere.id)}
+    assert [f["id"] for f in everything["facts"]] == [f["id"] for f in everything["timeline"]] == [str(own.id)]
+    assert str(elsewhere.id) not in str(everything)
+
+
+@pytest.mark.parametrize("mention_count", [1, 10_000])  # read by the entity's links; by walking its namespace
+def test_facts_and_timeline_are_the_same_whichever_way_they_are_read(tenant_a, mention_count):
+    """An entity most of its namespace mentions is read by walking the namespace's memories in
+    the list's order (memories.reads.selectors._linked_memories); one seldom mentioned, by its
+    links. Either way: the live memories of its namespace that mention it, in reach, in order."""
+    from memories.access import KeyReach
+    from memories.reads import selectors
+
+    caroline = entity(tenant_a, "Caroline", mentions=mention_count)
+    written = []
+    for number in range(30):
+        memory = mentioned(tenant_a, caroline, f"Caroline's day {number}", days_ago=number,
+                           event_time=timezone.now() - timedelta(days=(number * 7) % 30) if number % 3 else None)
+        written.append(memory)
+    quiet = [factories.memory(org=tenant_a.org, agent=tenant_a.agent, content=f"not about her {n}", namespace=ALICE)
+             for n in range(6)]
+    below = mentioned(tenant_a, caroline, "Caroline's trip", namespace=ALICE + "/trips")  # another namespace
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.filter(pk=written[0].pk).update(deleted_at=timezone.now())
+        Memory.objects.filter(pk=written[1].pk).update(status=Memory.Status.ARCHIVED)
+        Memory.objects.filter(pk=written[2].pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+        live = [m for m in Memory.objects.filter(pk__in=[m.pk for m in written])
+                if m.is_live and (m.expires_at is None or m.expires_at > timezone.now())]
+        facts = selectors.entity_facts(org_id=tenant_a.org.id, entity=caroline, limit=5)
+        timeline = selectors.entity_timeline(org_id=tenant_a.org.id, entity=caroline, limit=5)
+        outside = selectors.entity_facts(org_id=tenant_a.org.id, entity=caroline, limit=5,
+                                         reach=KeyReach(("users/bob",)))
+    assert [m.pk for m in facts] == [m.pk for m in sorted(live, key=lambda m: (m.created_at, m.pk), reverse=True)][:5]
+    timed = sorted((m for m in live if m.event_time), key=lambda m: (m.event_time, m.created_at, m.pk))
+    assert [m.pk for m in timeline] == [m.pk for m in timed][:5]
+    assert outside == [] and below.pk not in {m.pk for m in facts} and not {m.pk for m in quiet} & {m.pk for m in facts}
