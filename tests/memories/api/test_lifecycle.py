@@ -3,6 +3,7 @@ decay_rate and ttl, expired memories gone from every read at once and swept away
 and reads that refresh a time to live. Each tried across organisations and key reach."""
 
 from datetime import timedelta
+from uuid import UUID
 
 import pytest
 from django.db.models.functions import Now
@@ -10,7 +11,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memories.lifecycle import decay, expiry
-from memories.models import Erasure, LifecycleRun, Memory, MemoryVersion
+from memories.models import Erasure, LifecycleRun, Memory, MemoryVersion, RetrievalEvent
 from tenants.context import tenant_context
 from tests import factories
 
@@ -257,3 +258,27 @@ def test_stats_count_what_the_key_reaches_with_strength_bands_and_the_last_runs(
     theirs = ok(api_b.get("/api/v1/stats", {"namespace": "users"}))
     assert theirs["memories"]["total"] == 0 and theirs["lifecycle"]["decay"]["counts"]["archived"] == 0
     assert fresh["id"] not in str(theirs)
+
+
+@pytest.mark.parametrize("few", [1_000, -1])  # found through the returned ids' index; by walking the latest events
+def test_explain_shows_the_latest_searches_that_returned_the_memory_whichever_way_they_are_found(
+        tenant_a, api_a, monkeypatch, few):
+    """A memory returned by few searches has its events found through the index of returned
+    ids, one returned by many by walking the organisation's latest events (its retrieval count
+    says which: memories.retrieval.explain.FEW_RETRIEVALS): the same ten, the latest first,
+    with another memory's searches between them."""
+    from memories.retrieval import explain
+
+    monkeypatch.setattr(explain, "FEW_RETRIEVALS", few)
+    fact = write(api_a, "The user's cat is called Miso", namespace=["users", "alice"])
+    other = write(api_a, "The user plays the cello", namespace=["users", "alice"])
+    for number in range(14):
+        ok(api_a.post("/api/v1/search", {"query": f"cat called Miso {number}", "filters": {"namespace": "users/alice"}}))
+        ok(api_a.post("/api/v1/search", {"query": f"cello {number}", "filters": {"namespace": "users/alice"}}))
+    with tenant_context(tenant_a.org.id):
+        holding = [event for event in RetrievalEvent.objects.filter(org_id=tenant_a.org.id).order_by("-created_at", "-id")
+                   if UUID(fact["id"]) in event.returned_memory_ids]
+    explained = ok(api_a.get(f"/api/v1/memories/{fact['id']}/explain"))["retrievals"]
+    assert len(holding) > explain.RETRIEVALS_SHOWN and other["id"] != fact["id"]
+    assert [seen["event_id"] for seen in explained] == [str(event.pk) for event in holding][:explain.RETRIEVALS_SHOWN]
+    assert [seen["created_at"] for seen in explained] == sorted((seen["created_at"] for seen in explained), reverse=True)
