@@ -74,6 +74,14 @@ CURRENT_NAMESPACES = """
     HAVING sum(n) <> 0 OR sum(items) <> 0 OR sum(expiring) <> 0 OR sum(expiring_items) <> 0
 """
 
+# The store items of each namespace and status, folded and not, to be summed by namespace (the
+# store's list_namespaces: one aggregation, its namespaces compared byte by byte).
+NAMESPACE_ITEMS = """
+    SELECT scope, items, expiring_items FROM memory_namespace_tallies WHERE org_id = %(org)s
+    UNION ALL
+    SELECT scope, items, expiring_items FROM memory_namespace_tally_deltas WHERE org_id = %(org)s
+"""
+
 # The active memories of each namespace not deleted nor expired, from its tallies (folded and
 # not): those past their expiry that the sweep (every minute) has not removed yet are counted
 # out, read on the index of expiring memories (memories_expiring), a handful at any time.

@@ -55,13 +55,13 @@ def store_items(*, org_id, prefix: str = "", value_filter: dict | None = None, l
 NAMESPACES_SQL = f"""
     SELECT DISTINCT labels[1:%(depth)s] AS listed
     FROM (SELECT string_to_array(m.scope, '/') COLLATE "C" AS labels
-          FROM (SELECT scope, sum(items) AS items, sum(expiring_items) AS expiring_items
-                FROM ({tallies.CURRENT_NAMESPACES}) kept
-                WHERE items > 0 {{bounds}} GROUP BY scope) m
+          FROM (SELECT scope COLLATE "C" AS scope, sum(items) AS items, sum(expiring_items) AS expiring_items
+                FROM ({tallies.NAMESPACE_ITEMS}) kept
+                WHERE TRUE {{bounds}} GROUP BY 1 HAVING sum(items) > 0) m
           WHERE m.scope <> '' {{conditions}}
             AND (m.items > m.expiring_items
                  OR EXISTS (SELECT FROM memories item
-                            WHERE item.org_id = %(org)s AND item.scope = m.scope AND item.key IS NOT NULL
+                            WHERE item.org_id = %(org)s AND item.scope = m.scope COLLATE "default" AND item.key IS NOT NULL
                               AND item.deleted_at IS NULL
                               AND (item.expires_at IS NULL OR item.expires_at > now())))) AS items
     ORDER BY listed
