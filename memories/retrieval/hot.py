@@ -46,7 +46,7 @@ def hot_memories(*, org_id, agent_id, limit: int) -> list[Memory]:
     hot = cache.hot_memory_ids(org_id, agent_id, limit)
     if hot is None:
         kept = _kept(org_id, agent_id)
-        if kept is None:
+        if kept is None or not kept[0]:  # never scored, or had nothing live when it was: score now
             ids = [memory_id for memory_id, _ in _rebuild(org_id, agent_id)[:limit]]
         else:
             scored, scored_at = kept

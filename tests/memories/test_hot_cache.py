@@ -194,3 +194,18 @@ def test_the_hot_score_is_the_same_in_python_and_in_sql(tenant_a, api_a):
     # On a Citus cluster the worker's now() is its own transaction's, a few milliseconds after
     # the coordinator's: scores of memories hours old move by ~1e-9 in that time.
     assert in_sql == pytest.approx(in_python, abs=1e-7)
+
+
+def test_an_agent_scored_with_nothing_live_is_scored_again_once_its_set_is_gone(tenant_a, api_a, hot):
+    """A kept scoring of no memory (the agent had none live then) is no answer: the set is scored
+    before the answer, so memories written since without reaching Redis (an import, Redis down)
+    are found."""
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.filter(agent=tenant_a.agent).update(status=Memory.Status.ARCHIVED)
+    assert hot_ids(api_a) == []  # scored: nothing live, and that kept
+    with tenant_context(tenant_a.org.id), connection.cursor() as cursor:
+        cursor.execute("SELECT cardinality(ids) FROM memory_hot_sets WHERE agent_id = %s", [tenant_a.agent.id])
+        assert cursor.fetchone() == (0,)
+        Memory.objects.filter(pk=tenant_a.memory.pk).update(status=Memory.Status.ACTIVE)  # not through Redis
+    cache.client().delete(hot, hot + ":built")
+    assert hot_ids(api_a) == [str(tenant_a.memory.id)]
