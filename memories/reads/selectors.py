@@ -161,12 +161,14 @@ def _linked_memories(*, org_id, entity: Entity, reach: KeyReach, limit: int) -> 
     at a time. Only memories of the entity's own namespace: the write path links a memory to
     the entities of its namespace alone, and a link from another namespace (an import of
     hand-made data, a write that bypassed it) would carry another end user's memory into this
-    one's entity, across the namespace's boundary. Two ways, chosen by what each reads: every mention of the
-    entity (its mention_count rows), or the entity's namespace's memories in the list's order,
-    each asked whether it mentions the entity, until `limit` do (about limit x the namespace's
-    memories / mention_count rows, the namespace's size from its tallies). The second is for an
-    entity most of its namespace speaks of, whose mentions grow with the namespace; the ask is
-    kept a probe per memory (OFFSET 0: PostgreSQL would otherwise read every mention to join them)."""
+    one's entity, across the namespace's boundary.
+
+    Two ways, chosen by what each reads: every mention of the entity (its mention_count rows),
+    or the namespace's memories in the list's order, each asked whether it mentions the entity,
+    until `limit` do (about limit x the namespace's memories / mention_count rows; the
+    namespace's size from its tallies). The second is for an entity most of its namespace
+    speaks of, whose mentions grow with the namespace; the ask stays a probe per memory
+    (OFFSET 0: PostgreSQL would otherwise read every mention to join them)."""
     memories = (Memory.objects.without_usage()
                 .filter(LIVE, NOT_EXPIRED, reach.memories(), org_id=org_id, namespace=entity.namespace)
                 .defer("embedding", "search_vector"))
