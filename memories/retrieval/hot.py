@@ -75,7 +75,8 @@ def _rebuild(org_id, agent_id) -> list[tuple[str, float]]:
         cursor.execute(HOT_SCORE_SQL, [org_id, agent_id, config().hot_cache_size])
         scored = [(memory_id, float(score)) for memory_id, score in cursor.fetchall()]
         cursor.execute(f"""
-            INSERT INTO {TABLE} AS kept (org_id, agent_id, ids, scores, scored_at) VALUES (%s, %s, %s::uuid[], %s, now())
+            INSERT INTO {TABLE} AS kept (org_id, agent_id, ids, scores, scored_at)
+            VALUES (%s, %s, %s::uuid[], %s, now())
             ON CONFLICT (org_id, agent_id) DO UPDATE
             SET ids = excluded.ids, scores = excluded.scores, scored_at = excluded.scored_at
         """, [org_id, agent_id, [memory_id for memory_id, _ in scored], [score for _, score in scored]])

@@ -61,8 +61,8 @@ NAMESPACES_SQL = f"""
           WHERE m.scope <> '' {{conditions}}
             AND (m.items > m.expiring_items
                  OR EXISTS (SELECT FROM memories item
-                            WHERE item.org_id = %(org)s AND item.scope = m.scope COLLATE "default" AND item.key IS NOT NULL
-                              AND item.deleted_at IS NULL
+                            WHERE item.org_id = %(org)s AND item.scope = m.scope COLLATE "default"
+                              AND item.key IS NOT NULL AND item.deleted_at IS NULL
                               AND (item.expires_at IS NULL OR item.expires_at > now())))) AS items
     ORDER BY listed
     LIMIT %(limit)s OFFSET %(offset)s
