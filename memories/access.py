@@ -52,9 +52,14 @@ def under_namespace(namespace: str, prefix: str) -> bool:
 def namespace_sql(prefix: str, column: str) -> tuple[str, list]:
     """The condition that `column` lies under `prefix` (namespace_bounds), and its parameters.
     The pattern comparisons (~>=~, ~<~) compare bytes whatever the collation, and are
-    leakproof, so the index serves them under row-level security (LIKE is not)."""
+    leakproof, so the index serves them under row-level security (LIKE is not). Written as one
+    range, [prefix, prefix + "0"), which an index on the column reads alone, then the exact
+    test within it ("users/dana-x" lies in the range, not under the prefix): as an OR of the
+    namespace and its range, PostgreSQL read every entry of the organisation's index and
+    filtered them (83 against 1.4 ms for a namespace of 10,000 in 1M memories)."""
     namespace, lowest, beyond = namespace_bounds(prefix)
-    return f"({column} = %s OR ({column} ~>=~ %s AND {column} ~<~ %s))", [namespace, lowest, beyond]
+    return (f"({column} ~>=~ %s AND {column} ~<~ %s AND ({column} = %s OR {column} ~>=~ %s))",
+            [namespace, beyond, namespace, lowest])
 
 
 class _PatternComparison(Lookup):
@@ -78,10 +83,12 @@ class _PatternBelow(_PatternComparison):
 
 def namespace_prefix_filter(prefix: str, path: str = "") -> Q:
     """The memories under `prefix` (namespace_bounds), as a filter; the statement namespace_sql
-    writes. path: the memory's, from the model filtered (e.g. "source__")."""
+    writes (one range an index reads, then the exact test). path: the memory's, from the model
+    filtered (e.g. "source__")."""
     itself, lowest, beyond = namespace_bounds(prefix)
     namespace = F(f"{path}namespace")
-    return Q(**{f"{path}namespace": itself}) | Q(_PatternAtLeast(namespace, lowest), _PatternBelow(namespace, beyond))
+    return Q(_PatternAtLeast(namespace, itself), _PatternBelow(namespace, beyond)) & (
+        Q(**{f"{path}namespace": itself}) | Q(_PatternAtLeast(namespace, lowest)))
 
 
 @dataclass(frozen=True)

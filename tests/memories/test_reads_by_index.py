@@ -12,6 +12,7 @@ from memories.models import Memory
 from memories.store import reads
 from tenants.context import tenant_context
 from tests.console.conftest import remember
+from tests.markers import committing
 
 pytestmark = pytest.mark.django_db
 
@@ -85,3 +86,39 @@ def test_list_namespaces_equals_the_distinct_namespaces_of_every_item(tenant_a, 
     assert not any(labels[0] == "beta" for labels in everything)
     with tenant_context(tenant_b.org.id):
         assert all(labels[0] == "beta" for labels in reads.store_namespaces(org_id=tenant_b.org.id, limit=1000))
+
+
+@committing  # the planner costs the index by the statistics of committed rows
+def test_a_namespace_is_one_range_of_the_index_under_row_level_security(tenant_a):
+    """A namespace's memories are read as one range of an index on the namespace, [prefix,
+    prefix + "0"), with the exact test inside it (memories.access.namespace_sql): not an OR that
+    made PostgreSQL read every entry of the organisation's and filter them. The same rows as the
+    prefix's meaning: the namespace, those under it, not a sibling that sorts inside the range."""
+    from django.db import connection, connections
+
+    from memories.lifecycle import erasure
+    from tests.plans import explained, plan_nodes
+
+    names = ["users/dana", "users/dana/trips", "users/dana-x", "users/dan", "users/danb", "users/dana0"]
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.bulk_create(
+            Memory(org=tenant_a.org, agent=tenant_a.agent, content=f"fact {n}", content_hash=f"{n:064x}",
+                   memory_type="semantic", category="factual",
+                   namespace=names[n % len(names)] if n % 20 == 0 else f"users/u{n % 97}")
+            for n in range(3_000))
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("ANALYZE memories")
+    with tenant_context(tenant_a.org.id):
+        counted = erasure.memory_count(tenant_a.org.id, erasure.ErasureScope(namespace="users/dana"))
+        expected = Memory.objects.filter(org_id=tenant_a.org.id).filter(
+            namespace__in=["users/dana", "users/dana/trips"]).count()
+        where, params = erasure.ErasureScope(namespace="users/dana").memories("m")
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (FORMAT JSON) SELECT count(*) FROM memories m WHERE m.org_id = %s AND " + where,
+                           [tenant_a.org.id, *params])
+            plan = cursor.fetchone()[0]
+    assert counted == expected > 0
+    conditions = [node.get("Index Cond", "") for node in plan_nodes(explained(plan))]
+    # The range starts at the namespace itself (an OR's index conditions start at "users/dana/").
+    assert any("~>=~ 'users/dana'::text" in condition and "~<~ 'users/dana0'::text" in condition
+               for condition in conditions), plan
