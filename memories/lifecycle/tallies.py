@@ -50,36 +50,32 @@ RECOUNT_DAYS = """
 """
 
 # The memories not deleted of each namespace and status, counted from the rows: n, the store
-# items (a key), those that expire, the store items that expire.
+# items (a key), those that expire, the store items that expire (NAMESPACE_COUNTS), and the
+# first and last activity the rows still show (what a rebuild starts from).
 RECOUNT_NAMESPACES = """
     SELECT scope, status, count(*), count(*) FILTER (WHERE key IS NOT NULL),
            count(*) FILTER (WHERE expires_at IS NOT NULL),
-           count(*) FILTER (WHERE key IS NOT NULL AND expires_at IS NOT NULL)
+           count(*) FILTER (WHERE key IS NOT NULL AND expires_at IS NOT NULL), min(created_at), max(updated_at)
     FROM memories WHERE org_id = %s AND deleted_at IS NULL GROUP BY scope, status
 """
 
-# The namespace tallies of one organisation, folded and not, added up: per namespace and
-# status, the counts and the first and last activity.
-CURRENT_NAMESPACES = """
-    SELECT scope, status, sum(n)::bigint AS n, sum(items)::bigint AS items, sum(expiring)::bigint AS expiring,
-           sum(expiring_items)::bigint AS expiring_items, min(first_at) AS first_at, max(last_at) AS last_at
-    FROM (
-        SELECT scope, status, n, items, expiring, expiring_items, first_at, last_at
-        FROM memory_namespace_tallies WHERE org_id = %(org)s
-        UNION ALL
-        SELECT scope, status, n, items, expiring, expiring_items, first_at, last_at
-        FROM memory_namespace_tally_deltas WHERE org_id = %(org)s
-    ) counted
-    GROUP BY scope, status
-    HAVING sum(n) <> 0 OR sum(items) <> 0 OR sum(expiring) <> 0 OR sum(expiring_items) <> 0
+# The namespace tallies' rows of one organisation, folded and not, to be added up by whoever
+# reads them (a condition on scope reaches both tables' primary keys).
+NAMESPACE_ROWS = """
+    SELECT scope, status, n, items, expiring, expiring_items, first_at, last_at
+    FROM memory_namespace_tallies WHERE org_id = %(org)s
+    UNION ALL
+    SELECT scope, status, n, items, expiring, expiring_items, first_at, last_at
+    FROM memory_namespace_tally_deltas WHERE org_id = %(org)s
 """
 
-# The store items of each namespace and status, folded and not, to be summed by namespace (the
-# store's list_namespaces: one aggregation, its namespaces compared byte by byte).
-NAMESPACE_ITEMS = """
-    SELECT scope, items, expiring_items FROM memory_namespace_tallies WHERE org_id = %(org)s
-    UNION ALL
-    SELECT scope, items, expiring_items FROM memory_namespace_tally_deltas WHERE org_id = %(org)s
+# Per namespace and status, the counts and the first and last activity.
+CURRENT_NAMESPACES = f"""
+    SELECT scope, status, sum(n)::bigint AS n, sum(items)::bigint AS items, sum(expiring)::bigint AS expiring,
+           sum(expiring_items)::bigint AS expiring_items, min(first_at) AS first_at, max(last_at) AS last_at
+    FROM ({NAMESPACE_ROWS}) counted
+    GROUP BY scope, status
+    HAVING sum(n) <> 0 OR sum(items) <> 0 OR sum(expiring) <> 0 OR sum(expiring_items) <> 0
 """
 
 # The active memories of each namespace not deleted nor expired, from its tallies (folded and
@@ -180,12 +176,8 @@ def namespace_held(org_id, namespace: str) -> int:
     """How many memories (not deleted, any status) the namespace itself holds, those under it
     not counted: a row or two of its tallies. The caller has set the tenant."""
     with connection.cursor() as cursor:
-        cursor.execute("""
-            SELECT coalesce(sum(n), 0) FROM (
-                SELECT n FROM memory_namespace_tallies WHERE org_id = %(org)s AND scope = %(scope)s
-                UNION ALL
-                SELECT n FROM memory_namespace_tally_deltas WHERE org_id = %(org)s AND scope = %(scope)s) counted
-        """, {"org": org_id, "scope": namespace})
+        cursor.execute(f"SELECT coalesce(sum(n), 0) FROM ({NAMESPACE_ROWS}) counted WHERE scope = %(scope)s",
+                       {"org": org_id, "scope": namespace})
         return int(cursor.fetchone()[0])
 
 
@@ -334,7 +326,7 @@ def differences(org_id) -> list[tuple[tuple, tuple, tuple]]:
         cursor.execute(CURRENT_NAMESPACES, {"org": org_id})
         kept.update({("namespace", *row[:2]): tuple(row[2:6]) for row in cursor.fetchall()})
         cursor.execute(RECOUNT_NAMESPACES, [org_id])
-        recounted.update({("namespace", *row[:2]): tuple(row[2:]) for row in cursor.fetchall()})
+        recounted.update({("namespace", *row[:2]): tuple(row[2:6]) for row in cursor.fetchall()})
 
     def of(counts: dict, key: tuple) -> tuple:
         return counts.get(key, (0,) if key[0] == "day" else (0, 0, 0, 0))
@@ -370,13 +362,10 @@ def rebuild(org_id) -> int:
         """, [org_id, org_id])
         written += cursor.rowcount
         # The first and last activity the rows still show (what went before is not kept).
-        cursor.execute("""
+        cursor.execute(f"""
             INSERT INTO memory_namespace_tallies AS t (org_id, scope, status, n, items, expiring, expiring_items,
                                                        first_at, last_at)
-            SELECT org_id, scope, status, count(*), count(*) FILTER (WHERE key IS NOT NULL),
-                   count(*) FILTER (WHERE expires_at IS NOT NULL),
-                   count(*) FILTER (WHERE key IS NOT NULL AND expires_at IS NOT NULL), min(created_at), max(updated_at)
-            FROM memories WHERE org_id = %s AND deleted_at IS NULL GROUP BY org_id, scope, status
+            SELECT %s, * FROM ({RECOUNT_NAMESPACES}) counted
             ON CONFLICT (org_id, scope, status) DO UPDATE SET n = excluded.n
-        """, [org_id])
+        """, [org_id, org_id])
         return written + cursor.rowcount

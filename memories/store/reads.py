@@ -56,7 +56,7 @@ NAMESPACES_SQL = f"""
     SELECT DISTINCT labels[1:%(depth)s] AS listed
     FROM (SELECT string_to_array(m.scope, '/') COLLATE "C" AS labels
           FROM (SELECT scope COLLATE "C" AS scope, sum(items) AS items, sum(expiring_items) AS expiring_items
-                FROM ({tallies.NAMESPACE_ITEMS}) kept
+                FROM ({tallies.NAMESPACE_ROWS}) kept
                 WHERE TRUE {{bounds}} GROUP BY 1 HAVING sum(items) > 0) m
           WHERE m.scope <> '' {{conditions}}
             AND (m.items > m.expiring_items
