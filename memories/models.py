@@ -286,9 +286,11 @@ class Memory(ReferencedTenantModel):
             ),
             # The live memories that decay, with what their strength is computed from: the weak
             # list, the strength bands and the nightly decay read only this index (an index-only
-            # scan of ~35 bytes a row, where the table's rows are ~4 kB with their vector).
-            models.Index(fields=["org"], include=DECAYING_COLUMNS, condition=LIVE & Q(decay_rate__gt=0),
-                         name="memories_decaying"),
+            # scan of ~35 bytes a row, where the table's rows are ~4 kB with their vector); a
+            # namespace's as a range of it (memories migration 0052).
+            models.Index(fields=["org", "namespace"], opclasses=["uuid_ops", "varchar_pattern_ops"],
+                         include=[column for column in DECAYING_COLUMNS if column != "namespace"],
+                         condition=LIVE & Q(decay_rate__gt=0), name="memories_decaying_namespaces"),
             models.Index(
                 fields=["org", "created_at"], condition=EMBEDDING_PENDING, name="memories_embedding_pending",
             ),

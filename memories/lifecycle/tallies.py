@@ -15,6 +15,7 @@ first and last activity (migration 0049), which the lists of namespaces read.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -178,6 +179,27 @@ def namespace_held(org_id, namespace: str) -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT coalesce(sum(n), 0) FROM ({NAMESPACE_ROWS}) counted WHERE scope = %(scope)s",
                        {"org": org_id, "scope": namespace})
+        return int(cursor.fetchone()[0])
+
+
+def namespaces_held(org_id, conditions: list[tuple[str, list]], statuses=(), *, items: bool = False) -> int:
+    """How many memories not deleted the namespaces meeting `conditions` hold (SQL on a
+    column "scope", each with its parameters, as SearchFilters.namespace_conditions writes
+    them), in these statuses (any if none), only the store's items if `items`: from their
+    tallies, folded and not, a row per namespace and status however many memories they hold.
+    The caller has set the tenant."""
+    named: dict = {"org": org_id, "statuses": list(statuses)}
+    text = ""
+    for sql, values in conditions:  # their %s as named parameters, beside NAMESPACE_ROWS' %(org)s
+        names = [f"p{len(named) + number}" for number in range(len(values))]
+        placed = iter(names)
+        text += " AND " + re.sub(r"%s", lambda _: f"%({next(placed)})s", sql)
+        named |= dict(zip(names, values))
+    if statuses:
+        text += " AND status = ANY(%(statuses)s)"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT coalesce(sum({'items' if items else 'n'}), 0) FROM ({NAMESPACE_ROWS}) counted "
+                       f"WHERE TRUE{text}", named)
         return int(cursor.fetchone()[0])
 
 

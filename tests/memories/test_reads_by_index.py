@@ -122,3 +122,42 @@ def test_a_namespace_is_one_range_of_the_index_under_row_level_security(tenant_a
     # The range starts at the namespace itself (an OR's index conditions start at "users/dana/").
     assert any("~>=~ 'users/dana'::text" in condition and "~<~ 'users/dana0'::text" in condition
                for condition in conditions), plan
+
+
+@committing  # the planner costs the index by the statistics of committed rows
+def test_a_namespace_s_decaying_memories_are_one_range_of_their_index(tenant_a):
+    """A namespace's weak list and strength bands read the namespace's range of the decaying
+    memories' index (memories migration 0052), not the organisation's every entry filtered; and
+    find the namespace's memories, those under it, not a sibling's."""
+    from django.db import connection, connections
+
+    from memories.lifecycle import decay
+    from tests.plans import explained, plan_nodes
+
+    names = ["users/dana", "users/dana/trips", "users/dana-x", "users/danb"]
+    old = timezone.now() - timedelta(days=400)
+    with tenant_context(tenant_a.org.id):
+        Memory.objects.bulk_create(
+            Memory(org=tenant_a.org, agent=tenant_a.agent, content=f"fact {n}", content_hash=f"{n:064x}",
+                   memory_type="semantic", category="factual", decay_rate=0.05,
+                   namespace=names[n // 20 % len(names)] if n % 20 == 0 else f"users/u{n % 97}")
+            for n in range(3_000))
+        Memory.objects.filter(org_id=tenant_a.org.id, content__in=[f"fact {n}" for n in range(0, 3_000, 60)]).update(
+            created_at=old)
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("ANALYZE memories")
+    with tenant_context(tenant_a.org.id):
+        bands = decay.strength_bands(org_id=tenant_a.org.id, namespace="users/dana")
+        weak, count = decay.weak_memories(org_id=tenant_a.org.id, namespace="users/dana", limit=1000)
+        narrowed, params = decay.narrowing("users/dana", KeyReach())
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT count(*) FROM ({decay.DECAYING_SQL}{narrowed}) d",
+                           [tenant_a.org.id, *params])
+            plan = cursor.fetchone()[0]
+        expected = Memory.objects.filter(org_id=tenant_a.org.id, namespace__in=["users/dana", "users/dana/trips"])
+        held, faded = expected.count(), expected.filter(created_at=old).count()
+    assert sum(bands.values()) == held == 76 and bands["faded"] == faded and 0 < faded < held
+    assert count == faded and {fading.memory.namespace for fading in weak} == {"users/dana", "users/dana/trips"}
+    nodes = plan_nodes(explained(plan))
+    assert any(node.get("Index Name") == "memories_decaying_namespaces"
+               and "~>=~ 'users/dana'::text" in node.get("Index Cond", "") for node in nodes), plan

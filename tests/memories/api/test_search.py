@@ -622,3 +622,42 @@ def test_work_that_fails_while_full_text_runs_leaves_the_connection_usable(tenan
             done = "embedded"
         hits = text.hits
     assert done == "embedded" and len(hits) == 1
+
+
+def test_a_search_narrowed_to_namespaces_is_sized_from_their_tallies_not_by_counting_rows(tenant_a, api_a):
+    """A namespace prefix, the key's reach, statuses and the store's items are sized by adding up
+    the namespace tallies: the same number counting the rows gives, after writes, a deletion and
+    an archive, however many rows the namespaces hold."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memories.access import Actor
+    from memories.lifecycle import tallies
+    from memories.writes.change import memory_archive
+
+    written = {}
+    for namespace, n in ((["users", "a"], 5), (["users", "a", "notes"], 2), (["users", "ab"], 3), (["teams", "x"], 4)):
+        response = api_a.post("/api/v1/memories", {"memories": [{"content": f"Fact {i} of {'/'.join(namespace)}",
+                                                                 "namespace": namespace} for i in range(n)]})
+        assert response.status_code == 201, response.content
+        written["/".join(namespace)] = [item["id"] for item in response.json()["results"]]
+    for key in ("diet", "city"):
+        assert api_a.put("/api/v1/store/items", {"namespace": ["users", "a"], "key": key, "value": {"v": key}}).status_code == 204
+    assert api_a.delete(f"/api/v1/memories/{written['users/a'][0]}").status_code in (200, 204)
+    with tenant_context(tenant_a.org.id):
+        memory_archive(org_id=tenant_a.org.id, memory_id=written["users/a/notes"][0], actor=Actor(agent_id=tenant_a.agent.pk))
+
+    cases = [SearchFilters(namespace="users/a"), SearchFilters(namespace="users"),
+             SearchFilters(namespace="users/a", statuses=["archived"]), SearchFilters(namespace="users/a", statuses=[]),
+             SearchFilters(within=("users/ab", "teams")), SearchFilters(namespace="users", store_items=True),
+             SearchFilters(store_items=True), SearchFilters(namespace="nobody")]
+    with tenant_context(tenant_a.org.id):
+        with CaptureQueriesContext(connection) as queries:
+            sized = [size.candidate_count(tenant_a.org.id, filters) for filters in cases]
+        assert not [q for q in queries.captured_queries if "FROM memories" in q["sql"]]
+        with connection.cursor() as cursor:
+            counted = [size.capped_count(cursor, *filters.where(tenant_a.org.id), 10_000) for filters in cases]
+    assert sized == counted == [4 + 1 + 2, 4 + 1 + 2 + 3, 1, 4 + 2 + 2, 3 + 4, 2, 2, 0]
+    tallies.fold()  # the deltas added into the tallies: the same sizes
+    with tenant_context(tenant_a.org.id):
+        assert [size.candidate_count(tenant_a.org.id, filters) for filters in cases] == counted
