@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from django.db.models import Count, Q
+from django.db.models import Case, Count, Q, When
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -33,14 +33,6 @@ def _counted(queryset, field: str) -> dict:
     return {row[field]: row["n"] for row in queryset.values(field).annotate(n=Count("pk")).order_by(field)}
 
 
-def _growth(memories, since) -> list[dict]:
-    """Memories created per day since `since`: an index range of (org, status, created_at) per
-    status, however many memories are older."""
-    rows = (memories.filter(status__in=STATUSES, created_at__gte=since).annotate(day=TruncDate("created_at"))
-            .values("day").annotate(n=Count("pk")).order_by("day"))
-    return [{"date": row["day"], "created": row["n"]} for row in rows]
-
-
 def memory_stats(*, org_id, namespace: str | None = None, reach: KeyReach = EVERYWHERE) -> dict:
     memories = Memory.objects.without_usage().filter(reach.memories(), org_id=org_id, deleted_at__isnull=True)
     entities = Entity.objects.filter(reach.memories(), org_id=org_id)
@@ -49,8 +41,8 @@ def memory_stats(*, org_id, namespace: str | None = None, reach: KeyReach = EVER
         entities = entities.filter(namespace_prefix_filter(namespace))
     since = timezone.now() - timedelta(days=GROWTH_DAYS)
     if namespace or reach.limited:
-        counts, strength, relationships = _counted_by_rows(memories, org_id=org_id, namespace=namespace, reach=reach)
-        growth = _growth(memories, since)
+        counts, strength, relationships, growth = _counted_by_rows(memories, org_id=org_id, namespace=namespace,
+                                                                   reach=reach, since=since)
     else:
         counts, strength = _tallied(org_id)
         # Both ends not deleted: the relationships less those touching one of the few deleted
@@ -70,18 +62,35 @@ def memory_stats(*, org_id, namespace: str | None = None, reach: KeyReach = EVER
     }
 
 
-def _counted_by_rows(memories, *, org_id, namespace, reach) -> tuple[dict, dict, object]:
-    """The counts of the memories under a namespace prefix or in a key's reach, counted."""
-    live = memories.filter(status=Memory.Status.ACTIVE)
-    totals = live.aggregate(live=Count("pk"), not_decaying=Count("pk", filter=Q(decay_rate=0)),
-                            expiring=Count("pk", filter=Q(expires_at__isnull=False)),
-                            embedding_pending=Count("pk", filter=Q(embedding__isnull=True, indexed=True)))
-    not_decaying = totals.pop("not_decaying")
-    counts = {"total": memories.count(), **totals, "by_status": _counted(memories, "status"),
-              "by_category": _counted(memories, "category"), "by_memory_type": _counted(memories, "memory_type")}
-    strength = {**decay.strength_bands(org_id=org_id, namespace=namespace, reach=reach), "not_decaying": not_decaying}
+def _counted_by_rows(memories, *, org_id, namespace, reach, since) -> tuple[dict, dict, object, list[dict]]:
+    """The counts and the growth of the memories under a namespace prefix or in a key's reach,
+    counted in one pass over their rows (grouped by status, category, type and, for the last
+    GROWTH_DAYS, the day each was created): where the rows lie scattered through a large
+    organisation, each pass reads their pages again (five passes took 286 of a namespace's
+    stats' 309 ms, 10,000 memories among 1M)."""
+    recent = Case(When(created_at__gte=since, then=TruncDate("created_at")), default=None)
+    rows = list(memories.annotate(day=recent).values("status", "category", "memory_type", "day").annotate(
+        n=Count("pk"), not_decaying=Count("pk", filter=Q(decay_rate=0)),
+        expiring=Count("pk", filter=Q(expires_at__isnull=False)),
+        embedding_pending=Count("pk", filter=Q(embedding__isnull=True, indexed=True))).order_by())
+    live = [row for row in rows if row["status"] == Memory.Status.ACTIVE]
+
+    def by(field: str) -> dict:
+        summed: dict = {}
+        for row in rows:
+            if row[field] is not None:
+                summed[row[field]] = summed.get(row[field], 0) + row["n"]
+        return dict(sorted(summed.items()))
+
+    counts = {"total": sum(row["n"] for row in rows), "live": sum(row["n"] for row in live),
+              "expiring": sum(row["expiring"] for row in live),
+              "embedding_pending": sum(row["embedding_pending"] for row in live),
+              "by_status": by("status"), "by_category": by("category"), "by_memory_type": by("memory_type")}
+    strength = {**decay.strength_bands(org_id=org_id, namespace=namespace, reach=reach),
+                "not_decaying": sum(row["not_decaying"] for row in live)}
+    growth = [{"date": day, "created": n} for day, n in by("day").items()]
     relationships = MemoryRelationship.objects.filter(org_id=org_id, source__in=memories, target__in=memories)
-    return counts, strength, relationships
+    return counts, strength, relationships, growth
 
 
 def _tallied(org_id) -> tuple[dict, dict]:

@@ -40,11 +40,12 @@ def counted_right(org) -> bool:
         held = Memory.objects.filter(org_id=org.id).count()
         read = stats.memory_stats(org_id=org.id)["memories"]
         memories = Memory.objects.filter(org_id=org.id, deleted_at__isnull=True)
-        counts, _, related = stats._counted_by_rows(memories, org_id=org.id, namespace=None, reach=stats.EVERYWHERE)
+        counts, _, related, counted_growth = stats._counted_by_rows(
+            memories, org_id=org.id, namespace=None, reach=stats.EVERYWHERE,
+            since=timezone.now() - timedelta(days=stats.GROWTH_DAYS))
         relationships = stats.memory_stats(org_id=org.id)["relationships"]
         related = stats._counted(related, "relation_type")
         growth = stats.memory_stats(org_id=org.id)["growth"]
-        counted_growth = stats._growth(memories, timezone.now() - timedelta(days=stats.GROWTH_DAYS))
     assert before == [] and after == [], (before, after)
     assert held_before == held_after == (held, held), (held_before, held_after, held)
     assert {name: read[name] for name in counts} == counts
