@@ -184,9 +184,7 @@ def test_the_hot_score_is_the_same_in_python_and_in_sql(tenant_a, api_a):
             Memory.objects.filter(pk=memory_id).update(confidence=confidence, created_at=now - age)
             MemoryUsage.objects.update_or_create(org=tenant_a.org, memory_id=memory_id,
                                                  defaults={"retrieval_count": retrievals})
-        with connection.cursor() as cursor:
-            cursor.execute(hot.HOT_SCORE_SQL, [tenant_a.org.id, tenant_a.agent.id, 100])
-            in_sql = {memory_id: float(score) for memory_id, score in cursor.fetchall()}
+        in_sql = dict(hot._scored(tenant_a.org.id, tenant_a.agent.id, None)[0])
         memories = Memory.objects.filter(org=tenant_a.org, agent=tenant_a.agent)
         in_python = {str(m.pk): cache.hot_score(confidence=m.confidence, created_at=m.created_at,
                                                 retrieval_count=m.retrieval_count, now=now) for m in memories}
@@ -209,3 +207,34 @@ def test_an_agent_scored_with_nothing_live_is_scored_again_once_its_set_is_gone(
         Memory.objects.filter(pk=tenant_a.memory.pk).update(status=Memory.Status.ACTIVE)  # not through Redis
     cache.client().delete(hot, hot + ":built")
     assert hot_ids(api_a) == [str(tenant_a.memory.id)]
+
+
+def test_an_agent_never_scored_is_answered_from_its_newest_memories_while_the_worker_scores_all(
+        tenant_a, api_a, hot, monkeypatch):
+    """An agent's first hot read (a bulk load, an import): its newest FIRST_WINDOW memories are
+    scored before the answer, however many it holds, the set is filled as due and the worker asked
+    once to score them all; only that full scoring is kept, and answered once done (docs/adr/0059)."""
+    from datetime import timedelta
+
+    monkeypatch.setattr(hot_sets, "FIRST_WINDOW", 2)
+    oldest_best = str(tenant_a.memory.id)
+    with tenant_context(tenant_a.org.id):
+        now = Memory.objects.filter(pk=tenant_a.memory.pk).values_list("created_at", flat=True).get()
+        Memory.objects.filter(pk=tenant_a.memory.pk).update(confidence=1, created_at=now - timedelta(days=3))
+        MemoryUsage.objects.create(org=tenant_a.org, memory=tenant_a.memory, retrieval_count=10)
+        newer = [str(m.pk) for m in Memory.objects.bulk_create(
+            Memory(org=tenant_a.org, agent=tenant_a.agent, content=f"newer fact {n}", content_hash=f"{n:064x}",
+                   memory_type="semantic", category="factual", confidence=0.1) for n in range(3))]
+    first = hot_ids(api_a, limit=5)
+    assert len(first) == 2 and set(first) <= set(newer) and oldest_best not in first  # the newest two, scored
+    assert set(hot_ids(api_a, limit=5)) == set(first)  # the set as filled, due: not scored again before an answer
+    asked = rebuilds_asked()
+    assert len(asked) == 1  # asked once, by the first read
+    with tenant_context(tenant_a.org.id), connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM memory_hot_sets WHERE agent_id = %s", [tenant_a.agent.id])
+        assert cursor.fetchone() == (0,)  # a window is not the agent's scoring: nothing kept
+    assert asked[0].perform() == 5  # the worker scores all of them (other_memory too)
+    assert hot_ids(api_a, limit=5)[0] == oldest_best
+    with tenant_context(tenant_a.org.id), connection.cursor() as cursor:
+        cursor.execute("SELECT cardinality(ids) FROM memory_hot_sets WHERE agent_id = %s", [tenant_a.agent.id])
+        assert cursor.fetchone() == (5,)
