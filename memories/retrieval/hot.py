@@ -29,17 +29,19 @@ TABLE = "memory_hot_sets"
 
 # The agent's live memories scored, the best %(size)s, each with how many were scored: all of
 # them ({newest} empty), or its newest %(window)s, read from the index of an agent's live memories
-# (memories_agent_live), so the window costs that many rows however many the agent holds.
+# (memories_agent_live), so the window costs that many rows however many the agent holds. Every
+# table is named by the organisation: on a Citus cluster that routes the statement to its shard
+# (a join through the subquery's LIMIT alone is not routed).
 HOT_SCORE_SQL = f"""
     SELECT m.id::text,
            {cache.hot_score_sql(confidence="m.confidence", created_at="m.created_at",
                                 retrieval_count="coalesce(usage.retrieval_count, 0)")} AS score,
            count(*) OVER () AS scored
-    FROM (SELECT id, org_id, confidence, created_at FROM memories m
+    FROM (SELECT id, confidence, created_at FROM memories m
           WHERE m.org_id = %(org)s AND m.agent_id = %(agent)s AND {live_sql("m")}
             AND (m.expires_at IS NULL OR m.expires_at > now())
           {{newest}}) m
-    LEFT JOIN memory_usage usage ON usage.org_id = m.org_id AND usage.memory_id = m.id
+    LEFT JOIN memory_usage usage ON usage.org_id = %(org)s AND usage.memory_id = m.id
     ORDER BY score DESC, id
     LIMIT %(size)s
 """
