@@ -53,7 +53,7 @@ STAGES = {
 }
 INSIDE = {  # parts of the stages above, or spread over several
     "  embedding": ("memories.caching.cache", "query_embedding"),  # in text+embedding
-    "  tenant swaps": ("tenants.context", "_swap"),  # in authentication (the search and its event set no tenant)
+    "  tenant swaps": ("tenants.context", "_set"),  # in authentication (the search and its event set no tenant)
 }
 BLOCKS = {"text+embedding"}  # context managers: timed from entering the block to leaving it
 # Also reported: "gc", the time the garbage collector ran during the request (in any stage).
