@@ -7,7 +7,7 @@ from django.db.models import BooleanField, Prefetch, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 
-from memories.access import EVERYWHERE, KeyReach, namespace_prefix_filter
+from memories.access import EVERYWHERE, KeyReach, namespace_prefix_filter, namespace_sql
 from memories.errors import NotFound
 from memories.lifecycle import tallies
 from memories.models import (
@@ -64,8 +64,25 @@ def memory_list(*, org_id, category=None, status=None, memory_type=None, agent=N
     if namespace:
         queryset = queryset.filter(namespace_prefix_filter(namespace))
     for each in tag or []:
-        queryset = queryset.filter(pk__in=MemoryTag.objects.filter(org_id=org_id, tag=each).values("memory_id"))
+        queryset = queryset.filter(_tagged(org_id, each, namespace))
     return with_tags(queryset, org_id)
+
+
+def _tagged(org_id, tag: str, namespace: str | None):
+    """The memories tagged `tag`, as a filter. Under a namespace, two ways, chosen by what each
+    reads: the tag's rows across the organisation, joined to the namespace's memories; or, when
+    the tag has more rows than the namespace holds memories (a tag common across many end users',
+    counted up to that many), each of the namespace's memories asked whether it carries the tag,
+    so the read is bounded by the namespace, not the organisation (OFFSET 0 keeps it a probe per
+    memory: PostgreSQL would otherwise read every row of the tag to join them)."""
+    rows = MemoryTag.objects.filter(org_id=org_id, tag=tag)
+    if namespace:
+        held = tallies.namespaces_held(org_id, [namespace_sql(namespace, "scope")])
+        if rows[:held + 1].count() > held:
+            return RawSQL("EXISTS (SELECT FROM memory_tags tagged WHERE tagged.org_id = memories.org_id "
+                          "AND tagged.memory_id = memories.id AND tagged.tag = %s OFFSET 0)", [tag],
+                          output_field=BooleanField())
+    return Q(pk__in=rows.values("memory_id"))
 
 
 def memory_versions(*, org_id, memory_id) -> QuerySet:

@@ -161,3 +161,39 @@ def test_a_namespace_s_decaying_memories_are_one_range_of_their_index(tenant_a):
     nodes = plan_nodes(explained(plan))
     assert any(node.get("Index Name") == "memories_decaying_namespaces"
                and "~>=~ 'users/dana'::text" in node.get("Index Cond", "") for node in nodes), plan
+
+
+def test_a_namespace_s_list_by_a_tag_common_elsewhere_asks_each_of_its_memories(tenant_a):
+    """A tag with more rows across the organisation than the namespace holds memories is matched
+    by a probe per memory of the namespace (bounded by the namespace); a rarer one by its rows.
+    Both list the same memories: the namespace's, those under it, carrying the tag."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memories import keyset
+    from memories.models import MemoryTag
+    from memories.reads import selectors
+
+    with tenant_context(tenant_a.org.id):
+        made = Memory.objects.bulk_create(
+            Memory(org=tenant_a.org, agent=tenant_a.agent, content=f"fact {n}", content_hash=f"{n:064x}",
+                   memory_type="semantic", category="factual",
+                   namespace=("users/dana", "users/dana/trips", "users/dana-x")[n % 3] if n < 30 else f"users/u{n % 7}")
+            for n in range(200))
+        MemoryTag.objects.bulk_create(MemoryTag(org=tenant_a.org, memory=memory, tag="travel") for memory in made
+                                      if memory.namespace.startswith("users/u") or int(memory.content.split()[1]) % 2 == 0)
+        MemoryTag.objects.bulk_create(MemoryTag(org=tenant_a.org, memory=memory, tag="rare") for memory in made[:6])
+
+        def listed(tag: str) -> tuple[list[str], str]:
+            with CaptureQueriesContext(connection) as queries:
+                page = keyset.page(selectors.memory_list(org_id=tenant_a.org.id, namespace="users/dana", tag=[tag]),
+                                   order=keyset.NEWEST_FIRST, limit=50)
+            listing = next(q["sql"] for q in queries.captured_queries
+                           if q["sql"].startswith('SELECT "memories"') and "memory_tags" in q["sql"])
+            return sorted(memory.content for memory in page.items), listing
+
+        travel, travel_sql = listed("travel")
+        rare, rare_sql = listed("rare")
+    assert travel == sorted(f"fact {n}" for n in range(30) if n % 3 != 2 and n % 2 == 0)
+    assert rare == sorted(f"fact {n}" for n in range(6) if n % 3 != 2)
+    assert "OFFSET 0" in travel_sql and "OFFSET 0" not in rare_sql  # 185 rows of travel, 20 memories: probes
