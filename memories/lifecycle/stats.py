@@ -7,8 +7,9 @@ No read here counts an organisation's memories (docs/adr/0045): over the whole o
 the counts are its tallies (memories.lifecycle.tallies, exact as of the statement), the growth
 its day tallies (memories created each UTC day, not deleted), and the strength bands the last count of them
 (memories.lifecycle.decay.bands: "about", as of when they were counted). A namespace prefix or
-a key limited to namespaces counts the rows under them by index, as before: bounded by the
-namespaces, not the organisation.
+a key limited to namespaces counts the rows under them by index, in one pass, and their strength
+bands on the range of the decaying memories' index that holds them (docs/adr/0059): bounded by
+the namespaces, not the organisation.
 """
 
 from __future__ import annotations
