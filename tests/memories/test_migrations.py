@@ -2,7 +2,9 @@
 then reversed to zero and applied again."""
 
 import io
+import time
 import uuid
+import warnings
 
 import psycopg
 import pytest
@@ -56,8 +58,25 @@ def scratch(django_db_setup, django_db_blocker):
         connections["scratch"].close()
     del connections["scratch"]
     del connections.settings["scratch"]
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    _drop(admin_url, name)
+
+
+def _drop(admin_url: str, name: str, attempts: int = 10) -> None:
+    """Drop the scratch database. On a Citus cluster a background worker of the superuser's (the
+    maintenance daemon, started for a database that has the extension) may hold a connection to
+    it that the owner may not end (InsufficientPrivilege: seen once in 1,202 cluster tests); such
+    workers come and go, so the drop is tried again, and at worst the database is left behind
+    (named migrations_*, nothing in it the suite reads again) rather than failing the test."""
+    for attempt in range(attempts):
+        try:
+            with psycopg.connect(admin_url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+            return
+        except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ObjectInUse) as exc:
+            if attempt == attempts - 1:
+                warnings.warn(f"scratch database {name} left behind: {type(exc).__name__}", stacklevel=1)
+                return
+            time.sleep(1)
 
 
 def test_migrate_twice_changes_nothing_and_migrations_reverse_to_zero(scratch):
