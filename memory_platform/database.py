@@ -49,6 +49,18 @@ def set_local(cursor, settings: dict[str, object]) -> None:
     cursor.execute("; ".join(statements))
 
 
+def named(conditions: list[tuple[str, list]], start: int = 0) -> tuple[str, dict]:
+    """SQL conditions with positional parameters (%s), each with its values, as one text of
+    " AND condition" parts with named parameters (%(p0)s, %(p1)s... from `start`) and their
+    values by name: for a statement whose other parameters are named."""
+    text, values = "", {}
+    for sql_text, params in conditions:
+        names = iter([f"p{start + len(values) + number}" for number in range(len(params))])
+        text += " AND " + re.sub(r"%s", lambda _: f"%({next(names)})s", sql_text)
+        values |= {f"p{start + len(values) + number}": value for number, value in enumerate(params)}
+    return text, values
+
+
 @contextmanager
 def exclusive_transaction(lock: int) -> Iterator[object | None]:
     """A transaction that holds the advisory lock `lock` until it ends: yields its cursor, or

@@ -15,7 +15,6 @@ first and last activity (migration 0049), which the lists of namespaces read.
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -176,10 +175,7 @@ class NamespaceTally:
 def namespace_held(org_id, namespace: str) -> int:
     """How many memories (not deleted, any status) the namespace itself holds, those under it
     not counted: a row or two of its tallies. The caller has set the tenant."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT coalesce(sum(n), 0) FROM ({NAMESPACE_ROWS}) counted WHERE scope = %(scope)s",
-                       {"org": org_id, "scope": namespace})
-        return int(cursor.fetchone()[0])
+    return namespaces_held(org_id, [("scope = %s", [namespace])])
 
 
 def namespaces_held(org_id, conditions: list[tuple[str, list]], statuses=(), *, items: bool = False) -> int:
@@ -188,18 +184,12 @@ def namespaces_held(org_id, conditions: list[tuple[str, list]], statuses=(), *, 
     them), in these statuses (any if none), only the store's items if `items`: from their
     tallies, folded and not, a row per namespace and status however many memories they hold.
     The caller has set the tenant."""
-    named: dict = {"org": org_id, "statuses": list(statuses)}
-    text = ""
-    for sql, values in conditions:  # their %s as named parameters, beside NAMESPACE_ROWS' %(org)s
-        names = [f"p{len(named) + number}" for number in range(len(values))]
-        placed = iter(names)
-        text += " AND " + re.sub(r"%s", lambda _: f"%({next(placed)})s", sql)
-        named |= dict(zip(names, values))
+    text, values = database.named(conditions)
     if statuses:
         text += " AND status = ANY(%(statuses)s)"
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT coalesce(sum({'items' if items else 'n'}), 0) FROM ({NAMESPACE_ROWS}) counted "
-                       f"WHERE TRUE{text}", named)
+                       f"WHERE TRUE{text}", {**values, "org": org_id, "statuses": list(statuses)})
         return int(cursor.fetchone()[0])
 
 

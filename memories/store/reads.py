@@ -4,8 +4,6 @@ namespaces that hold items. Within one organisation, and the caller's reach wher
 
 from __future__ import annotations
 
-import re
-
 from django.db import connection
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
@@ -16,6 +14,7 @@ from memories.lifecycle import tallies
 from memories.models import Memory
 from memories.reads.selectors import NOT_EXPIRED, with_tags
 from memories.store import values
+from memory_platform import database
 
 
 def store_get(*, org_id, namespace: str, key: str) -> Memory:
@@ -109,10 +108,7 @@ def store_namespaces(*, org_id, prefix: tuple[str, ...] = (), suffix: tuple[str,
         itself, _, beyond = namespace_bounds("/".join(leading))
         bounds = "AND kept.scope ~>=~ %(itself)s AND kept.scope ~<~ %(beyond)s"
         named_bounds = {"itself": itself, "beyond": beyond}
-    named = {f"p{number}": value for number, value in enumerate(params)}
-    numbered = iter(named)
-    text = "".join(f" AND {condition}" for condition in conditions)
-    text = re.sub(r"%s", lambda _: f"%({next(numbered)})s", text)
+    text, named = database.named([(" AND ".join(conditions), params)] if conditions else [])
     sql = NAMESPACES_SQL.format(bounds=bounds, conditions=text)
     with connection.cursor() as cursor:
         # labels[1:NULL] is NULL: no max_depth is the whole namespace (PostgreSQL's arrays hold
