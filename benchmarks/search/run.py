@@ -219,8 +219,9 @@ def build_index(kind: str, rows: int) -> dict:
     # Changed through override_settings, whose signal memory_platform.config follows.
     with override_settings(MEMORY_PLATFORM={**settings.MEMORY_PLATFORM, "IVFFLAT_LISTS": lists}), \
             owner_connection() as conn:
-        for org_id in vector_index.tenant_indexes(using="owner"):  # the shared index is measured alone
-            conn.execute(f"DROP INDEX IF EXISTS {vector_index.tenant_index_name(org_id)}")
+        for kind in vector_index.OWN_KINDS:  # the shared index is measured alone
+            for org_id in vector_index.tenant_indexes(kind, using="owner"):
+                conn.execute(f"DROP INDEX IF EXISTS {vector_index.tenant_index_name(org_id, kind)}")
         conn.execute("DROP INDEX IF EXISTS memories_embedding_ann")
         started = time.perf_counter()
         conn.execute(vector_index.create_sql(kind))
@@ -238,14 +239,19 @@ def build_tenant_indexes(tenants: dict) -> dict:
     names = {org_id: name for name, (org_id, _, _) in tenants.items()}
     built = {}
 
-    def started(org_id, rows):
-        built[names.get(str(org_id), str(org_id))] = {"rows": rows, "started": time.perf_counter()}
+    def key(plan, org_id):
+        name = names.get(str(org_id), str(org_id))
+        return name if plan.kind is vector_index.MEMORIES else f"{name} ({plan.kind.name})"
 
-    def finished(org_id, rows):
-        entry = built[names.get(str(org_id), str(org_id))]
+    def started(plan, org_id):
+        built[key(plan, org_id)] = {"rows": plan.sizes[org_id], "started": time.perf_counter()}
+
+    def finished(plan, org_id):
+        entry = built[key(plan, org_id)]
         entry["build_seconds"] = round(time.perf_counter() - entry.pop("started"), 1)
         with owner_connection() as conn:
-            size = conn.execute("SELECT pg_relation_size(%s::regclass)", [vector_index.tenant_index_name(org_id)])
+            size = conn.execute("SELECT pg_relation_size(%s::regclass)",
+                                [vector_index.tenant_index_name(org_id, plan.kind)])
             entry["index_mb"] = round(size.fetchone()[0] / 2**20, 1)
 
     vector_index.sync_tenant_indexes(on_create=started, on_created=finished)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.db import connection
@@ -52,11 +52,13 @@ def reset_caches() -> None:
 
 def _refresh_index_cache() -> None:
     """Read what the database has (at most once a minute): the shared approximate index's kind
-    and options, and the tenants with a valid index of their own."""
+    and options, and the tenants with a valid index of their own, of each kind."""
     now = timezone.now()
     if not _index_cache or now - _index_cache["at"] > timedelta(seconds=INDEX_CACHE_SECONDS):
         kind, options = vector_index.current_index(using="default")
-        own = {org for org, valid in vector_index.tenant_indexes(using="default").items() if valid}
+        own = {own_kind.prefix: {org for org, valid in vector_index.tenant_indexes(own_kind, using="default").items()
+                                 if valid}
+               for own_kind in vector_index.OWN_KINDS}
         _index_cache.update(kind=kind, options=options, own=own, at=now)
 
 
@@ -66,10 +68,23 @@ def shared_index() -> tuple[str | None, dict]:
     return _index_cache["kind"], _index_cache["options"]
 
 
-def has_own_index(org_id) -> bool:
-    """Whether the tenant has an HNSW index of its own (memories.vectors.index)."""
+def has_own_index(org_id, kind: vector_index.OwnKind = vector_index.MEMORIES) -> bool:
+    """Whether the tenant has an HNSW index of this kind of its own (memories.vectors.index)."""
     _refresh_index_cache()
-    return uuid.UUID(str(org_id)) in _index_cache["own"]
+    return uuid.UUID(str(org_id)) in _index_cache["own"][kind.prefix]
+
+
+def own_index(org_id, filters: SearchFilters) -> tuple[str | None, bool]:
+    """The tenant's own index a search of live memories may walk ("hnsw_store" for the store's
+    items, "hnsw_tenant" for its memories, or None), and whether it holds exactly the rows the
+    search asks for (the filters narrow nothing else)."""
+    if not filters.uses_live_index():
+        return None, False
+    if filters.store_items and has_own_index(org_id, vector_index.STORE_ITEMS):
+        return "hnsw_store", not replace(filters, store_items=False).narrows()
+    if has_own_index(org_id):
+        return "hnsw_tenant", not filters.narrows()
+    return None, False
 
 
 def ivfflat_probes(options: dict) -> int:
@@ -81,7 +96,7 @@ def ivfflat_probes(options: dict) -> int:
 class VectorQuery:
     sql: str
     params: list
-    method: str  # "exact", "hnsw", "ivfflat", or "hnsw_tenant" (the tenant's own HNSW index)
+    method: str  # "exact", "hnsw", "ivfflat", "hnsw_tenant" or "hnsw_store" (the tenant's own HNSW indexes)
     knobs: dict  # SET LOCAL name -> value
 
 
@@ -133,9 +148,9 @@ def statement(cursor, org_id, embedding: list[float], filters: SearchFilters, k:
                                  k, org_id], "exact_switching", {})
     exact_limit = config().search.exact_scan_rows
     kind, options = shared_index() if filters.uses_live_index() else (None, {})
-    own = filters.uses_live_index() and has_own_index(org_id)
+    own, whole = own_index(org_id, filters)
     settings_for_search: dict = {}
-    if own and not filters.narrows():
+    if whole:
         small = False  # its own index holds exactly the rows searched: faster than any exact scan
     elif small is None:
         small = size.capped_count(cursor, where, params, exact_limit) <= exact_limit
@@ -146,14 +161,15 @@ def statement(cursor, org_id, embedding: list[float], filters: SearchFilters, k:
         # from the tenant's b-tree indexes and are sorted by their true distance.
         distance = "(m.embedding <=> %s::vector) + 0"
     else:
-        method = "hnsw_tenant" if own else kind
+        method = own or kind
         distance = "m.embedding <=> %s::vector"
         if kind == "ivfflat":
             settings_for_search = {"ivfflat.probes": ivfflat_probes(options),
                                    "ivfflat.iterative_scan": "relaxed_order",
                                    "ivfflat.max_probes": config().search.ivfflat_max_probes}
         if own or kind == "hnsw":
-            # The tenant's own index holds its rows only: no share of the candidates is lost.
+            # The tenant's own index holds its rows only: no share of the candidates is lost
+            # (its store's index, its items only: the planner takes the smaller of the two).
             ef = (min(max(config().search.tenant_index_ef_search, k), HNSW_EF_SEARCH_MAX) if own
                   else hnsw_ef_search(org_id, k))
             settings_for_search |= {"hnsw.ef_search": ef,

@@ -20,7 +20,9 @@ from tests.plans import explained, plan_nodes, task_count
 ROWS_PER_TENANT = 3000
 
 
-def bulk_memories(org, agent, count, seed, said: str = ""):
+def bulk_memories(org, agent, count, seed, said: str = "", items: bool = False):
+    """count memories with random unit vectors; items: the store's items (a key each), in ten
+    users' namespaces."""
     vectors = np.random.default_rng(seed).normal(size=(count, EMBEDDING_DIMENSIONS))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     rows = []
@@ -30,6 +32,7 @@ def bulk_memories(org, agent, count, seed, said: str = ""):
             org=org, agent=agent, content=content, content_hash=f"{seed:032x}{i:032x}"[-64:],
             category="factual", embedding=embedding, embedding_model="all-MiniLM-L6-v2",
             embedding_dimensions=EMBEDDING_DIMENSIONS,
+            **({"key": f"item-{seed}-{i}", "namespace": f"users/u{i % 10}"} if items else {}),
         ))
     with tenant_context(org.id):
         Memory.objects.bulk_create(rows, batch_size=1000)
@@ -279,8 +282,9 @@ def no_tenant_index_left():
     """Indexes outlive the rows a committing test truncates: none may reach the next test."""
     yield
     with connections["owner"].cursor() as cursor:
-        for org_id in vector_index.tenant_indexes(using="owner"):
-            cursor.execute(f"DROP INDEX IF EXISTS {vector_index.tenant_index_name(org_id)}")
+        for kind in vector_index.OWN_KINDS:
+            for org_id in vector_index.tenant_indexes(kind, using="owner"):
+                cursor.execute(f"DROP INDEX IF EXISTS {vector_index.tenant_index_name(org_id, kind)}")
     vector.reset_caches()
 
 
@@ -298,6 +302,7 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
     call_command("rebuild_vector_index", "--tenants", stdout=out, stderr=io.StringIO())
     own = vector_index.tenant_index_name(populated.id)
     assert f"created {own} (3,200 memories)" in out.getvalue()
+    assert "tenants with a vector index of their own: 1 of their memories, 0 of their store items" in out.getvalue()
     assert vector_index.tenant_indexes() == {populated.id: True}
     analyze()
     vector.reset_caches()
@@ -340,12 +345,68 @@ def test_a_large_tenant_gets_an_index_of_its_own_that_only_its_searches_use(popu
     tenant_indexes_at(settings, rows=6000, most=1)  # A is above half of that: it keeps its index
     assert vector_index.sync_tenant_indexes().dropped == []
     tenant_indexes_at(settings, rows=7000, most=1)  # ...and below half of this: it goes
-    assert vector_index.sync_tenant_indexes().dropped == [populated.id]
+    assert vector_index.sync_tenant_indexes().dropped == [own]
     assert vector_index.tenant_indexes() == {}
     vector.reset_caches()
     method, nodes = search_plan(populated.id, query, SearchFilters(), 10)
     assert method == "hnsw" and vector_index.INDEX_NAME in [n.get("Index Name") for n in nodes]
 
+
+
+def index_names(nodes) -> list:
+    return [n.get("Index Name") for n in nodes]
+
+
+@committing
+def test_a_tenant_with_many_store_items_gets_an_index_of_them_that_only_its_store_searches_walk(
+        populated, org_b, settings, no_tenant_index_left):
+    """In the tenant's index of memories a search of the store's items keeps only their share of
+    the candidates it visits (2.5% at 1M in benchmarks/scale) and walks on past the rest."""
+    import io
+
+    from django.core.management import call_command
+
+    hnsw_searching_with(settings, exact_scan_rows=1000)
+    bulk_memories(populated, factories.agent(org=populated, name="store"), 1200, seed=40, items=True)
+    bulk_memories(org_b, factories.agent(org=org_b, name="store"), 300, seed=41, items=True)
+    tenant_indexes_at(settings, rows=1000)  # both hold more memories than that; only A as many items
+    out = io.StringIO()
+    call_command("rebuild_vector_index", "--tenants", stdout=out, stderr=io.StringIO())
+    own, store = (vector_index.tenant_index_name(populated.id),
+                  vector_index.tenant_index_name(populated.id, vector_index.STORE_ITEMS))
+    assert f"created {store} (1,200 store items)" in out.getvalue()
+    assert "tenants with a vector index of their own: 2 of their memories, 1 of their store items" in out.getvalue()
+    assert vector_index.tenant_indexes(vector_index.STORE_ITEMS) == {populated.id: True}
+    analyze()
+    vector.reset_caches()
+
+    # Every item: through the items' index. Those of a prefix holding more than EXACT_SCAN_ROWS:
+    # never through the index of memories (at this size the planner may sort them itself).
+    query = factories.unit_vector(42)
+    method, nodes = search_plan(populated.id, query, SearchFilters(store_items=True), 10)
+    assert method == "hnsw_store" and store in index_names(nodes) and own not in index_names(nodes)
+    method, nodes = search_plan(populated.id, query, SearchFilters(store_items=True, namespace="users"), 10)
+    assert method == "hnsw_store" and own not in index_names(nodes)
+    with tenant_context(populated.id):
+        hits, _ = vector.search(populated.id, query, SearchFilters(store_items=True), 10)
+        items = Memory.objects.filter(org=populated, key__isnull=False)
+        exact = list(items.order_by(CosineDistance("embedding", query)).values_list("pk", flat=True)[:10])
+        found, every_item = {h.memory_id for h in hits}, set(items.values_list("pk", flat=True))
+    assert len(found) == 10 and found <= every_item
+    assert len(found & set(exact)) >= 9
+
+    # A search of memories walks the index of memories; one user's items are few: exact.
+    method, nodes = search_plan(populated.id, query, SearchFilters(), 10)
+    assert method == "hnsw_tenant" and own in index_names(nodes) and store not in index_names(nodes)
+    assert search_plan(populated.id, query, SearchFilters(store_items=True, namespace="users/u3"), 10)[0] == "exact"
+    # B's store search cannot walk A's items (its predicate names A).
+    _, nodes = search_plan(org_b.id, query, SearchFilters(store_items=True), 10)
+    assert store not in index_names(nodes)
+
+    tenant_indexes_at(settings, rows=3000)  # A's 1,200 items are below half of that; its 4,200 memories are not
+    assert vector_index.sync_tenant_indexes().dropped == [store]
+    vector.reset_caches()
+    assert search_plan(populated.id, query, SearchFilters(store_items=True), 10)[0] == "hnsw_tenant"
 
 
 @committing
@@ -364,7 +425,8 @@ def test_an_index_a_failed_build_left_invalid_is_built_again(populated, settings
             cursor.execute("RESET statement_timeout")
     assert vector_index.tenant_indexes() == {populated.id: False}
     changes = vector_index.sync_tenant_indexes()
-    assert changes.dropped == [populated.id] and populated.id in changes.created
+    own = vector_index.tenant_index_name(populated.id)
+    assert changes.dropped == [own] and own in changes.created
     assert vector_index.tenant_indexes()[populated.id] is True
 
 
@@ -380,4 +442,4 @@ def test_a_sync_while_another_runs_leaves_the_indexes_to_it(populated, settings,
             assert vector_index.tenant_indexes() == {}
         finally:
             other_session.execute("SELECT pg_advisory_unlock(%s)", [vector_index.SYNC_LOCK])
-    assert populated.id in vector_index.sync_tenant_indexes().created
+    assert vector_index.tenant_index_name(populated.id) in vector_index.sync_tenant_indexes().created

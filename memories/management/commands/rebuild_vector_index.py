@@ -28,21 +28,25 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"vector index {vector_index.INDEX_NAME} is now {built}"))
 
     def sync_tenants(self):
-        sizes: dict = {}
+        created = []
         with tqdm(total=0, desc="tenants' vector indexes", unit="index", file=self.stderr) as bar:
             def planned(plan):
-                sizes.update(plan.sizes)
-                bar.total = len(plan.create)
+                bar.total += len(plan.create)
                 bar.refresh()
 
-            def building(org_id, rows):
-                bar.set_postfix_str(f"{org_id} ({rows:,} memories)")
+            def building(plan, org_id):
+                bar.set_postfix_str(f"{org_id} ({plan.sizes[org_id]:,} {plan.kind.name})")
 
-            changes = vector_index.sync_tenant_indexes(on_plan=planned, on_create=building,
-                                                       on_created=lambda *_: bar.update())
-        for org_id in changes.created:
-            self.stdout.write(f"created {vector_index.tenant_index_name(org_id)} ({sizes[org_id]:,} memories)")
-        for org_id in changes.dropped:
-            self.stdout.write(f"dropped {vector_index.tenant_index_name(org_id)}")
-        self.stdout.write(self.style.SUCCESS(
-            f"{len(vector_index.tenant_indexes(using='owner'))} tenant(s) have a vector index of their own"))
+            def built(plan, org_id):
+                bar.update()
+                created.append(f"created {vector_index.tenant_index_name(org_id, plan.kind)} "
+                               f"({plan.sizes[org_id]:,} {plan.kind.name})")
+
+            changes = vector_index.sync_tenant_indexes(on_plan=planned, on_create=building, on_created=built)
+        for line in created:
+            self.stdout.write(line)
+        for name in changes.dropped:
+            self.stdout.write(f"dropped {name}")
+        held = ", ".join(f"{len(vector_index.tenant_indexes(kind, using='owner'))} of their {kind.name}"
+                         for kind in vector_index.OWN_KINDS)
+        self.stdout.write(self.style.SUCCESS(f"tenants with a vector index of their own: {held}"))
