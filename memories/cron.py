@@ -20,6 +20,8 @@ cron.register(vector_index.sync_tenant_indexes, "maintenance", interval=3600)
 cron.register(lexicon.fold, "maintenance", interval=30)
 # Moves the deltas the write triggers append into each tenant's memory tallies (the stats).
 cron.register(tallies.fold, "maintenance", interval=30)
+# Sets right the relationships two transactions racing on their memories left miscounted.
+cron.register(tallies.repair_relationships, "maintenance", interval=3600)
 # Counts each tenant's strength bands and weakest memories (the stats, the dashboard).
 cron.register(decay.count_bands, "maintenance", interval=600, job_timeout=3600)
 # Removes for good the memories past their expiry (they left every read when they expired).

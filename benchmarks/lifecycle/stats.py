@@ -83,16 +83,14 @@ def main() -> None:
             from django.utils import timezone
 
             from memories.lifecycle import tallies
-            from memories.models import Entity, Memory, MemoryRelationship
+            from memories.models import Entity, MemoryRelationship
 
-            memories = Memory.objects.without_usage().filter(org_id=org_id, deleted_at__isnull=True)
             parts = {
                 "tallies_and_bands": lambda: stats._tallied(org_id),
                 "growth_day_tallies": lambda: tallies.created_per_day(
                     org_id, (timezone.now() - timedelta(days=stats.GROWTH_DAYS)).date()),
-                "growth_counted_by_index": lambda: stats._growth(
-                    memories, timezone.now() - timedelta(days=stats.GROWTH_DAYS)),
-                "relationships": lambda: stats._counted(MemoryRelationship.objects.filter(
+                "relationship_tallies": lambda: tallies.relationships(org_id),
+                "relationships_counted_by_rows": lambda: stats._counted(MemoryRelationship.objects.filter(
                     org_id=org_id, source__deleted_at__isnull=True, target__deleted_at__isnull=True),
                     "relation_type"),
                 "entities": lambda: stats._counted(Entity.objects.filter(org_id=org_id), "kind"),

@@ -5,7 +5,8 @@ dashboard (`dashboard`).
 
 No read here counts an organisation's memories (docs/adr/0045): over the whole organisation
 the counts are its tallies (memories.lifecycle.tallies, exact as of the statement), the growth
-its day tallies (memories created each UTC day, not deleted), and the strength bands the last count of them
+its day tallies (memories created each UTC day, not deleted), the relationships their tallies by
+type (docs/adr/0060), and the strength bands the last count of them
 (memories.lifecycle.decay.bands: "about", as of when they were counted). A namespace prefix or
 a key limited to namespaces counts the rows under them by index, in one pass, and their strength
 bands on the range of the decaying memories' index that holds them (docs/adr/0059): bounded by
@@ -46,24 +47,20 @@ def memory_stats(*, org_id, namespace: str | None = None, reach: KeyReach = EVER
                                                                    reach=reach, since=since)
     else:
         counts, strength = _tallied(org_id)
-        # Both ends not deleted: the relationships less those touching one of the few deleted
-        # memories (their partial index, memories_deleted), not a join of every relationship to
-        # both its memories (1.1 s at 1M memories, 169k relationships: docs/adr/0056).
-        deleted = Memory.objects.without_usage().filter(org_id=org_id, deleted_at__isnull=False).values("pk")
-        relationships = (MemoryRelationship.objects.filter(org_id=org_id)
-                         .exclude(source_id__in=deleted).exclude(target_id__in=deleted))
+        # Both ends not deleted, from the relationship tallies (docs/adr/0060).
+        relationships = tallies.relationships(org_id)
         # Whole UTC days, the first one too (the rows' count starts at this moment 30 days ago).
         growth = [{"date": day, "created": n} for day, n in sorted(tallies.created_per_day(org_id, since.date()).items())]
     return {
         "memories": {**counts, "strength": strength},
         "growth": growth,
-        "relationships": _counted(relationships, "relation_type"),
+        "relationships": relationships,
         "entities": _counted(entities, "kind"),
         "lifecycle": {job: last_run(org_id, job, with_counts=not reach.limited) for job in LifecycleRun.Job.values},
     }
 
 
-def _counted_by_rows(memories, *, org_id, namespace, reach, since) -> tuple[dict, dict, object, list[dict]]:
+def _counted_by_rows(memories, *, org_id, namespace, reach, since) -> tuple[dict, dict, dict, list[dict]]:
     """The counts and the growth of the memories under a namespace prefix or in a key's reach,
     counted in one pass over their rows (grouped by status, category, type and, for the last
     GROWTH_DAYS, the day each was created): where the rows lie scattered through a large
@@ -90,7 +87,8 @@ def _counted_by_rows(memories, *, org_id, namespace, reach, since) -> tuple[dict
     strength = {**decay.strength_bands(org_id=org_id, namespace=namespace, reach=reach),
                 "not_decaying": sum(row["not_decaying"] for row in live)}
     growth = [{"date": day, "created": n} for day, n in by("day").items()]
-    relationships = MemoryRelationship.objects.filter(org_id=org_id, source__in=memories, target__in=memories)
+    relationships = _counted(MemoryRelationship.objects.filter(org_id=org_id, source__in=memories, target__in=memories),
+                             "relation_type")
     return counts, strength, relationships, growth
 
 

@@ -9,7 +9,10 @@ the word statistics' (memories.understanding.lexicon). Counted: the memories not
 embedding and never decay; per UTC day, the memories created that day not deleted
 (migration 0037), which the growth per day reads; and per (namespace, status), the memories
 not deleted, the store items among them and those of both that expire, with the namespace's
-first and last activity (migration 0049), which the lists of namespaces read.
+first and last activity (migration 0049), which the lists of namespaces read. And per
+relationship type, the relationships between two memories not deleted (migration 0053), which
+the organisation's stats read; `repair_relationships` settles what two transactions racing on
+one relationship's memories left (docs/adr/0060).
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from django.db import connection, connections, transaction
+from django.utils import timezone
 
 from memory_platform import database
 from tenants.context import service_account
@@ -28,7 +32,8 @@ from tenants.context import service_account
 logger = logging.getLogger(__name__)
 
 TABLES = ("memory_tallies", "memory_tally_deltas", "memory_day_tallies", "memory_day_tally_deltas",
-          "memory_namespace_tallies", "memory_namespace_tally_deltas")
+          "memory_namespace_tallies", "memory_namespace_tally_deltas", "memory_relationship_tallies",
+          "memory_relationship_tally_deltas")
 KEY = ("agent_id", "status", "category", "memory_type")
 COUNTS = ("n", "expiring", "embedding_pending", "not_decaying")
 NAMESPACE_COUNTS = ("n", "items", "expiring", "expiring_items")
@@ -98,6 +103,41 @@ CURRENT_DAYS = """
         SELECT day, created FROM memory_day_tally_deltas WHERE org_id = %(org)s AND day >= %(since)s
     ) counted
     GROUP BY day HAVING sum(created) <> 0
+"""
+
+# Neither memory of the relationship r is deleted: what its flag memory_relationships.counted
+# says (migration 0053, which tests it the same way); a deleted memory is found on the partial
+# index of the deleted ones (memories_deleted, a few percent of the organisation).
+ENDS_KEPT = ("NOT EXISTS (SELECT FROM memories m WHERE m.org_id = r.org_id "
+             "AND m.id IN (r.source_id, r.target_id) AND m.deleted_at IS NOT NULL)")
+
+# The relationships of one organisation between memories not deleted, counted from its rows.
+RECOUNT_RELATIONSHIPS = f"""
+    SELECT relation_type, count(*) FROM memory_relationships r WHERE org_id = %s AND {ENDS_KEPT}
+    GROUP BY relation_type
+"""
+
+# The relationships of one organisation whose flag disagrees with their memories, among those of
+# the memories changed since a moment (deleted and restored memories are changed: their
+# updated_at; the index memories_org_changed), set right; their triggers count them in or out.
+REPAIR_RELATIONSHIPS = f"""
+    UPDATE memory_relationships r SET counted = NOT r.counted
+    FROM (SELECT DISTINCT related.id FROM memories changed
+          JOIN memory_relationships related ON related.org_id = changed.org_id
+                                           AND (related.source_id = changed.id OR related.target_id = changed.id)
+          WHERE changed.org_id = %(org)s AND changed.updated_at >= %(since)s) touched
+    WHERE r.org_id = %(org)s AND r.id = touched.id AND r.counted <> ({ENDS_KEPT})
+"""
+REPAIR_WINDOW = timedelta(hours=2)  # twice the hourly job's interval: a run missed is made up
+
+# The relationship tallies of one organisation, folded and not, added up by type.
+CURRENT_RELATIONSHIPS = """
+    SELECT relation_type, sum(n)::bigint FROM (
+        SELECT relation_type, n FROM memory_relationship_tallies WHERE org_id = %(org)s
+        UNION ALL
+        SELECT relation_type, n FROM memory_relationship_tally_deltas WHERE org_id = %(org)s
+    ) counted
+    GROUP BY relation_type HAVING sum(n) <> 0
 """
 
 # Both tables' counts for one organisation: folded and not yet folded, added up.
@@ -228,6 +268,14 @@ def created_per_day(org_id, since) -> dict:
         return dict(cursor.fetchall())
 
 
+def relationships(org_id) -> dict:
+    """The organisation's relationships between memories not deleted, by type (the types with
+    none left out, in their order): a row per type, folded or not. The caller has set the tenant."""
+    with connection.cursor() as cursor:
+        cursor.execute(CURRENT_RELATIONSHIPS, {"org": org_id})
+        return dict(sorted(cursor.fetchall()))
+
+
 def summed(rows: list[Tally], by: str | None = None, **where) -> dict | int:
     """n of the tallies matching `where` (attribute=value), in all or per value of `by`."""
     chosen = [row for row in rows if all(getattr(row, name) == value for name, value in where.items())]
@@ -335,6 +383,26 @@ def fold() -> dict:
                   AND t.n = 0 AND t.items = 0 AND t.expiring = 0 AND t.expiring_items = 0
             """, [orgs, scopes, statuses])
             emptied += cursor.rowcount
+        cursor.execute("""
+            WITH moved AS (DELETE FROM memory_relationship_tally_deltas RETURNING org_id, relation_type, n),
+            summed AS (SELECT org_id, relation_type, sum(n) AS n, count(*) AS deltas FROM moved
+                       GROUP BY org_id, relation_type),
+            upserted AS (
+                INSERT INTO memory_relationship_tallies AS t (org_id, relation_type, n)
+                SELECT org_id, relation_type, n FROM summed WHERE n <> 0
+                ON CONFLICT (org_id, relation_type) DO UPDATE SET n = t.n + excluded.n
+                RETURNING org_id, relation_type, n
+            )
+            SELECT (SELECT coalesce(sum(deltas), 0) FROM summed), array_agg(org_id), array_agg(relation_type)
+            FROM upserted WHERE n = 0
+        """)
+        relationships_folded, orgs, types = cursor.fetchone()
+        folded += relationships_folded
+        if orgs:
+            cursor.execute("DELETE FROM memory_relationship_tallies t USING unnest(%s::uuid[], %s::text[]) "
+                           "e(org_id, relation_type) WHERE t.org_id = e.org_id AND t.relation_type = e.relation_type "
+                           "AND t.n = 0", [orgs, types])
+            emptied += cursor.rowcount
     done = {"folded": int(folded), "emptied": emptied, "seconds": round(time.monotonic() - started, 3)}
     if folded:
         logger.info("memory tallies folded", extra=done)
@@ -343,8 +411,9 @@ def fold() -> dict:
 
 def differences(org_id) -> list[tuple[tuple, tuple, tuple]]:
     """Where the organisation's tallies (folded and not) differ from a count of its rows:
-    (key, counts kept, counts counted). None unless a write bypassed the triggers. Reads every
-    memory of the organisation: a maintenance check (and the tests')."""
+    (key, counts kept, counts counted). None unless a write bypassed the triggers (or, for the
+    relationships, two transactions raced on one's memories: repair_relationships). Reads every
+    memory and relationship of the organisation: a maintenance check (and the tests')."""
     with connection.cursor() as cursor:
         cursor.execute(CURRENT, {"org": org_id})
         kept = {tuple(row[:4]): tuple(row[4:]) for row in cursor.fetchall()}
@@ -358,12 +427,39 @@ def differences(org_id) -> list[tuple[tuple, tuple, tuple]]:
         kept.update({("namespace", *row[:2]): tuple(row[2:6]) for row in cursor.fetchall()})
         cursor.execute(RECOUNT_NAMESPACES, [org_id])
         recounted.update({("namespace", *row[:2]): tuple(row[2:6]) for row in cursor.fetchall()})
+        cursor.execute(CURRENT_RELATIONSHIPS, {"org": org_id})
+        kept.update({("relationships", relation_type): (n,) for relation_type, n in cursor.fetchall()})
+        cursor.execute(RECOUNT_RELATIONSHIPS, [org_id])
+        recounted.update({("relationships", relation_type): (n,) for relation_type, n in cursor.fetchall()})
 
     def of(counts: dict, key: tuple) -> tuple:
-        return counts.get(key, (0,) if key[0] == "day" else (0, 0, 0, 0))
+        return counts.get(key, (0,) if key[0] in ("day", "relationships") else (0, 0, 0, 0))
 
     return [(key, of(kept, key), of(recounted, key)) for key in sorted(kept.keys() | recounted.keys(), key=str)
             if of(kept, key) != of(recounted, key)]
+
+
+def repair_relationships(window: timedelta = REPAIR_WINDOW) -> dict:
+    """Set right the relationship flags that two transactions racing on one relationship's
+    memories left wrong: one relating a memory while another deletes it (neither sees the
+    other's row), or two restoring its two memories at once (each sees the other still
+    deleted). Only the relationships of memories changed within `window` can be such: for each
+    organisation, in its own transaction, as the service account. The worker runs it hourly
+    (memories.cron); the counts are right again within the hour. Returns what it did."""
+    from tenants.models import Organization
+
+    since = timezone.now() - window
+    with service_account():
+        org_ids = list(Organization.objects.values_list("id", flat=True))
+    repaired = 0
+    for org_id in org_ids:
+        with transaction.atomic(), service_account(), connection.cursor() as cursor:
+            cursor.execute(REPAIR_RELATIONSHIPS, {"org": org_id, "since": since})
+            if cursor.rowcount:
+                logger.warning("relationship tallies: %d relationship(s) of organisation %s counted again",
+                               cursor.rowcount, org_id)
+                repaired += cursor.rowcount
+    return {"organisations": len(org_ids), "repaired": repaired}
 
 
 def rebuild(org_id) -> int:
@@ -372,13 +468,15 @@ def rebuild(org_id) -> int:
     caller has set the tenant; the memories are locked against writes meanwhile."""
     org_id = uuid.UUID(str(org_id))
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("LOCK TABLE memories IN SHARE MODE")
+        cursor.execute("LOCK TABLE memories, memory_relationships IN SHARE MODE")
         cursor.execute("DELETE FROM memory_tally_deltas WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_tallies WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_day_tally_deltas WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_day_tallies WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_namespace_tally_deltas WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_namespace_tallies WHERE org_id = %s", [org_id])
+        cursor.execute("DELETE FROM memory_relationship_tally_deltas WHERE org_id = %s", [org_id])
+        cursor.execute("DELETE FROM memory_relationship_tallies WHERE org_id = %s", [org_id])
         # ON CONFLICT (never met) keeps a Citus cluster from writing by COPY (as lexicon.rebuild).
         cursor.execute(f"""
             INSERT INTO memory_tallies AS t (org_id, agent_id, status, category, memory_type, n, expiring,
@@ -398,5 +496,16 @@ def rebuild(org_id) -> int:
                                                        first_at, last_at)
             SELECT %s, * FROM ({RECOUNT_NAMESPACES}) counted
             ON CONFLICT (org_id, scope, status) DO UPDATE SET n = excluded.n
+        """, [org_id, org_id])
+        written += cursor.rowcount
+        # Each relationship's flag set again from its memories (its triggers append deltas,
+        # deleted below with what they changed), then the types counted from the flags.
+        cursor.execute(f"UPDATE memory_relationships r SET counted = NOT r.counted "
+                       f"WHERE org_id = %s AND r.counted <> ({ENDS_KEPT})", [org_id])
+        cursor.execute("DELETE FROM memory_relationship_tally_deltas WHERE org_id = %s", [org_id])
+        cursor.execute(f"""
+            INSERT INTO memory_relationship_tallies AS t (org_id, relation_type, n)
+            SELECT %s, * FROM ({RECOUNT_RELATIONSHIPS}) counted
+            ON CONFLICT (org_id, relation_type) DO UPDATE SET n = excluded.n
         """, [org_id, org_id])
         return written + cursor.rowcount

@@ -148,7 +148,8 @@ def test_the_cron_configuration_registers_the_periodic_jobs():
     cron._job_data_registry.clear()
     assert registered == {"jobs.embed_pending": 60, "jobs.purge_idempotency_records": 3600,
                           "events.flush_retrievals": 30, "index.sync_tenant_indexes": 3600, "lexicon.fold": 30,
-                          "tallies.fold": 30, "decay.count_bands": 600, "expiry.expire": 60,
+                          "tallies.fold": 30, "tallies.repair_relationships": 3600, "decay.count_bands": 600,
+                          "expiry.expire": 60,
                           "decay.decay": "0 3 * * *", "consolidation.consolidate_pending": 600}
 
 

@@ -3,24 +3,27 @@ of counting, kept by row triggers and folded by the cron, equal a full count of 
 every kind of write, before and after a fold; the strength bands as last counted."""
 
 import io
+import threading
+import time
 from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from memories.access import Caller
 from memories.lifecycle import decay, erasure, expiry, export, stats, tallies
 from memories.lifecycle.portability import ExportScope
-from memories.models import Memory
+from memories.models import Memory, MemoryRelationship
 from memories.reads.selectors import NOT_EXPIRED
 from memories.use_cases import lifecycle
 from memories.writes import change, create, review
 from memories.writes.kernel import Actor
 from tenants.context import service_account, tenant_context
 from tests import factories
+from tests.markers import committing
 from tests.memories.test_portability import export_to, import_from, remembered
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +47,6 @@ def counted_right(org) -> bool:
             memories, org_id=org.id, namespace=None, reach=stats.EVERYWHERE,
             since=timezone.now() - timedelta(days=stats.GROWTH_DAYS))
         relationships = stats.memory_stats(org_id=org.id)["relationships"]
-        related = stats._counted(related, "relation_type")
         growth = stats.memory_stats(org_id=org.id)["growth"]
     assert before == [] and after == [], (before, after)
     assert held_before == held_after == (held, held), (held_before, held_after, held)
@@ -310,3 +312,172 @@ def test_the_lists_of_namespaces_read_tallies_equal_to_the_rows(tenant_a):
         cursor.execute("SELECT scope FROM memory_namespace_tallies WHERE org_id = %s UNION ALL "
                        "SELECT scope FROM memory_namespace_tally_deltas WHERE org_id = %s", [org.id, org.id])
         assert not [scope for (scope,) in cursor.fetchall() if scope.startswith("users/bob")]
+
+
+# --------------------------------------------------------------------------- relationships
+
+
+def relationships_kept(org) -> dict:
+    with tenant_context(org.id):
+        return tallies.relationships(org.id)
+
+
+def related(org, source, target, relation_type="supports") -> MemoryRelationship:
+    with tenant_context(org.id):
+        return MemoryRelationship.objects.create(org_id=org.id, source=source, target=target,
+                                                 relation_type=relation_type)
+
+
+@pytest.fixture
+def linked(org_a):
+    """Three memories, alone in their organisation: a supports b, b refines c, a contradicts c."""
+    org, agent = org_a, factories.agent(org=org_a, name="linker")
+    a, b, c = (factories.memory(org=org, agent=agent, content=f"linked fact {name}") for name in "abc")
+    related(org, a, b)
+    related(org, b, c, "refines")
+    related(org, a, c, "contradicts")
+    return org, agent, a, b, c
+
+
+def test_a_relationship_counts_while_neither_of_its_memories_is_deleted(linked):
+    org, agent, a, b, c = linked
+    assert relationships_kept(org) == {"contradicts": 1, "refines": 1, "supports": 1} and counted_right(org)
+    actor = Actor(agent_id=agent.id)
+    with tenant_context(org.id):
+        change.memory_delete(org_id=org.id, memory_id=a.pk, actor=actor)
+    assert relationships_kept(org) == {"refines": 1} and counted_right(org)
+    # Related to a deleted memory: not counted; counted once the memory is restored.
+    d = factories.memory(org=org, agent=agent, content="linked fact d")
+    related(org, d, a, "causal")
+    assert relationships_kept(org) == {"refines": 1} and counted_right(org)
+    with tenant_context(org.id):
+        change.memory_restore(org_id=org.id, memory_id=a.pk, actor=actor)
+    assert relationships_kept(org) == {"causal": 1, "contradicts": 1, "refines": 1, "supports": 1}
+    assert counted_right(org)
+
+    # Both memories of a relationship deleted in one statement, then restored in one: out once, in once.
+    with tenant_context(org.id):
+        Memory.objects.filter(pk__in=[a.pk, c.pk]).update(deleted_at=timezone.now())
+    assert relationships_kept(org) == {} and counted_right(org)
+    with tenant_context(org.id):
+        Memory.objects.filter(pk__in=[a.pk, c.pk]).update(deleted_at=None)
+    assert relationships_kept(org) == {"causal": 1, "contradicts": 1, "refines": 1, "supports": 1}
+
+    # Its type changed; one of its memories deleted for good; one already deleted, then deleted for good.
+    with tenant_context(org.id):
+        MemoryRelationship.objects.filter(org_id=org.id, relation_type="causal").update(relation_type="temporal")
+    assert relationships_kept(org)["temporal"] == 1 and "causal" not in relationships_kept(org)
+    with tenant_context(org.id):
+        Memory.objects.filter(pk=d.pk).delete()
+    assert relationships_kept(org) == {"contradicts": 1, "refines": 1, "supports": 1} and counted_right(org)
+    with tenant_context(org.id):
+        change.memory_delete(org_id=org.id, memory_id=b.pk, actor=actor)
+        Memory.objects.filter(pk=b.pk).delete()
+    assert relationships_kept(org) == {"contradicts": 1} and counted_right(org)
+    with tenant_context(org.id):
+        Memory.objects.filter(pk__in=[a.pk, c.pk]).delete()  # both at once
+    assert relationships_kept(org) == {} and counted_right(org)
+
+
+def test_a_relationship_says_nothing_of_what_the_insert_claims(linked):
+    """The flag is the database's: an insert naming it is decided from the memories all the same."""
+    org, agent, a, b, _ = linked
+    with tenant_context(org.id):
+        change.memory_delete(org_id=org.id, memory_id=b.pk, actor=Actor(agent_id=agent.id))
+        with connection.cursor() as cursor:
+            cursor.execute("INSERT INTO memory_relationships (id, org_id, source_id, target_id, relation_type, "
+                           "predicate, weight, confidence, evidence, metadata, created_at, counted) "
+                           "VALUES (gen_random_uuid(), %s, %s, %s, 'causal', '', 1, 0.8, '[]', '{}', now(), true)",
+                           [org.id, a.pk, b.pk])
+    assert "causal" not in relationships_kept(org) and counted_right(org)
+
+
+def _in_another_transaction(org, work) -> threading.Thread:
+    """work() run as the organisation in a transaction of another connection (a thread's own)."""
+    failures = []
+
+    def run():
+        try:
+            with tenant_context(org.id), transaction.atomic():
+                work()
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.failures = failures
+    thread.start()
+    return thread
+
+
+def _waiting_for_a_lock(timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    with connections["owner"].cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+            if cursor.fetchone()[0]:
+                return True
+            time.sleep(0.05)
+    return False
+
+
+@committing
+def test_two_transactions_deleting_a_relationships_two_memories_count_it_out_once(linked):
+    org, agent, a, b, _ = linked
+    actor = Actor(agent_id=agent.id)
+    with tenant_context(org.id), transaction.atomic():
+        change.memory_delete(org_id=org.id, memory_id=a.pk, actor=actor)
+        other = _in_another_transaction(org, lambda: change.memory_delete(org_id=org.id, memory_id=b.pk, actor=actor))
+        assert _waiting_for_a_lock()  # on the relationship's row, which this transaction uncounted
+    other.join(timeout=30)
+    assert not other.is_alive() and not other.failures, other.failures
+    assert relationships_kept(org) == {}
+    assert counted_right(org)
+
+
+@committing
+def test_a_relationship_made_while_the_application_deletes_its_memory_waits_and_is_not_counted(linked):
+    org, agent, a, b, _ = linked
+    with tenant_context(org.id), transaction.atomic():
+        change.memory_delete(org_id=org.id, memory_id=a.pk, actor=Actor(agent_id=agent.id))
+        other = _in_another_transaction(org, lambda: MemoryRelationship.objects.create(
+            org_id=org.id, source=b, target=a, relation_type="causal"))
+        assert _waiting_for_a_lock()  # the delete holds the memory FOR UPDATE
+    other.join(timeout=30)
+    assert not other.is_alive() and not other.failures, other.failures
+    assert "causal" not in relationships_kept(org) and counted_right(org)
+
+
+@committing
+def test_a_relationship_made_while_an_update_deletes_its_memory_is_set_right_by_the_repair(linked):
+    """Relating a memory while another transaction deletes it without locking it first (an
+    UPDATE of its row alone): neither sees the other's row, and the relationship is left
+    counted. The hourly repair counts it out."""
+    org, _, a, b, _ = linked
+    with tenant_context(org.id), transaction.atomic():
+        Memory.objects.filter(pk=a.pk).update(deleted_at=timezone.now())
+        other = _in_another_transaction(org, lambda: MemoryRelationship.objects.create(
+            org_id=org.id, source=b, target=a, relation_type="causal"))
+        other.join(timeout=30)  # not blocked: the key-share lock does not wait for an update of other columns
+        assert not other.is_alive() and not other.failures, other.failures
+    with tenant_context(org.id):
+        assert tallies.differences(org.id) == [(("relationships", "causal"), (1,), (0,))]
+    assert tallies.repair_relationships()["repaired"] == 1
+    assert "causal" not in relationships_kept(org) and counted_right(org)
+    assert tallies.repair_relationships()["repaired"] == 0
+
+
+def test_rebuild_sets_each_relationships_flag_right(linked):
+    org, _, a, b, _ = linked
+    with tenant_context(org.id):
+        with connection.cursor() as cursor:  # a flag set against its memories (the tallies follow the flag)
+            cursor.execute("UPDATE memory_relationships SET counted = false WHERE org_id = %s AND source_id = %s "
+                           "AND target_id = %s", [org.id, a.pk, b.pk])
+        assert tallies.differences(org.id) == [(("relationships", "supports"), (0,), (1,))]
+        tallies.rebuild(org.id)
+        assert tallies.differences(org.id) == [] and tallies.relationships(org.id) == {
+            "contradicts": 1, "refines": 1, "supports": 1}
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM memory_relationships WHERE org_id = %s AND NOT counted", [org.id])
+            assert cursor.fetchone()[0] == 0

@@ -21,8 +21,9 @@ class Command(DjangoFlushCommand):
             # The lexical statistics are no model's table, and no trigger empties them with
             # memories (memories migration 0030).
             cursor.execute("TRUNCATE memory_lexeme_stats, memory_lexeme_deltas")
-            # Nor are the memories' tallies and strength bands (memories migrations 0035, 0037, 0049).
+            # Nor are the memories' tallies and strength bands (memories migrations 0035, 0037, 0049, 0053).
             cursor.execute("TRUNCATE memory_tallies, memory_tally_deltas, memory_day_tallies, memory_day_tally_deltas, "
-                           "memory_namespace_tallies, memory_namespace_tally_deltas, memory_strength_bands, "
+                           "memory_namespace_tallies, memory_namespace_tally_deltas, memory_relationship_tallies, "
+                           "memory_relationship_tally_deltas, memory_strength_bands, "
                            "memory_hot_sets")
         return result
