@@ -87,6 +87,14 @@ LEAKPROOF_FUNCTIONS = (
     # infinities are ordered and nothing in them fails on a value). Without them a deep page
     # walks the index from its start (docs/adr/0051).
     *(f"pg_catalog.numeric_{name}(numeric, numeric)" for name in ("eq", "ne", "lt", "le", "gt", "ge")),
+    # a namespace's labels and arrays' comparisons: LangGraph's list_namespaces reads the
+    # namespaces in their labels' order (string_to_array(scope, '/'), text[] under the "C"
+    # collation), a chunk after the last one read, an index range only if both are leakproof.
+    # Splitting fails on no value; a comparison goes element by element with the elements' own
+    # (text's is marked) and fails on no value either. Without them each chunk walks the index
+    # from the organisation's first namespace (docs/adr/0060).
+    "pg_catalog.string_to_array(text, text)",
+    *(f"pg_catalog.array_{name}(anyarray, anyarray)" for name in ("lt", "le", "gt", "ge")),
 )
 
 
@@ -345,7 +353,7 @@ def _provision_postgres(node: Node) -> None:
     import psycopg
     from psycopg import sql
 
-    marker = node.pgdata / ".memory_platform_provisioned-5"
+    marker = node.pgdata / ".memory_platform_provisioned-7"
     if marker.exists():
         return
     endpoint = node.endpoint

@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memory_platform import database
@@ -231,25 +231,6 @@ def namespaces_held(org_id, conditions: list[tuple[str, list]], statuses=(), *, 
         cursor.execute(f"SELECT coalesce(sum({'items' if items else 'n'}), 0) FROM ({NAMESPACE_ROWS}) counted "
                        f"WHERE TRUE{text}", {**values, "org": org_id, "statuses": list(statuses)})
         return int(cursor.fetchone()[0])
-
-
-def items_per_organisation(at_least: int, *, using: str = "default") -> dict:
-    """Each organisation holding at least `at_least` active store items not deleted -> how
-    many, largest first: from the namespace tallies, folded and not (a row per namespace, not
-    the items). The caller runs as the service account (every organisation's rows)."""
-    with connections[using].cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT org_id, sum(items)::bigint FROM (
-                SELECT org_id, items FROM memory_namespace_tallies WHERE status = 'active'
-                UNION ALL
-                SELECT org_id, items FROM memory_namespace_tally_deltas WHERE status = 'active'
-            ) counted
-            GROUP BY org_id HAVING sum(items) >= %s ORDER BY sum(items) DESC, org_id
-            """,
-            [at_least],
-        )
-        return dict(cursor.fetchall())
 
 
 def live_namespaces(org_id) -> list[NamespaceTally]:

@@ -24,14 +24,18 @@ application sets it), and the counts follow the flags:
   Citus cluster: a trigger's statements stay in the organisation's shard group.
 
 The backfill uncounts the relationships touching a deleted memory (a few percent) and counts the
-rest, while writes to both tables wait for this transaction.
+rest, before the triggers exist, while writes to both tables wait for this transaction (1.7 s with
+migration 0054 at 1M memories, 169,450 relationships, in benchmarks/scale).
 """
 
 from django.db import migrations
 
 from memory_platform.schema import as_service_account, enable_tenant_rls
 
+# Both tables' writes wait from the first statement to the commit: the flags and the counts are
+# settled before the triggers that keep them exist, with nothing changing in between.
 TABLES = """
+LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE;
 ALTER TABLE memory_relationships ADD COLUMN counted boolean NOT NULL DEFAULT true;
 CREATE TABLE memory_relationship_tallies (
     org_id uuid NOT NULL,
@@ -159,6 +163,7 @@ class Migration(migrations.Migration):
         migrations.RunSQL(TABLES, DROP_TABLES),
         enable_tenant_rls("memory_relationship_tallies"),
         enable_tenant_rls("memory_relationship_tally_deltas"),
-        migrations.RunSQL(FUNCTIONS, DROP_FUNCTIONS),
+        # Before the triggers: the backfill's flags are no change to count.
         migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
+        migrations.RunSQL(FUNCTIONS, DROP_FUNCTIONS),
     ]

@@ -160,17 +160,15 @@ class TenantIndexPlan:
 
 
 def _sizes(kind: OwnKind, at_least: int, using: str) -> dict:
-    """Each tenant holding at least `at_least` live rows of the kind -> how many, largest first."""
-    if kind is STORE_ITEMS:  # from the namespace tallies: a row per namespace, not the items
-        from memories.lifecycle import tallies
-
-        return tallies.items_per_organisation(at_least, using=using)
+    """Each tenant holding at least `at_least` live rows of the kind -> how many, largest first.
+    Pending embeddings included: the narrow partial indexes answer it (memories_agent_live for
+    the memories, memories_store_namespaces for the store items), where requiring the vector
+    would read the 2 GB covering index at 1M rows."""
+    condition = f" AND {kind.condition}" if kind.condition else ""
     with connections[using].cursor() as cursor:
-        # Live memories, pending embeddings included: the narrow memories_agent_live index
-        # answers it (requiring the vector would read the 2 GB covering index at 1M rows).
         cursor.execute(
             f"""
-            SELECT org_id, count(*) FROM memories WHERE {LIVE_PREDICATE}
+            SELECT org_id, count(*) FROM memories WHERE {LIVE_PREDICATE}{condition}
             GROUP BY org_id HAVING count(*) >= %s ORDER BY count(*) DESC, org_id
             """,
             [at_least],

@@ -248,3 +248,28 @@ def test_episodes_stored_before_decay_do_not_decay_and_the_rest_keep_their_rate(
     with service_account(using=scratch):
         rates = dict(Memory.objects.using(scratch).values_list("content", "decay_rate"))
     assert rates == {episode.content: 0.0, fact.content: 0.1}
+
+
+def test_relationships_stored_before_their_tallies_are_counted_between_memories_not_deleted(scratch):
+    """Migration 0053: a relationship touching a deleted memory is not counted, the rest are, and
+    the counts equal a recount once its triggers keep them."""
+    from memories.lifecycle import tallies
+    from tenants.context import service_account
+
+    org, agent = migrated_to(scratch, "0052", "related")
+    with service_account(using=scratch):
+        a, b, c = (memory_row(scratch, org, agent, content=f"related fact {name}") for name in "abc")
+        with connections[scratch].cursor() as cursor:
+            for source, target, relation_type in ((a, b, "supports"), (b, c, "supports"), (a, c, "refines")):
+                cursor.execute("INSERT INTO memory_relationships (id, org_id, source_id, target_id, relation_type, "
+                               "predicate, weight, confidence, evidence, metadata, created_at) VALUES "
+                               "(gen_random_uuid(), %s, %s, %s, %s, '', 1, 0.8, '[]', '{}', now())",
+                               [org.pk, source.pk, target.pk, relation_type])
+            cursor.execute("UPDATE memories SET deleted_at = now() WHERE id = %s", [c.pk])
+    call_command("migrate", "memories", database=scratch, verbosity=0)
+    with service_account(using=scratch), connections[scratch].cursor() as cursor:
+        cursor.execute(tallies.CURRENT_RELATIONSHIPS, {"org": org.pk})
+        assert dict(cursor.fetchall()) == {"supports": 1}
+        cursor.execute("UPDATE memories SET deleted_at = NULL WHERE id = %s", [c.pk])  # the triggers count it in
+        cursor.execute(tallies.CURRENT_RELATIONSHIPS, {"org": org.pk})
+        assert dict(cursor.fetchall()) == {"refines": 1, "supports": 2}

@@ -1,5 +1,5 @@
 """LangGraph's list_namespaces, a walk of the store's distinct namespaces on an index
-(docs/adr/0051), equals the distinct namespaces of every item computed in full, and crosses no
+(docs/adr/0051, 0060), equals the distinct namespaces of every item computed in full, and crosses no
 organisation's or key's namespaces."""
 
 from datetime import timedelta
@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from memories.access import KeyReach
+from memories.lifecycle import tallies
 from memories.models import Memory
 from memories.store import reads
 from tenants.context import tenant_context
@@ -58,8 +59,15 @@ LISTINGS = [{}, {"prefix": ("users",)}, {"prefix": ("users", "alice")}, {"prefix
             {"within": ("users/bob", "a/c")}]
 
 
-def test_list_namespaces_equals_the_distinct_namespaces_of_every_item(tenant_a, tenant_b, api_a, api_b):
+@pytest.mark.parametrize("chunk", [reads.CHUNK, 1, 3])
+def test_list_namespaces_equals_the_distinct_namespaces_of_every_item(tenant_a, tenant_b, api_a, api_b, chunk,
+                                                                       monkeypatch):
+    """Read a chunk of namespaces at a time (CHUNK, and chunks that end inside a namespace's
+    cut labels), half of them folded into the tallies, the rest new since the last fold."""
+    monkeypatch.setattr(reads, "CHUNK", chunk)
     for number, namespace in enumerate(NAMESPACES):
+        if number == len(NAMESPACES) // 2:
+            tallies.fold()
         put(api_a, namespace, "k")
         put(api_a, namespace, "k2")
         put(api_b, ("beta",) + namespace, "k")  # another organisation's, under similar names

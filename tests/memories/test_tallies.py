@@ -475,6 +475,11 @@ def test_rebuild_sets_each_relationships_flag_right(linked):
             cursor.execute("UPDATE memory_relationships SET counted = false WHERE org_id = %s AND source_id = %s "
                            "AND target_id = %s", [org.id, a.pk, b.pk])
         assert tallies.differences(org.id) == [(("relationships", "supports"), (0,), (1,))]
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="1 of .* differ"):
+        call_command("memory_tallies", "--verify", stdout=out, stderr=io.StringIO())
+    assert "relationships of type supports kept 0, counted 1" in out.getvalue()
+    with tenant_context(org.id):
         tallies.rebuild(org.id)
         assert tallies.differences(org.id) == [] and tallies.relationships(org.id) == {
             "contradicts": 1, "refines": 1, "supports": 1}
