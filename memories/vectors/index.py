@@ -118,7 +118,6 @@ MEMORIES = OwnKind("memories", "memories_ann_org_", "")
 # in forty and walked on past the rest (110-160 ms at 1M; docs/adr/0060).
 STORE_ITEMS = OwnKind("store items", "memories_ann_store_org_", "key IS NOT NULL")
 OWN_KINDS = (MEMORIES, STORE_ITEMS)
-TENANT_INDEX_PREFIX = MEMORIES.prefix
 
 
 def tenant_index_name(org_id, kind: OwnKind = MEMORIES) -> str:

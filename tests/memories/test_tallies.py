@@ -21,6 +21,7 @@ from memories.reads.selectors import NOT_EXPIRED
 from memories.use_cases import lifecycle
 from memories.writes import change, create, review
 from memories.writes.kernel import Actor
+from memory_platform import distribution
 from tenants.context import service_account, tenant_context
 from tests import factories
 from tests.markers import committing
@@ -412,11 +413,18 @@ def _in_another_transaction(org, work) -> threading.Thread:
 
 
 def _waiting_for_a_lock(timeout: float = 10.0) -> bool:
+    """Whether a transaction waits for a lock (on a Citus cluster, a row's lock is its worker's)."""
+    citus = distribution.citus_present("owner")
     deadline = time.monotonic() + timeout
     with connections["owner"].cursor() as cursor:
         while time.monotonic() < deadline:
             cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
-            if cursor.fetchone()[0]:
+            waiting = cursor.fetchone()[0]
+            if citus:
+                cursor.execute("SELECT coalesce(sum(result::int), 0) FROM run_command_on_workers("
+                               "'SELECT count(*) FROM pg_locks WHERE NOT granted') WHERE success")
+                waiting += cursor.fetchone()[0]
+            if waiting:
                 return True
             time.sleep(0.05)
     return False
