@@ -53,7 +53,9 @@ class SearchConfig:
     # tenant_indexes_max largest such tenants; memories.vectors.index.sync_tenant_indexes),
     # searched with tenant_index_ef_search: no other tenant's rows are in it to skip. An
     # unfiltered search of such a tenant takes it even below exact_scan_rows (at 10,000
-    # rows: 2.7 ms and recall 0.998, against 8.8 ms for the exact scan).
+    # rows: 2.7 ms and recall 0.998, against 8.8 ms for the exact scan). A tenant holding this
+    # many live store items gets another, of them alone, which its store searches walk
+    # (docs/adr/0060).
     tenant_index_rows: int
     tenant_indexes_max: int
     tenant_index_ef_search: int

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.db import connection, transaction
@@ -268,6 +268,66 @@ def summed(rows: list[Tally], by: str | None = None, **where) -> dict | int:
     return {key: n for key, n in sorted(per.items()) if n}
 
 
+@dataclass(frozen=True)
+class Folded:
+    """One kind of tallies the fold moves its deltas into: the deltas' table, the tallies' table,
+    the key beside org_id (column -> its SQL type) and the counts added up; `kept` columns are
+    merged by their own SQL (the namespaces' first and last activity)."""
+
+    deltas: str
+    tallies: str
+    key: dict
+    counts: tuple
+    kept: dict = field(default_factory=dict)  # column -> (aggregate over the deltas, merge with the tally's)
+
+
+FOLDED = (
+    Folded("memory_tally_deltas", "memory_tallies", {name: "text" for name in KEY} | {"agent_id": "uuid"}, COUNTS),
+    Folded("memory_day_tally_deltas", "memory_day_tallies", {"day": "date"}, ("created",)),
+    # A namespace whose memories are all gone loses its row (its name may be a person's: an
+    # erasure of it leaves none here after the next fold).
+    Folded("memory_namespace_tally_deltas", "memory_namespace_tallies", {"scope": "text", "status": "text"},
+           NAMESPACE_COUNTS, {"first_at": ("min", "least"), "last_at": ("max", "greatest")}),
+    Folded("memory_relationship_tally_deltas", "memory_relationship_tallies", {"relation_type": "text"}, ("n",)),
+)
+
+
+def _fold_one(cursor, kind: Folded) -> tuple[int, int]:
+    """Move one kind's deltas into its tallies and delete the tallies left counting nothing:
+    (deltas folded, tallies deleted)."""
+    key = ["org_id", *kind.key]
+    columns = [*key, *kind.counts, *kind.kept]
+    nonzero = " OR ".join(f"{count} <> 0" for count in kind.counts)
+    zero = " AND ".join(f"{{t}}.{count} = 0" for count in kind.counts)
+    summed = ", ".join([*(f"sum({count}) AS {count}" for count in kind.counts),
+                        *(f"{aggregate}({column}) AS {column}" for column, (aggregate, _) in kind.kept.items())])
+    merged = ", ".join([*(f"{count} = t.{count} + excluded.{count}" for count in kind.counts),
+                        *(f"{column} = {merge}(t.{column}, excluded.{column})"
+                          for column, (_, merge) in kind.kept.items())])
+    cursor.execute(f"""
+        WITH moved AS (DELETE FROM {kind.deltas} RETURNING {", ".join(columns)}),
+        summed AS (SELECT {", ".join(key)}, {summed}, count(*) AS deltas FROM moved GROUP BY {", ".join(key)}),
+        upserted AS (
+            INSERT INTO {kind.tallies} AS t ({", ".join(columns)})
+            SELECT {", ".join(columns)} FROM summed WHERE {nonzero}
+            ON CONFLICT ({", ".join(key)}) DO UPDATE SET {merged}
+            RETURNING {", ".join(columns)}
+        )
+        SELECT (SELECT coalesce(sum(deltas), 0) FROM summed), {", ".join(f"array_agg({column})" for column in key)}
+        FROM upserted u WHERE {zero.format(t="u")}
+    """)
+    folded, *emptied_keys = cursor.fetchone()
+    if not emptied_keys[0]:
+        return int(folded), 0
+    types = ["uuid", *kind.key.values()]
+    cursor.execute(f"""
+        DELETE FROM {kind.tallies} t
+        USING unnest({", ".join(f"%s::{type_}[]" for type_ in types)}) e({", ".join(key)})
+        WHERE {" AND ".join(f"t.{column} = e.{column}" for column in key)} AND {zero.format(t="t")}
+    """, emptied_keys)
+    return int(folded), cursor.rowcount
+
+
 def fold() -> dict:
     """Move every organisation's deltas into its tallies, in one transaction, as the service
     account; the tallies that count nothing any more are deleted. Readers never wait for it,
@@ -276,115 +336,11 @@ def fold() -> dict:
     with service_account(), database.exclusive_transaction(FOLD_LOCK) as cursor:
         if cursor is None:
             return {"folded": 0, "emptied": 0, "skipped": True}
-        cursor.execute("""
-            WITH moved AS (DELETE FROM memory_tally_deltas RETURNING *),
-            summed AS (
-                SELECT org_id, agent_id, status, category, memory_type, sum(n) AS n, sum(expiring) AS expiring,
-                       sum(embedding_pending) AS embedding_pending, sum(not_decaying) AS not_decaying,
-                       count(*) AS deltas
-                FROM moved GROUP BY org_id, agent_id, status, category, memory_type
-            ), upserted AS (
-                INSERT INTO memory_tallies AS t (org_id, agent_id, status, category, memory_type, n, expiring,
-                                                 embedding_pending, not_decaying)
-                SELECT org_id, agent_id, status, category, memory_type, n, expiring, embedding_pending, not_decaying
-                FROM summed WHERE n <> 0 OR expiring <> 0 OR embedding_pending <> 0 OR not_decaying <> 0
-                ON CONFLICT (org_id, agent_id, status, category, memory_type) DO UPDATE
-                SET n = t.n + excluded.n, expiring = t.expiring + excluded.expiring,
-                    embedding_pending = t.embedding_pending + excluded.embedding_pending,
-                    not_decaying = t.not_decaying + excluded.not_decaying
-                RETURNING org_id, agent_id, status, category, memory_type, n, expiring, embedding_pending,
-                          not_decaying
-            )
-            SELECT (SELECT coalesce(sum(deltas), 0) FROM summed),
-                   array_agg(org_id), array_agg(agent_id), array_agg(status), array_agg(category),
-                   array_agg(memory_type)
-            FROM upserted WHERE n = 0 AND expiring = 0 AND embedding_pending = 0 AND not_decaying = 0
-        """)
-        folded, orgs, agents, statuses, categories, types = cursor.fetchone()
-        emptied = 0
-        if orgs:
-            cursor.execute("""
-                DELETE FROM memory_tallies t
-                USING unnest(%s::uuid[], %s::uuid[], %s::text[], %s::text[], %s::text[])
-                      e(org_id, agent_id, status, category, memory_type)
-                WHERE t.org_id = e.org_id AND t.agent_id = e.agent_id AND t.status = e.status
-                  AND t.category = e.category AND t.memory_type = e.memory_type
-                  AND t.n = 0 AND t.expiring = 0 AND t.embedding_pending = 0 AND t.not_decaying = 0
-            """, [orgs, agents, statuses, categories, types])
-            emptied = cursor.rowcount
-        cursor.execute("""
-            WITH moved AS (DELETE FROM memory_day_tally_deltas RETURNING org_id, day, created),
-            summed AS (SELECT org_id, day, sum(created) AS created, count(*) AS deltas FROM moved GROUP BY org_id, day),
-            upserted AS (
-                INSERT INTO memory_day_tallies AS t (org_id, day, created)
-                SELECT org_id, day, created FROM summed WHERE created <> 0
-                ON CONFLICT (org_id, day) DO UPDATE SET created = t.created + excluded.created
-                RETURNING org_id, day, created
-            )
-            SELECT (SELECT coalesce(sum(deltas), 0) FROM summed), array_agg(org_id), array_agg(day)
-            FROM upserted WHERE created = 0
-        """)
-        days_folded, orgs, days = cursor.fetchone()
-        folded += days_folded
-        if orgs:
-            cursor.execute("DELETE FROM memory_day_tallies t USING unnest(%s::uuid[], %s::date[]) e(org_id, day) "
-                           "WHERE t.org_id = e.org_id AND t.day = e.day AND t.created = 0", [orgs, days])
-            emptied += cursor.rowcount
-        # A namespace whose memories are all gone loses its row (its name may be a person's:
-        # an erasure of it leaves none here after the next fold).
-        cursor.execute("""
-            WITH moved AS (DELETE FROM memory_namespace_tally_deltas RETURNING *),
-            summed AS (
-                SELECT org_id, scope, status, sum(n) AS n, sum(items) AS items, sum(expiring) AS expiring,
-                       sum(expiring_items) AS expiring_items, min(first_at) AS first_at, max(last_at) AS last_at,
-                       count(*) AS deltas
-                FROM moved GROUP BY org_id, scope, status
-            ), upserted AS (
-                INSERT INTO memory_namespace_tallies AS t (org_id, scope, status, n, items, expiring, expiring_items,
-                                                           first_at, last_at)
-                SELECT org_id, scope, status, n, items, expiring, expiring_items, first_at, last_at FROM summed
-                WHERE n <> 0 OR items <> 0 OR expiring <> 0 OR expiring_items <> 0
-                ON CONFLICT (org_id, scope, status) DO UPDATE
-                SET n = t.n + excluded.n, items = t.items + excluded.items, expiring = t.expiring + excluded.expiring,
-                    expiring_items = t.expiring_items + excluded.expiring_items,
-                    first_at = least(t.first_at, excluded.first_at), last_at = greatest(t.last_at, excluded.last_at)
-                RETURNING org_id, scope, status, n, items, expiring, expiring_items
-            )
-            SELECT (SELECT coalesce(sum(deltas), 0) FROM summed), array_agg(u.org_id), array_agg(u.scope),
-                   array_agg(u.status)
-            FROM upserted u WHERE n = 0 AND items = 0 AND expiring = 0 AND expiring_items = 0
-        """)
-        namespaces_folded, orgs, scopes, statuses = cursor.fetchone()
-        folded += namespaces_folded
-        if orgs:
-            cursor.execute("""
-                DELETE FROM memory_namespace_tallies t
-                USING unnest(%s::uuid[], %s::text[], %s::text[]) e(org_id, scope, status)
-                WHERE t.org_id = e.org_id AND t.scope = e.scope AND t.status = e.status
-                  AND t.n = 0 AND t.items = 0 AND t.expiring = 0 AND t.expiring_items = 0
-            """, [orgs, scopes, statuses])
-            emptied += cursor.rowcount
-        cursor.execute("""
-            WITH moved AS (DELETE FROM memory_relationship_tally_deltas RETURNING org_id, relation_type, n),
-            summed AS (SELECT org_id, relation_type, sum(n) AS n, count(*) AS deltas FROM moved
-                       GROUP BY org_id, relation_type),
-            upserted AS (
-                INSERT INTO memory_relationship_tallies AS t (org_id, relation_type, n)
-                SELECT org_id, relation_type, n FROM summed WHERE n <> 0
-                ON CONFLICT (org_id, relation_type) DO UPDATE SET n = t.n + excluded.n
-                RETURNING org_id, relation_type, n
-            )
-            SELECT (SELECT coalesce(sum(deltas), 0) FROM summed), array_agg(org_id), array_agg(relation_type)
-            FROM upserted WHERE n = 0
-        """)
-        relationships_folded, orgs, types = cursor.fetchone()
-        folded += relationships_folded
-        if orgs:
-            cursor.execute("DELETE FROM memory_relationship_tallies t USING unnest(%s::uuid[], %s::text[]) "
-                           "e(org_id, relation_type) WHERE t.org_id = e.org_id AND t.relation_type = e.relation_type "
-                           "AND t.n = 0", [orgs, types])
-            emptied += cursor.rowcount
-    done = {"folded": int(folded), "emptied": emptied, "seconds": round(time.monotonic() - started, 3)}
+        folded = emptied = 0
+        for kind in FOLDED:
+            moved, deleted = _fold_one(cursor, kind)
+            folded, emptied = folded + moved, emptied + deleted
+    done = {"folded": folded, "emptied": emptied, "seconds": round(time.monotonic() - started, 3)}
     if folded:
         logger.info("memory tallies folded", extra=done)
     return done
