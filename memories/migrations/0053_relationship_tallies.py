@@ -14,7 +14,9 @@ application sets it), and the counts follow the flags:
   other memory is not deleted (an AFTER trigger on memories: the rows a statement deleted or
   restored together are all visible to it, so a relationship between two of them is counted
   out or in once). Two transactions deleting a relationship's two memories at once meet on its
-  row: the second one's UPDATE waits for the first and then finds it uncounted;
+  row: the second one's UPDATE waits for the first and then finds it uncounted (what no lock
+  orders, a relationship made while a plain UPDATE deletes its memory, or two restores at once,
+  memories.lifecycle.tallies.repair_relationships sets right within the hour);
 - a memory deleted for good takes its relationships with it (erasure deletes them first, the
   foreign keys cascade): each counted one is counted out as it goes, so a hard delete reads
   nothing more than it did;
