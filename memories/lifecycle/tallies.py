@@ -412,7 +412,6 @@ def rebuild(org_id) -> int:
         cursor.execute("DELETE FROM memory_day_tallies WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_namespace_tally_deltas WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_namespace_tallies WHERE org_id = %s", [org_id])
-        cursor.execute("DELETE FROM memory_relationship_tally_deltas WHERE org_id = %s", [org_id])
         cursor.execute("DELETE FROM memory_relationship_tallies WHERE org_id = %s", [org_id])
         # ON CONFLICT (never met) keeps a Citus cluster from writing by COPY (as lexicon.rebuild).
         cursor.execute(f"""
@@ -435,8 +434,8 @@ def rebuild(org_id) -> int:
             ON CONFLICT (org_id, scope, status) DO UPDATE SET n = excluded.n
         """, [org_id, org_id])
         written += cursor.rowcount
-        # Each relationship's flag set again from its memories (its triggers append deltas,
-        # deleted below with what they changed), then the types counted from the flags.
+        # Each relationship's flag set again from its memories (its triggers append deltas:
+        # deleted with those kept before), then the types counted again from the memories.
         cursor.execute(f"UPDATE memory_relationships r SET counted = NOT r.counted "
                        f"WHERE org_id = %s AND r.counted <> ({ENDS_KEPT})", [org_id])
         cursor.execute("DELETE FROM memory_relationship_tally_deltas WHERE org_id = %s", [org_id])

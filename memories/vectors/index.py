@@ -110,6 +110,11 @@ class OwnKind:
     prefix: str  # its indexes' names: the prefix and the org id's hex
     condition: str  # what its rows are beyond the tenant's live memories ("" for all of them)
 
+    @property
+    def rows(self) -> str:
+        """Its rows within the tenant's, in SQL: the live ones, and of them those of `condition`."""
+        return f"{LIVE_PREDICATE} AND {self.condition}" if self.condition else LIVE_PREDICATE
+
 
 # A tenant's live memories: what its searches of memories walk.
 MEMORIES = OwnKind("memories", "memories_ann_org_", "")
@@ -128,11 +133,10 @@ def tenant_index_sql(org_id, kind: OwnKind = MEMORIES, *, concurrently: bool = T
     """CREATE INDEX for one tenant's live vectors of this kind (the org id is a parsed UUID, so
     inlining it is safe; the planner needs it as a literal to match the predicate)."""
     org = uuid.UUID(str(org_id))
-    condition = f" AND {kind.condition}" if kind.condition else ""
     return (
         f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {tenant_index_name(org, kind)} "
         f"ON memories USING hnsw (embedding vector_cosine_ops) WITH ({hnsw_options()}) "
-        f"WHERE org_id = '{org}' AND {LIVE_PREDICATE}{condition}"
+        f"WHERE org_id = '{org}' AND {kind.rows}"
     )
 
 
@@ -163,11 +167,10 @@ def _sizes(kind: OwnKind, at_least: int, using: str) -> dict:
     Pending embeddings included: the narrow partial indexes answer it (memories_agent_live for
     the memories, memories_store_namespaces for the store items), where requiring the vector
     would read the 2 GB covering index at 1M rows."""
-    condition = f" AND {kind.condition}" if kind.condition else ""
     with connections[using].cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT org_id, count(*) FROM memories WHERE {LIVE_PREDICATE}{condition}
+            SELECT org_id, count(*) FROM memories WHERE {kind.rows}
             GROUP BY org_id HAVING count(*) >= %s ORDER BY count(*) DESC, org_id
             """,
             [at_least],
