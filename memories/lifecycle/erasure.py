@@ -33,10 +33,11 @@ A write into the scope while the erasure runs is not erased (it is not yet visib
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import redis
 from django.db import DatabaseError, connection, transaction
@@ -54,18 +55,18 @@ from tenants.context import tenant_context
 logger = logging.getLogger(__name__)
 
 BATCH = 5_000  # memories deleted per statement, so a long erasure can show its progress
-# What refers to a memory, deleted before it: (the count's name, the table, the condition on a
-# batch of memory ids, each %s the batch).
+# What refers to a memory, deleted before it: (the count's name, the table, its columns that
+# may name one).
 REFERRING = (
-    ("versions", "memory_versions", "memory_id = ANY(%s)"),
-    ("relationships", "memory_relationships", "(source_id = ANY(%s) OR target_id = ANY(%s))"),
-    ("tags", "memory_tags", "memory_id = ANY(%s)"),
-    ("usage", "memory_usage", "memory_id = ANY(%s)"),
-    ("artifact_links", "memory_artifacts", "memory_id = ANY(%s)"),
-    ("duplicate_candidates", "memory_duplicate_candidates", "(memory_id = ANY(%s) OR candidate_id = ANY(%s))"),
-    ("entity_links", "memory_entities", "memory_id = ANY(%s)"),
-    ("other_model_vectors", "memory_embeddings", "memory_id = ANY(%s)"),
-    ("provenance", "provenance", "memory_id = ANY(%s)"),
+    ("versions", "memory_versions", ("memory_id",)),
+    ("relationships", "memory_relationships", ("source_id", "target_id")),
+    ("tags", "memory_tags", ("memory_id",)),
+    ("usage", "memory_usage", ("memory_id",)),
+    ("artifact_links", "memory_artifacts", ("memory_id",)),
+    ("duplicate_candidates", "memory_duplicate_candidates", ("memory_id", "candidate_id")),
+    ("entity_links", "memory_entities", ("memory_id",)),
+    ("other_model_vectors", "memory_embeddings", ("memory_id",)),
+    ("provenance", "provenance", ("memory_id",)),
 )
 UUID_PATTERN = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
@@ -165,27 +166,45 @@ class Outcome:
 def memories_digest(memory_ids) -> str:
     """Which memories a scope holds, in a few characters that say nothing of them: what a
     confirmation names, so that an erasure confirmed for some memories erases exactly those."""
-    joined = "\n".join(sorted(str(memory_id) for memory_id in memory_ids))
-    return hashlib.sha256(joined.encode()).hexdigest()[:32]
+    digest = _Digest()
+    digest.add(sorted(str(memory_id) for memory_id in memory_ids))
+    return digest.hexdigest()
+
+
+class _Digest:
+    """memories_digest hashed as the ids come, in their order: the database's order of uuids is
+    the order of their text, so ids read ORDER BY id hash as memories_digest sorts them."""
+
+    def __init__(self):
+        self._hash = hashlib.sha256()
+        self._separator = b""
+
+    def add(self, memory_ids) -> None:
+        if memory_ids:
+            self._hash.update(self._separator + "\n".join(str(memory_id) for memory_id in memory_ids).encode())
+            self._separator = b"\n"
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()[:32]
 
 
 def erase(org_id, scope: ErasureScope, *, via: str, agent_id=None, user_id=None, dry_run: bool = False,
           expected_digest: str | None = None, progress: Callable[[int, int], None] | None = None) -> Outcome:
     """Erase the scope's memories and everything they left, as the organisation the caller has
     set (the API's key, a command's tenant_context). Raises NotFound when the scope holds
-    nothing to erase. A dry run counts what would go (_count: the erasure's conditions, read
-    and not deleted) and changes nothing. With expected_digest (a dry run's digest), it erases
+    nothing to erase. A dry run counts what would go (_count: the rows _erase deletes, read and
+    not deleted) and changes nothing. With expected_digest (a dry run's digest), it erases
     only if the scope holds exactly the memories counted then, and otherwise raises Conflict
     (`scope_changed`), erasing nothing.
-    progress(done, total) is called as the memories go."""
+    progress(done, total) is called as the memories go. Either holds a batch of ids at a time,
+    whatever the scope's size."""
     with transaction.atomic(), connection.cursor() as cursor:
         if dry_run:
-            counts, memory_ids = _count(cursor, org_id, scope)
+            counts, digest = _count(cursor, org_id, scope)
         else:
-            counts, memory_ids = _erase(cursor, org_id, scope, progress)
+            counts, digest = _erase(cursor, org_id, scope, progress)
         if not any(counts.values()):
             raise NotFound(f"nothing to erase in {scope.describe()}")
-        digest = memories_digest(memory_ids)
         if expected_digest is not None and digest != expected_digest:
             raise Conflict(f"{scope.describe()} changed since its memories were counted (it holds "
                            f"{counts['memories']} now); nothing was erased", code="scope_changed")
@@ -270,108 +289,303 @@ def erase_status(*, org_id, job_id: str) -> ErasureStatus | None:
                          total=job.meta.get("total", 0), result=result)
 
 
-def _erase(cursor, org_id, scope: ErasureScope, progress) -> tuple[dict, list]:
-    """The deletes, as arrays of ids named in each statement (a statement that names the
-    organisation and its ids goes to the one node holding it on a Citus cluster, which
-    refuses a temporary table joined into a DELETE of a distributed one). Returns the rows
-    deleted by kind, and the memories' ids."""
-    counts = {"memories": 0}  # first: what a reader looks for
-    erased = _Erased.find(cursor, org_id, scope)
-    memory_ids, total = erased.memory_ids, len(erased.memory_ids)
+def _erase(cursor, org_id, scope: ErasureScope, progress) -> tuple[dict, str]:
+    """The deletes, a batch of the scope's memories at a time: what refers to them, the
+    memories, then what only they held (_going). Ids are named in each statement as arrays (a
+    statement that names the organisation and its ids goes to the one node holding it on a
+    Citus cluster, which refuses a temporary table joined into a DELETE of a distributed one).
+    Returns the rows deleted by kind, and the memories' digest."""
+    counts = _counted(scope)
+    total = memory_count(org_id, scope) if progress else 0
+    digest, queries = _Digest(), _ForgottenQueries()
 
-    def delete(name: str, table: str, where: str, values: list) -> None:
-        cursor.execute(f"DELETE FROM {table} WHERE {where}", values)
-        counts[name] = counts.get(name, 0) + cursor.rowcount
+    def delete(name: str, table: str, where: str, values: list, returning: str = "") -> list:
+        cursor.execute(f"DELETE FROM {table} WHERE {where}" + (f" RETURNING {returning}" if returning else ""),
+                       values)
+        counts[name] += cursor.rowcount
+        return [row[0] for row in cursor.fetchall()] if returning else []
 
+    def delete_going(*, entities=(), artifacts=(), events=()) -> list:
+        """What goes once nothing kept refers to it; returns the entities' ids that went."""
+        gone = []
+        for name, table, where, values, cleared in _going(org_id, ("TRUE", []), entities=list(entities),
+                                                          artifacts=list(artifacts), events=list(events)):
+            if cleared:
+                clear_references(cleared, org_id=org_id, rows=Rows(f"SELECT id FROM {table} WHERE {where}",
+                                                                   tuple(values)))
+            returned = delete(name, table, where, values, RETURNING.get(name, ""))
+            if name == "entities":
+                gone = returned
+            elif name == "retrieval_events":
+                queries.forget(returned)
+        return gone
+
+    # The idempotency records that name one of the memories: found while the memories are there.
+    delete(*_idempotency(org_id, scope))
     # The memories in batches, each with what refers to it first. Other memories may point at
     # them (superseded_by, merged_into), and so may one erased in a later batch than the
     # memory it points at: emptied first, as ON DELETE SET NULL did.
-    for start in range(0, total, BATCH):
-        batch = memory_ids[start:start + BATCH]
+    for batch in _in_batches(*_scope_memories(org_id, scope)):
+        digest.add(batch)
+        linked = _linked(cursor, org_id, batch)
         for name, table, where, values in _referring(org_id, batch):
             delete(name, table, where, values)
         clear_references("memories", org_id=org_id, rows=batch)
         delete("memories", "memories", "org_id = %s AND id = ANY(%s)", [org_id, batch])
+        entities = delete_going(**linked)
+        delete(*_admin_log([*batch, *entities]))
         if progress:
-            progress(counts["memories"], total)
+            progress(counts["memories"], max(total, counts["memories"]))
+    # What the scope held of its own beside its memories' (under the namespace, or the whole
+    # organisation's, and the searches asked in it), a batch at a time.
+    for kind, sql, values in _owned(org_id, scope):
+        for batch in _in_batches(sql, values):
+            delete(*_admin_log(delete_going(**{kind: batch})))
+    sessions, session_params = _sessions(scope)
+    if sessions:  # the memories of the session out of the scope stay, without it
+        where, values = f"s.org_id = %s AND {sessions}", [org_id, *session_params]
+        clear_references("sessions", org_id=org_id, rows=Rows(f"SELECT s.id FROM sessions s WHERE {where}",
+                                                              tuple(values)))
+        delete("sessions", "sessions s", where, values)
 
-    for name, table, where, values, cleared in _afterwards(org_id, scope, erased):
-        if cleared:  # what refers to these rows and stays, emptied first
-            clear_references(cleared, org_id=org_id, rows=Rows(f"SELECT id FROM {table} WHERE {where}", tuple(values)))
-        delete(name, table, where, values)
-
-    queries = [query for _, query in erased.events]
-    erased_ids = [str(id) for id in memory_ids]
-    transaction.on_commit(lambda: forget_in_redis(org_id, erased_ids, queries))
-    return counts, memory_ids
+    transaction.on_commit(lambda: forget_in_redis(org_id))
+    return counts, digest.hexdigest()
 
 
-def _count(cursor, org_id, scope: ErasureScope) -> tuple[dict, list]:
-    """What _erase would delete, by kind, and the memories' ids, counted by the same conditions
-    (_referring, _afterwards) without deleting anything: reads in proportion to the scope, where
-    the erasure rolled back wrote and undid every row of it. Each condition holds of the same
-    rows whether the memories are still there or already gone, so a count before and a delete
-    after agree (tests/memories/api/test_erasure.py compares them for every kind of scope)."""
-    counts = {"memories": 0}
-    erased = _Erased.find(cursor, org_id, scope)
+def _count(cursor, org_id, scope: ErasureScope) -> tuple[dict, str]:
+    """What _erase would delete, by kind, and the memories' digest, without deleting anything:
+    the rows it deletes batch by batch, counted at once by what they are (_going with the
+    memories kept being those out of the scope; tests/memories/api/test_erasure.py compares the
+    counts with the erasure's for every kind of scope). Reads in proportion to the scope."""
+    counts = _counted(scope)
+    digest = _Digest()
 
     def count(name: str, table: str, where: str, values: list) -> None:
         cursor.execute(f"SELECT count(*) FROM {table} WHERE {where}", values)
-        counts[name] = counts.get(name, 0) + cursor.fetchone()[0]
+        counts[name] += cursor.fetchone()[0]
 
-    if erased.memory_ids:
-        for name, table, where, values in _referring(org_id, erased.memory_ids):
-            count(name, table, where, values)
-        counts["memories"] = len(erased.memory_ids)
-    for name, table, where, values, _ in _afterwards(org_id, scope, erased):
+    count(*_idempotency(org_id, scope))
+    for batch in _in_batches(*_scope_memories(org_id, scope)):
+        digest.add(batch)
+        counts["memories"] += len(batch)
+        count(*_admin_log(batch))
+    in_scope, in_scope_params = scope.memories("m")
+    memories = Rows(f"SELECT m.id FROM memories m WHERE m.org_id = %s AND {in_scope}", (org_id, *in_scope_params))
+    for name, table, where, values in _referring(org_id, memories):
         count(name, table, where, values)
-    return counts, erased.memory_ids
+    candidates = _candidates(org_id, scope, memories)
+    # A link to a memory out of the scope keeps an entity or artifact (none is, when it is all).
+    kept = (f"({in_scope}) IS NOT TRUE", in_scope_params) if in_scope != "TRUE" else None
+    for name, table, where, values, _ in _going(org_id, kept, **candidates):
+        if name == "entities":  # and the admin log's lines about them
+            for batch in _in_batches(f"SELECT e.id FROM {table} WHERE {where} ORDER BY e.id", values):
+                counts[name] += len(batch)
+                count(*_admin_log(batch))
+        else:
+            count(name, table, where, values)
+    sessions, session_params = _sessions(scope)
+    if sessions:
+        count("sessions", "sessions s", f"s.org_id = %s AND {sessions}", [org_id, *session_params])
+    return counts, digest.hexdigest()
 
 
-@dataclass
-class _Erased:
-    """The ids an erasure names in its statements: the scope's memories (oldest first), and the
-    entities, artifacts and retrieval events that may go with them."""
+# What an erasure counts, in the order a reader reads them (the memories first).
+KINDS = ("memories", "versions", "relationships", "tags", "usage", "artifact_links", "duplicate_candidates",
+         "entity_links", "other_model_vectors", "provenance", "entity_aliases", "entities", "artifacts",
+         "retrieval_events", "idempotency_records", "sessions", "admin_log")
 
-    memory_ids: list
-    entity_ids: list
-    artifact_ids: list
-    events: list  # (id, query)
 
-    @classmethod
-    def find(cls, cursor, org_id, scope: ErasureScope) -> _Erased:
-        where, params = scope.memories("m")
-        cursor.execute(f"SELECT m.id FROM memories m WHERE m.org_id = %s AND {where} ORDER BY m.created_at, m.id",
-                       [org_id, *params])
-        memory_ids = [row[0] for row in cursor.fetchall()]
-        # What only they (or the scope) hold: entities, artifacts, retrieval events.
-        own_entities, own_params = _or_under(scope, "e.scope")
-        cursor.execute(f"""
-            SELECT DISTINCT e.id FROM entities e
-            WHERE e.org_id = %s AND (e.id IN (SELECT me.entity_id FROM memory_entities me
-                                              WHERE me.org_id = %s AND me.memory_id = ANY(%s::uuid[])) OR {own_entities})
-        """, [org_id, org_id, memory_ids, *own_params])
-        entity_ids = [row[0] for row in cursor.fetchall()]
-        own_artifacts, own_artifact_params = _or_under(scope, "a.scope")
-        cursor.execute(f"""
-            SELECT a.id FROM artifacts a
-            WHERE a.org_id = %s AND (a.id IN (SELECT ma.artifact_id FROM memory_artifacts ma
-                                              WHERE ma.org_id = %s AND ma.memory_id = ANY(%s::uuid[])) OR {own_artifacts})
-        """, [org_id, org_id, memory_ids, *own_artifact_params])
-        artifact_ids = [row[0] for row in cursor.fetchall()]
-        # Those that returned one of the memories (the index on returned_memory_ids, memories
-        # migration 0043), and those asked in the scope: two statements, each on its index,
-        # where one with OR between them reads every event of the organisation.
-        events = {}
-        if memory_ids:
-            cursor.execute(RETURNING_ANY_SQL, [memory_ids, org_id])
-            events.update(cursor.fetchall())
-        asked, asked_params = _events_asked(scope)
-        if asked != "FALSE":
-            cursor.execute(f"SELECT r.id, r.query FROM retrieval_events r WHERE r.org_id = %s AND {asked}",
-                           [org_id, *asked_params])
-            events.update(cursor.fetchall())
-        return cls(memory_ids, entity_ids, artifact_ids, list(events.items()))
+def _counted(scope: ErasureScope) -> dict:
+    """The counts of an erasure of the scope, at nothing yet: every kind, but the sessions only
+    for a scope that erases sessions (a session erased within a key's namespaces stays)."""
+    return dict.fromkeys((kind for kind in KINDS if kind != "sessions" or _sessions(scope)[0]), 0)
+
+
+# What _erase reads back of the rows _going deletes: the entities' ids (the admin log's lines
+# about them go too), the searches' queries (their cached embeddings go).
+RETURNING = {"entities": "e.id", "retrieval_events": "query"}
+
+
+def _in_batches(sql: str, values: list) -> Iterator[list]:
+    """The first column of a query's rows, a batch at a time, from a cursor the server keeps:
+    it reads them from the one snapshot it opened with, so rows the transaction deletes
+    meanwhile (or others write) do not change what it reads, and a batch at a time is all the
+    process holds. Planned for every row (cursor_tuple_fraction 1), as a statement is."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL cursor_tuple_fraction = 1")
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, values)
+        while rows := cursor.fetchmany(BATCH):
+            yield [row[0] for row in rows]
+
+
+def _scope_memories(org_id, scope: ErasureScope) -> tuple[str, list]:
+    """The scope's memories in key order: the order of memories_digest."""
+    where, params = scope.memories("m")
+    return f"SELECT m.id FROM memories m WHERE m.org_id = %s AND {where} ORDER BY m.id", [org_id, *params]
+
+
+def _in(column: str, rows: Rows | list) -> tuple[str, list]:
+    """`column` is one of `rows`: ids named in the statement (a batch), or a query of them."""
+    if isinstance(rows, Rows):
+        return f"{column} IN ({rows.sql})", list(rows.params)
+    return f"{column} = ANY(%s::uuid[])", [rows]
+
+
+def _referring(org_id, memories: Rows | list) -> list[tuple[str, str, str, list]]:
+    """(the count's name, the table, the condition, its values) of what refers to these memories.
+    A row with two columns that may name one (a relationship's ends) is found by each on its
+    index: OR between two subqueries would be read as a subquery per row (not hashed once the
+    memories outgrow work_mem); between two arrays it is a bitmap OR of two index scans."""
+    steps = []
+    for name, table, columns in REFERRING:
+        conditions = [_in(column, memories) for column in columns]
+        if isinstance(memories, Rows) and len(columns) > 1:
+            either = " UNION ".join(f"SELECT id FROM {table} WHERE org_id = %s AND {sql}" for sql, _ in conditions)
+            steps.append((name, table, f"org_id = %s AND id IN ({either})",
+                          [org_id, *(value for _, values in conditions for value in (org_id, *values))]))
+        else:
+            steps.append((name, table, "org_id = %s AND (" + " OR ".join(sql for sql, _ in conditions) + ")",
+                          [org_id, *(value for _, values in conditions for value in values)]))
+    return steps
+
+
+def _linked(cursor, org_id, memory_ids: list) -> dict:
+    """The entities, artifacts and retrieval events these memories refer to or were returned
+    by: what may go with them (_going's arguments)."""
+    linked = {}
+    for kind, column, table in (("entities", "entity_id", "memory_entities"),
+                                ("artifacts", "artifact_id", "memory_artifacts")):
+        cursor.execute(f"SELECT DISTINCT {column} FROM {table} WHERE org_id = %s AND memory_id = ANY(%s::uuid[])",
+                       [org_id, memory_ids])
+        linked[kind] = [row[0] for row in cursor.fetchall()]
+    cursor.execute(RETURNING_ANY_SQL, [memory_ids, org_id])
+    linked["events"] = list({row[0] for row in cursor.fetchall()})
+    return linked
+
+
+def _candidates(org_id, scope: ErasureScope, memories: Rows) -> dict:
+    """_linked and _owned at once, as queries (a dry run's)."""
+    candidates = {}
+    for kind, column, table, alias in (("entities", "entity_id", "memory_entities", "e"),
+                                       ("artifacts", "artifact_id", "memory_artifacts", "a")):
+        under = scope.under(f"{alias}.scope")
+        if under and under[0] == "TRUE":  # all the organisation's (and Citus plans no UNION of them)
+            candidates[kind] = Rows(f"SELECT {alias}.id FROM {kind} {alias} WHERE {alias}.org_id = %s", (org_id,))
+            continue
+        sql = f"SELECT {column} FROM {table} WHERE org_id = %s AND memory_id IN ({memories.sql})"
+        params = (org_id, *memories.params)
+        if under:
+            sql += f" UNION SELECT {alias}.id FROM {kind} {alias} WHERE {alias}.org_id = %s AND {under[0]}"
+            params += (org_id, *under[1])
+        candidates[kind] = Rows(sql, params)
+    asked, asked_params = _events_asked(scope)
+    sql, params = f"SELECT r.id FROM retrieval_events r WHERE r.org_id = %s AND {asked}", (org_id, *asked_params)
+    if asked != "TRUE":  # and those that returned one of the memories, by the index (RETURNING_ANY_SQL)
+        sql += (f" UNION SELECT r.id FROM ({memories.sql}) AS erased(memory_id) CROSS JOIN LATERAL ("
+                "SELECT r.id FROM retrieval_events r WHERE r.org_id = %s AND r.returned_memory_ids @> ARRAY[erased.memory_id]) r")
+        params += (*memories.params, org_id)
+    candidates["events"] = Rows(sql, params)
+    return candidates
+
+
+def _owned(org_id, scope: ErasureScope) -> list[tuple[str, str, list]]:
+    """(the kind, the query of its ids in key order) of what the scope holds of its own, beside
+    what its memories refer to: the entities and artifacts kept under its namespace (or all the
+    organisation's), the searches asked in it."""
+    owned = []
+    for kind, alias in (("entities", "e"), ("artifacts", "a")):
+        under = scope.under(f"{alias}.scope")
+        if under:
+            owned.append((kind, f"SELECT {alias}.id FROM {kind} {alias} WHERE {alias}.org_id = %s AND {under[0]}"
+                                f" ORDER BY {alias}.id", [org_id, *under[1]]))
+    asked, asked_params = _events_asked(scope)
+    if asked != "FALSE":
+        owned.append(("events", f"SELECT r.id FROM retrieval_events r WHERE r.org_id = %s AND {asked} ORDER BY r.id",
+                      [org_id, *asked_params]))
+    return owned
+
+
+def _going(org_id, kept: tuple[str, list] | None, *, entities: Rows | list, artifacts: Rows | list,
+           events: Rows | list) -> list[tuple[str, str, str, list, str | None]]:
+    """(the count's name, the table as an alias, the condition, its values, the table whose
+    references to the rows are emptied first or None) of what goes with erased memories: of
+    `entities` and `artifacts` (ids, or a query of them) those no memory kept links to (`kept`:
+    the condition on a linked memory m that keeps them; TRUE once the erased ones are gone, None
+    when none is: a condition false throughout keeps Citus from seeing the statement's tables
+    on one node),
+    and the retrieval `events`, with their aliases and provenance. A provenance row has one
+    subject: these are none of the memories' (deleted with them)."""
+    if not any(isinstance(rows, Rows) or rows for rows in (entities, artifacts, events)):
+        return []
+
+    def unlinked(links: str, column: str, row: str) -> tuple[str, list]:
+        if kept is None:
+            return "TRUE", []
+        kept_sql, kept_params = kept
+        return (f"NOT EXISTS (SELECT 1 FROM {links} l JOIN memories m ON m.org_id = l.org_id AND m.id = l.memory_id"
+                f" WHERE l.org_id = %s AND l.{column} = {row} AND {kept_sql})", [org_id, *kept_params])
+
+    events_in, events_params = _in("p.retrieval_event_id", events)
+    artifact_in, artifact_params = _in("p.artifact_id", artifacts)
+    artifact_left, artifact_left_params = unlinked("memory_artifacts", "artifact_id", "p.artifact_id")
+    entity_in, entity_params = _in("e.id", entities)
+    entity_left, entity_left_params = unlinked("memory_entities", "entity_id", "e.id")
+    entities_going = f"e.org_id = %s AND {entity_in} AND {entity_left}"
+    entities_going_params = [org_id, *entity_params, *entity_left_params]
+    artifacts_in, artifacts_params = _in("a.id", artifacts)
+    artifacts_left, artifacts_left_params = unlinked("memory_artifacts", "artifact_id", "a.id")
+    retrieval_in, retrieval_params = _in("id", events)
+    return [  # (a provenance row has exactly one subject: the two are apart)
+        ("provenance", "provenance p", f"p.org_id = %s AND {events_in}", [org_id, *events_params], None),
+        ("provenance", "provenance p", f"p.org_id = %s AND {artifact_in} AND {artifact_left}",
+         [org_id, *artifact_params, *artifact_left_params], None),
+        ("entity_aliases", "entity_aliases", f"org_id = %s AND entity_id IN (SELECT e.id FROM entities e "
+                                             f"WHERE {entities_going})", [org_id, *entities_going_params], None),
+        ("entities", "entities e", entities_going, entities_going_params, None),
+        # An artifact no memory kept links to has no provenance left either (the first step
+        # took it; the foreign key would refuse the delete otherwise).
+        ("artifacts", "artifacts a", f"a.org_id = %s AND {artifacts_in} AND {artifacts_left}",
+         [org_id, *artifacts_params, *artifacts_left_params], None),
+        ("retrieval_events", "retrieval_events", f"org_id = %s AND {retrieval_in}", [org_id, *retrieval_params],
+         "retrieval_events"),
+    ]
+
+
+def _idempotency(org_id, scope: ErasureScope) -> tuple[str, str, str, list]:
+    """The idempotency records whose stored response names one of the scope's memories (read
+    while they are there), or that the erased agent or organisation wrote."""
+    written, written_params = _idempotency_written(scope)
+    in_scope, in_scope_params = scope.memories("m")
+    return ("idempotency_records", "idempotency_records i", f"""i.org_id = %s AND ({written} OR EXISTS (
+            SELECT 1 FROM regexp_matches(i.response_body::text, %s, 'g') AS found(id)
+            JOIN memories m ON m.org_id = %s AND m.id = found.id[1]::uuid WHERE {in_scope}))""",
+            [org_id, *written_params, UUID_PATTERN, org_id, *in_scope_params])
+
+
+def _admin_log(ids: list) -> tuple[str, str, str, list]:
+    """The admin log's lines about these memories or entities (they quote the content)."""
+    return "admin_log", "django_admin_log", "object_id = ANY(%s)", [[str(id) for id in ids]]
+
+
+class _ForgottenQueries:
+    """The cached embeddings of the erased searches' queries, by every model, dropped from Redis
+    as the searches go: a cache, so one dropped for an erasure that then rolls back is computed
+    again when next asked. When Redis is unreachable the first time, it stops trying (it logs;
+    they expire with QUERY_EMBEDDING_CACHE_SECONDS)."""
+
+    def __init__(self):
+        self.reachable = True
+
+    def forget(self, queries: list[str]) -> None:
+        if not (queries and self.reachable):
+            return
+        try:
+            cache.client().delete(*[key for query in set(queries) for key in cache.query_keys(query)])
+        except redis.RedisError as exc:
+            self.reachable = False
+            logger.warning("erased searches' cached query embeddings not removed from Redis (%s)",
+                           type(exc).__name__)
 
 
 # The retrieval events that returned any of some memories, by the GIN index on
@@ -387,61 +601,6 @@ RETURNING_ANY_SQL = """
     CROSS JOIN LATERAL (SELECT r.id, r.query FROM retrieval_events r
                         WHERE r.org_id = %s AND r.returned_memory_ids @> ARRAY[erased.memory_id]) AS r
 """
-
-
-def _referring(org_id, memory_ids: list) -> list[tuple[str, str, str, list]]:
-    """(the count's name, the table, the condition, its values) of what refers to these memories."""
-    return [(name, table, f"org_id = %s AND {condition}", [org_id, *[memory_ids] * condition.count("%s")])
-            for name, table, condition in REFERRING]
-
-
-def _afterwards(org_id, scope: ErasureScope, erased: _Erased) -> list[tuple[str, str, str, list, str | None]]:
-    """(the count's name, the table as an alias, the condition, its values, the table whose
-    references to the rows are emptied first or None) of what goes after the memories: what
-    nothing refers to any more. Each condition names the erased memories' rows as gone
-    (`NOT ... = ANY(memories)`), so it picks the same rows before the memories are deleted
-    (a dry run's count) as after (the erasure's delete)."""
-    memory_ids = erased.memory_ids
-    entity_ids, artifact_ids, event_ids = erased.entity_ids, erased.artifact_ids, [id for id, _ in erased.events]
-    linked = ("EXISTS (SELECT 1 FROM memory_artifacts ma WHERE ma.org_id = %s AND ma.artifact_id = {artifact}"
-              " AND NOT ma.memory_id = ANY(%s::uuid[]))")
-    unreferenced = ("NOT EXISTS (SELECT 1 FROM memory_entities me WHERE me.org_id = %s AND me.entity_id = e.id"
-                    " AND NOT me.memory_id = ANY(%s::uuid[]))")
-    steps = [
-        # A provenance row has one subject: these are none of the memories' (deleted with them).
-        ("provenance", "provenance p", f"""p.org_id = %s AND (p.retrieval_event_id = ANY(%s::uuid[])
-            OR p.artifact_id = ANY(%s::uuid[]) AND NOT {linked.format(artifact="p.artifact_id")})""",
-         [org_id, event_ids, artifact_ids, org_id, memory_ids], None),
-        ("entity_aliases", "entity_aliases", f"""org_id = %s AND entity_id IN (
-            SELECT e.id FROM entities e WHERE e.org_id = %s AND e.id = ANY(%s::uuid[]) AND {unreferenced})""",
-         [org_id, org_id, entity_ids, org_id, memory_ids], None),
-        ("entities", "entities e", f"e.org_id = %s AND e.id = ANY(%s::uuid[]) AND {unreferenced}",
-         [org_id, entity_ids, org_id, memory_ids], None),
-        # An artifact no memory kept links to has no provenance left either (the first step
-        # took it; the foreign key would refuse the delete otherwise).
-        ("artifacts", "artifacts a", f"a.org_id = %s AND a.id = ANY(%s::uuid[]) AND NOT {linked.format(artifact='a.id')}",
-         [org_id, artifact_ids, org_id, memory_ids], None),
-        ("retrieval_events", "retrieval_events", "org_id = %s AND id = ANY(%s::uuid[])", [org_id, event_ids],
-         "retrieval_events"),
-    ]
-    kept, kept_params = _idempotency_written(scope)
-    steps.append(("idempotency_records", "idempotency_records i", f"""i.org_id = %s AND ({kept} OR EXISTS (
-            SELECT 1 FROM regexp_matches(i.response_body::text, %s, 'g') AS found(id)
-            WHERE found.id[1]::uuid = ANY(%s::uuid[])))""",
-                  [org_id, *kept_params, UUID_PATTERN, memory_ids], None))
-    sessions, session_params = _sessions(scope)
-    if sessions:  # the memories of the session out of the scope stay, without it
-        steps.append(("sessions", "sessions s", f"s.org_id = %s AND {sessions}", [org_id, *session_params],
-                      "sessions"))
-    # The admin log's lines about what went (they quote the content).
-    steps.append(("admin_log", "django_admin_log", "object_id = ANY(%s)",
-                  [[str(id) for id in [*memory_ids, *entity_ids]]], None))
-    return steps
-
-
-def _or_under(scope: ErasureScope, column: str) -> tuple[str, list]:
-    under = scope.under(column)
-    return under if under else ("FALSE", [])
 
 
 def _events_asked(scope: ErasureScope) -> tuple[str, list]:
@@ -489,27 +648,46 @@ def _sessions(scope: ErasureScope) -> tuple[str | None, list]:
     return None, []
 
 
-def forget_in_redis(org_id, memory_ids: list[str], queries: list[str]) -> None:
-    """The erased memories' places in every hot set and retrieval counter of the
-    organisation, and the cached embeddings of the erased events' queries; then the word
+def forget_in_redis(org_id) -> None:
+    """The places in the organisation's hot sets and retrieval counters of the memories that are
+    no longer there (those just erased), each set read a thousand at a time and checked against
+    the memories: what it reads is bounded by what Redis holds, not by what went. Then the word
     statistics. Run after the erasure commits, so neither failing undoes it: Redis is a cache
     (when it is unreachable this logs and goes on; the hot sets expire, and the counters of
     memories that no longer exist update no row), and the worker folds the statistics every 30 s."""
     client = cache.client()
     try:
-        with client.pipeline(transaction=False) as pipe:
-            for key in client.scan_iter(match=f"{org_id}:hot_memories:*", count=1000):
-                for start in range(0, len(memory_ids), 1000):
-                    pipe.zrem(key, *memory_ids[start:start + 1000])
-            for key in (RETRIEVAL_COUNTS_KEY.format(org_id=org_id), RETRIEVAL_LAST_KEY.format(org_id=org_id)):
-                for start in range(0, len(memory_ids), 1000):
-                    pipe.hdel(key, *memory_ids[start:start + 1000])
-            for query in set(queries):
-                pipe.delete(*cache.query_keys(query))
-            pipe.execute()
+        for key in client.scan_iter(match=cache.HOT_KEY.format(org_id=org_id, agent_id="*"), count=1000, _type="zset"):
+            for members in _chunks(member for member, _ in client.zscan_iter(key, count=1000)):
+                if gone := _not_memories(org_id, members):
+                    client.zrem(key, *gone)
+        for key in (RETRIEVAL_COUNTS_KEY.format(org_id=org_id), RETRIEVAL_LAST_KEY.format(org_id=org_id)):
+            for fields in _chunks(field for field, _ in client.hscan_iter(key, count=1000)):
+                if gone := _not_memories(org_id, fields):
+                    client.hdel(key, *gone)
     except redis.RedisError as exc:
         logger.warning("erased memories not removed from Redis (%s)", type(exc).__name__)
     try:
         lexicon.fold()  # the erased memories' words leave the statistics now, not in 30 s
     except DatabaseError as exc:  # the worker's fold takes them within 30 s
         logger.warning("word statistics not folded after an erasure (%s)", type(exc).__name__)
+
+
+def _chunks(values: Iterator, size: int = 1000) -> Iterator[list]:
+    while chunk := list(itertools.islice(values, size)):
+        yield chunk
+
+
+def _not_memories(org_id, members: list[bytes]) -> list[bytes]:
+    """Those of Redis's members that name no memory of the organisation (as it reads them)."""
+    named = {}
+    for member in members:
+        try:
+            named[member] = uuid.UUID(member.decode())
+        except ValueError:
+            named[member] = None
+    with tenant_context(org_id), connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM memories WHERE org_id = %s AND id = ANY(%s::uuid[])",
+                       [org_id, [id for id in named.values() if id]])
+        there = {row[0] for row in cursor.fetchall()}
+    return [member for member, id in named.items() if id not in there]

@@ -200,8 +200,8 @@ def test_erasing_through_the_api_empties_the_references_to_what_it_erased(tenant
 
 
 def test_a_memory_erased_in_a_later_batch_than_the_one_it_points_at_goes_too(tenant_a, monkeypatch):
-    """The erasure deletes in batches, oldest first: the old memory, erased with the new one
-    that superseded it, still points at it when the new one's batch goes."""
+    """The erasure deletes in batches (by key): the old memory, erased with the new one that
+    superseded it, may still point at it when the new one's batch goes."""
     monkeypatch.setattr(erasure, "BATCH", 1)
     new = factories.memory(org=tenant_a.org, agent=tenant_a.agent, namespace="users/bob", content="Bob drinks tea")
     old = factories.memory(org=tenant_a.org, agent=tenant_a.agent, namespace="users/bob", content="Bob drinks coffee",

@@ -77,6 +77,8 @@ def test_erasing_a_namespace_leaves_no_trace_of_it_anywhere_and_keeps_the_next_u
     # finds nothing to do, and its record expires): no hot set, counter or cache does.
     assert {i: [key for key in redis_values_holding(i) if not key.startswith("rq:")] for i in alice_ids} == (
         dict.fromkeys(alice_ids, []))
+    # Bob's places in the hot set and the retrieval counters stay (they are memories still there).
+    assert {key.split(":")[1] for i in bob_ids for key in redis_values_holding(i)} >= {"hot_memories", "retrievals"}
     # The record says who, what and how much; never what.
     with tenant_context(tenant_a.org.id):
         record = Erasure.objects.get(pk=erased["erasure_id"])
@@ -217,13 +219,17 @@ def test_erasing_an_empty_or_unknown_scope_says_so(api_a):
 
 @pytest.mark.parametrize("kind", ["namespace", "agent", "session", "everything"])
 def test_a_dry_run_counts_by_the_erasures_conditions_exactly_what_it_then_deletes(
-        tenant_a, api_a, api_client_for, kind):
-    """A dry run deletes nothing (erasure._count reads by the conditions _erase deletes by): its
-    counts of every kind of row, and its digest, are those of the erasure confirmed after it, on
-    memories with versions, relationships across the scope's edge, tags, entities of their own
-    and shared, retrieval events, provenance, idempotency records and a session on both sides."""
+        tenant_a, api_a, api_client_for, kind, monkeypatch):
+    """A dry run deletes nothing (erasure._count counts at once what _erase deletes batch by
+    batch): its counts of every kind of row, and its digest, are those of the erasure confirmed
+    after it, on memories with versions, relationships across the scope's edge, tags, entities
+    of their own and shared, retrieval events, provenance, idempotency records and a session on
+    both sides. Two memories to a batch, so that what is shared between batches (an entity, a
+    relationship, a search that returned both) goes once, with the last memory that held it."""
     from tenants.models import Session
     from tests import factories
+
+    monkeypatch.setattr(erasure, "BATCH", 2)
 
     other = factories.agent(org=tenant_a.org, name="the other agent")
     with tenant_context(tenant_a.org.id):  # one under the namespace erased, one across it
