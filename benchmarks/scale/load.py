@@ -427,7 +427,7 @@ class Chunk:
         def edge(source: int, target: int, kind: str, predicate: str = "", metadata: str = "{}"):
             if source != target and (source, target, kind) not in edges:
                 edges[(source, target, kind)] = (
-                    self.uuid(), o.org_id, ids[source], ids[target], kind, predicate, 1.0, 0.8, "{}", metadata,
+                    self.uuid(), o.org_id, ids[source], ids[target], kind, predicate, 1.0, 0.8, "[]", metadata,
                     at(max(created[source], created[target])))
 
         previous_episode: dict[int, int] = {}
