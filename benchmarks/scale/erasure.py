@@ -48,8 +48,14 @@ def command(data_dir: Path, *arguments: str, check: bool = True) -> tuple[float,
 def erased(output: str) -> dict:
     """What the command said it erased (or would): kind -> rows ("... erased memories: 10000,
     versions: 12581 (erasure ...)." or "... would erase memories: 10000, ...")."""
-    listed = re.search(r"(?:would erase|erased) (.+?)(?: \(erasure [^)]*\))?\.(?:\n|$)", output)
-    return {kind.replace(" ", "_"): int(n) for kind, n in re.findall(r"([a-z][a-z ]*): (\d+)", listed.group(1))}
+    return counts_listed(r"(?:would erase|erased) (.+?)(?: \(erasure [^)]*\))?\.(?:\n|$)", output)
+
+
+def counts_listed(pattern: str, output: str) -> dict:
+    """The rows by kind a command's output lists where `pattern`'s group is ("memories: 10000,
+    versions: 12581"), as kind -> rows."""
+    listed = re.search(pattern, output).group(1)
+    return {kind.replace(" ", "_"): int(n) for kind, n in re.findall(r"([a-z][a-z ]*): (\d+)", listed)}
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import machine  # noqa: E402
-from benchmarks.scale.erasure import command  # noqa: E402
+from benchmarks.scale.erasure import command, counts_listed  # noqa: E402
 from benchmarks.scale.run import MARKER, SLUG  # noqa: E402
 
 IMPORTED = "scale-imported"
@@ -34,8 +34,7 @@ IMPORTED = "scale-imported"
 
 def created(output: str) -> dict:
     """What the import said it created: kind -> rows ("...: created memories: 10000, versions: ...")."""
-    listed = re.search(r"created (.+?)\.(?:\n|$)", output)
-    return {kind.replace(" ", "_"): int(n) for kind, n in re.findall(r"([a-z][a-z ]*): (\d+)", listed.group(1))}
+    return counts_listed(r"created (.+?)\.(?:\n|$)", output)
 
 
 def main() -> None:
