@@ -63,6 +63,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=ROOT / ".data" / "bench-scale")
     parser.add_argument("--namespace", help="a namespace prefix to erase first (users/dana: 10,000 memories)")
     parser.add_argument("--all", action="store_true", dest="everything", help="then the organisation's whole memory")
+    parser.add_argument("--org", default=SLUG, help="the organisation (default the one run.py loaded; "
+                                                    "portability.py imports a copy into scale-imported)")
     parser.add_argument("--label", default="1000000")
     parser.add_argument("--note", default="")
     args = parser.parse_args()
@@ -76,8 +78,8 @@ def main() -> None:
     report = {"recorded_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "note": args.note,
               "machine": machine(), "scopes": {}}
     for name, scope in scopes:
-        counted_seconds, counted, _ = command(data_dir, "erase", SLUG, *scope)
-        seconds, output, peak_kb = command(data_dir, "erase", SLUG, *scope, "--yes")
+        counted_seconds, counted, _ = command(data_dir, "erase", args.org, *scope)
+        seconds, output, peak_kb = command(data_dir, "erase", args.org, *scope, "--yes")
         rows = erased(output)
         verify_seconds, verified, _ = command(data_dir, "memory_tallies", "--verify", check=False)
         report["scopes"][name] = {

@@ -94,16 +94,19 @@ def fold() -> dict:
                 ON CONFLICT (org_id, lexeme) DO UPDATE SET docs = s.docs + excluded.docs,
                                                            tokens = s.tokens + excluded.tokens
                 RETURNING org_id, lexeme, docs
+            ), emptied AS (
+                INSERT INTO memory_lexeme_emptied (org_id, lexeme)
+                SELECT org_id, lexeme FROM upserted WHERE docs <= 0
+                RETURNING 1
             )
-            SELECT (SELECT coalesce(sum(deltas), 0) FROM summed), array_agg(org_id), array_agg(lexeme)
-            FROM upserted WHERE docs <= 0
+            SELECT (SELECT coalesce(sum(deltas), 0) FROM summed), (SELECT count(*) FROM emptied)
         """)
-        folded, orgs, lexemes = cursor.fetchone()
-        emptied = 0
-        if orgs:
-            cursor.execute("DELETE FROM memory_lexeme_stats s USING unnest(%s::uuid[], %s::text[]) e(org_id, lexeme) "
-                           "WHERE s.org_id = e.org_id AND s.lexeme = e.lexeme", [orgs, lexemes])
+        folded, emptied = cursor.fetchone()
+        if emptied:  # named in a table, not in this process: an erased organisation's every word
+            cursor.execute("DELETE FROM memory_lexeme_stats s USING memory_lexeme_emptied e "
+                           "WHERE s.org_id = e.org_id AND s.lexeme = e.lexeme AND s.docs <= 0")
             emptied = cursor.rowcount
+            cursor.execute("DELETE FROM memory_lexeme_emptied")
     done = {"folded": int(folded), "emptied": emptied, "seconds": round(time.monotonic() - started, 3)}
     if folded:
         logger.info("lexeme statistics folded", extra=done)

@@ -192,6 +192,8 @@ def test_deleting_an_organisation_folds_its_statistics_away(corpus):
         assert cursor.fetchone()[0] == 0
         cursor.execute("SELECT count(*) FROM memory_lexeme_deltas WHERE org_id = %s", [org.id])
         assert cursor.fetchone()[0] == 0
+        cursor.execute("SELECT count(*) FROM memory_lexeme_emptied")  # named there only during a fold
+        assert cursor.fetchone()[0] == 0
 
 
 def test_verify_reports_statistics_a_write_bypassed_and_rebuild_repairs_them(corpus, capsys):
