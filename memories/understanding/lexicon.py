@@ -23,7 +23,9 @@ from tenants.context import service_account
 
 logger = logging.getLogger(__name__)
 
-TABLES = ("memory_lexeme_stats", "memory_lexeme_deltas")
+# The statistics, their deltas, and the statistics a fold empties (named there only inside the
+# fold's transaction): each an organisation's rows, under its row-level security.
+TABLES = ("memory_lexeme_stats", "memory_lexeme_deltas", "memory_lexeme_emptied")
 TOTAL = ""  # the lexeme under which an organisation's N and token total are kept
 FOLD_LOCK = 0x1E7E_0037  # pg_try_advisory_xact_lock key: one fold at a time
 
