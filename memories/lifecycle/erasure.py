@@ -510,12 +510,11 @@ def _going(org_id, kept: tuple[str, list] | None, *, entities: Rows | list, arti
            events: Rows | list) -> list[tuple[str, str, str, list, str | None]]:
     """(the count's name, the table as an alias, the condition, its values, the table whose
     references to the rows are emptied first or None) of what goes with erased memories: of
-    `entities` and `artifacts` (ids, or a query of them) those no memory kept links to (`kept`:
-    the condition on a linked memory m that keeps them; TRUE once the erased ones are gone, None
-    when none is: a condition false throughout keeps Citus from seeing the statement's tables
-    on one node),
-    and the retrieval `events`, with their aliases and provenance. A provenance row has one
-    subject: these are none of the memories' (deleted with them)."""
+    `entities` and `artifacts` (ids, or a query of them) those no memory kept links to, and the
+    retrieval `events`, with their aliases and provenance. `kept` is the condition on a linked
+    memory m that keeps them: TRUE once the erased ones are gone, None when no memory is kept (a
+    condition false throughout keeps Citus from seeing the statement's tables on one node). A
+    provenance row has one subject: these are none of the memories' (deleted with them)."""
     if not any(isinstance(rows, Rows) or rows for rows in (entities, artifacts, events)):
         return []
 
