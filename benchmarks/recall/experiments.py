@@ -25,6 +25,21 @@ a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kep
   by the model's embedding of each word alone (`members` of them, cosine at least `floor`), are
   its likely members (camping, swimming, pottery); the memories holding one of them (full text)
   are ranked by cosine to the query, a signal at `weight`. From the tenant's own words, no list.
+- first-person: a question about the one person it names who speaks in the namespace is matched
+  in that person's own voice. People say what they did in the first person ("I just signed up
+  for a pottery class"); a question asks about them in the third ("What activities does
+  Melanie partake in?"), and with the name taken out (speakers.unnamed) what is embedded is a
+  question about nobody. Here the name becomes "I" (after its auxiliary: "does Melanie" -> "do
+  I"), its possessive "my", for the query's embedding and full text alike (full text drops
+  both as stop words). No setting.
+- sentences: a turn says several things ("Wow, that's great! I just signed up for a pottery
+  class yesterday. It's like therapy for me"), and its one embedding is their average, so the
+  thing a question asks about is diluted by the rest. Each memory of the namespace searched is
+  split into sentences, each embedded alone (once per process), and the memories are ranked by
+  their best sentence's cosine to the query (the whole text counted as one of them): a signal
+  fused with full text and the vector signal at `weight`, the vector signal at `vector`; `gate`
+  "all" for every question, "said" for those Rocchio's gate does not take (an inference or a
+  kind of something: what the memories mean together, not one thing said).
 """
 
 from __future__ import annotations
@@ -35,7 +50,7 @@ from collections import defaultdict
 from django.db import connection
 
 from memories.models import live_sql
-from memories.retrieval import pipeline, ranking, rocchio
+from memories.retrieval import pipeline, ranking, rocchio, speakers
 from memories.retrieval.ranking import Hit, ranked_hits
 from memories.vectors.embeddings import vector_literal
 from memory_platform.config import config
@@ -44,7 +59,9 @@ SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
             "context": {"weight": 1.0, "mode": "sum"},
             "list-rocchio": {},
             "session-cap": {"cap": 2, "gate": "list", "depth": 60},
-            "members": {"weight": 0.5, "members": 12, "floor": 0.35}}
+            "members": {"weight": 0.5, "members": 12, "floor": 0.35},
+            "first-person": {},
+            "sentences": {"weight": 1.0, "vector": 1.0, "gate": "all"}}
 EXPERIMENTS = set(SETTINGS)
 chosen: dict = {}
 
@@ -235,6 +252,80 @@ def members_of(search: pipeline.Search) -> list[Hit]:
         return ranked_hits(cursor.fetchall(), "similarity")
 
 
+# --------------------------------------------------------------------------- first-person
+
+FIRST_PERSON_AUXILIARY = {"does": "do", "has": "have", "is": "am", "was": "was", "did": "did", "can": "can",
+                          "will": "will", "would": "would", "could": "could", "might": "might", "should": "should"}
+
+
+def as_cased(word: str, like: str) -> str:
+    return word.capitalize() if like[:1].isupper() else word
+
+
+def in_first_person(query: str, speaker: speakers.Speaker) -> str:
+    """The query with the person it names as "I": "does Melanie" -> "do I", "Melanie's" ->
+    "my", the name elsewhere -> "I"."""
+    name = re.escape(speaker.name)
+    auxiliary = "|".join(FIRST_PERSON_AUXILIARY)
+    text = re.sub(rf"\b({auxiliary})\s+{name}\b(?!['’])",
+                  lambda match: as_cased(FIRST_PERSON_AUXILIARY[match.group(1).lower()], match.group(1)) + " I",
+                  query, flags=re.I)
+    text = re.sub(rf"\b{name}['’]s?\b", "my", text)
+    return re.sub(rf"\b{name}\b", "I", text)
+
+
+# --------------------------------------------------------------------------- sentences
+
+NAMESPACE_TEXTS_SQL = "SELECT m.id, m.content FROM memories m WHERE {where} AND m.embedding IS NOT NULL"
+SENTENCE_ROWS_SQL = """
+    SELECT m.id, s.similarity, {columns}
+    FROM unnest(%s::uuid[], %s::float8[]) AS s(id, similarity)
+    JOIN memories m ON m.org_id = %s AND m.id = s.id {usage}
+    ORDER BY s.similarity DESC, m.id
+"""
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+sentence_vectors: dict = {}  # namespace -> (memory ids, a matrix of sentence vectors, each row's memory)
+
+
+def sentences_of(text: str) -> list[str]:
+    return [text] + [part for part in SENTENCE_END.split(text) if len(part.split()) >= 3 and part != text]
+
+
+def namespace_sentences(search: pipeline.Search):
+    import numpy
+
+    from memories.vectors.embeddings import get_embedder
+
+    namespace = search.filters.namespace
+    if namespace not in sentence_vectors:
+        where, params = search.filters.where(search.org_id)
+        with connection.cursor() as cursor:
+            cursor.execute(NAMESPACE_TEXTS_SQL.format(where=where), params)
+            rows = cursor.fetchall()
+        texts, owners = [], []
+        for position, (_, content) in enumerate(rows):
+            for sentence in sentences_of(content):
+                texts.append(sentence)
+                owners.append(position)
+        vectors = numpy.asarray(get_embedder().embed(texts), dtype=numpy.float32)
+        sentence_vectors[namespace] = ([memory_id for memory_id, _ in rows], vectors, numpy.asarray(owners))
+    return sentence_vectors[namespace]
+
+
+def by_best_sentence(search: pipeline.Search) -> list[Hit]:
+    import numpy
+
+    ids, vectors, owners = namespace_sentences(search)
+    cosines = vectors @ numpy.asarray(search.embed(), dtype=numpy.float32)
+    best = numpy.full(len(ids), -1.0)
+    numpy.maximum.at(best, owners, cosines)
+    top = numpy.argsort(-best)[: search.k]
+    with connection.cursor() as cursor:
+        cursor.execute(SENTENCE_ROWS_SQL.format(columns=ranking.ranking_columns("m"), usage=ranking.usage_join("m")),
+                       [[str(ids[i]) for i in top], [float(best[i]) for i in top], search.org_id, search.org_id])
+        return ranked_hits(cursor.fetchall(), "similarity")
+
+
 # --------------------------------------------------------------------------- installing one
 
 
@@ -244,10 +335,24 @@ def install(name: str, settings: dict) -> str:
     chosen.update(SETTINGS[name], **{key: type(SETTINGS[name][key])(value) for key, value in settings.items()})
     if name == "session-cap":
         return install_session_cap()
+    if name == "first-person":
+        speakers.unnamed = in_first_person
+        return "first-person"
     if name == "list-rocchio":
         kept = rocchio.applies
         rocchio.applies = lambda query: kept(query) or asks_plural_class(query)
         return "list-rocchio"
+    if name == "sentences":
+        signal = pipeline.Signal("sentences-experiment", seeded=False, search=by_best_sentence,
+                                 applies=lambda s: chosen["weight"] > 0 and s.embed() is not None
+                                 and (chosen["gate"] == "all" or not rocchio.applies(s.reading.query)))
+        signals = list(pipeline.SIGNALS)
+        signals.insert([row.name for row in signals].index("vector") + 1, signal)
+        pipeline.run_signals.__defaults__ = (tuple(signals),)
+        knobs = config().search
+        object.__setattr__(knobs, "rrf_weights", {**knobs.rrf_weights, "sentences-experiment": chosen["weight"],
+                                                  "vector": chosen["vector"]})
+        return f"sentences {chosen}"
     search = {"session": session_turns, "context": with_turn_before, "members": members_of}[name]
     name = f"{name}-experiment"  # beside the built signals' names; the built session signal is off
     signal = pipeline.Signal(name, seeded=True, search=search,
