@@ -668,8 +668,9 @@ class RetrievalEvent(ReferencedTenantModel):
         indexes = [
             models.Index(fields=["org", "-created_at"], name="retrieval_events_recent"),
             models.Index(fields=["org", "agent", "-created_at"], name="retrieval_events_agent"),
-            # The searches that returned a memory: explain's, and an erasure's (docs/adr/0052).
-            GinIndex(fields=["returned_memory_ids"], name="retrieval_events_returned"),
+            # The searches that returned a memory: explain's, and an erasure's (docs/adr/0052),
+            # read once per memory: no pending list to read each time (migration 0057).
+            GinIndex(fields=["returned_memory_ids"], name="retrieval_events_returned", fastupdate=False),
             # Those asked in a namespace, which an erasure of it takes (namespace_sql's bounds).
             models.Index(F("org"), OpClass("namespace", name="varchar_pattern_ops"), name="retrieval_events_namespace"),
         ]
