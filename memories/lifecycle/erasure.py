@@ -370,7 +370,10 @@ def _count(cursor, org_id, scope: ErasureScope) -> tuple[dict, str]:
         counts["memories"] += len(batch)
         count(*_admin_log(batch))
     in_scope, in_scope_params = scope.memories("m")
-    memories = Rows(f"SELECT m.id FROM memories m WHERE m.org_id = %s AND {in_scope}", (org_id, *in_scope_params))
+    # A narrowed scope's memories, if few, are looked up each by key (_Keyed); many, by a scan.
+    keyed = in_scope != "TRUE" and counts["memories"] <= KEYED_MEMORIES
+    memories = (_Keyed if keyed else Rows)(f"SELECT m.id FROM memories m WHERE m.org_id = %s AND {in_scope}",
+                                           (org_id, *in_scope_params))
     for name, table, where, values in _referring(org_id, memories):
         count(name, table, where, values)
     candidates = _candidates(org_id, scope, memories)
@@ -425,8 +428,25 @@ def _scope_memories(org_id, scope: ErasureScope) -> tuple[str, list]:
     return f"SELECT m.id FROM memories m WHERE m.org_id = %s AND {where} ORDER BY m.id", [org_id, *params]
 
 
+# The most memories a dry run looks up each by key (_Keyed), so that the array of their ids in
+# a statement stays under a megabyte (800 kB); a larger scope is counted by scans, as the whole
+# organisation is.
+KEYED_MEMORIES = 50_000
+
+
+class _Keyed(Rows):
+    """A query of rows few beside their organisation's (a narrowed scope's memories, what they
+    link to): a statement finds what refers to them by looking each up on its index. As `IN
+    (query)` the planner hashes them and reads the whole referring table to probe the hash,
+    which at 1% of a 1M organisation is most of a dry run's time and grows with the
+    organisation, not the scope (benchmarks/scale/README.md); as `= ANY(ARRAY(query))` the query
+    runs once and the index is read for its ids."""
+
+
 def _in(column: str, rows: Rows | list) -> tuple[str, list]:
     """`column` is one of `rows`: ids named in the statement (a batch), or a query of them."""
+    if isinstance(rows, _Keyed):
+        return f"{column} = ANY(ARRAY({rows.sql}))", list(rows.params)
     if isinstance(rows, Rows):
         return f"{column} IN ({rows.sql})", list(rows.params)
     return f"{column} = ANY(%s::uuid[])", [rows]
@@ -473,19 +493,19 @@ def _candidates(org_id, scope: ErasureScope, memories: Rows) -> dict:
         if under and under[0] == "TRUE":  # all the organisation's (and Citus plans no UNION of them)
             candidates[kind] = Rows(f"SELECT {alias}.id FROM {kind} {alias} WHERE {alias}.org_id = %s", (org_id,))
             continue
-        sql = f"SELECT {column} FROM {table} WHERE org_id = %s AND memory_id IN ({memories.sql})"
-        params = (org_id, *memories.params)
+        linked, linked_params = _in("memory_id", memories)
+        sql, params = f"SELECT {column} FROM {table} WHERE org_id = %s AND {linked}", (org_id, *linked_params)
         if under:
             sql += f" UNION SELECT {alias}.id FROM {kind} {alias} WHERE {alias}.org_id = %s AND {under[0]}"
             params += (org_id, *under[1])
-        candidates[kind] = Rows(sql, params)
+        candidates[kind] = type(memories)(sql, params)
     asked, asked_params = _events_asked(scope)
     sql, params = f"SELECT r.id FROM retrieval_events r WHERE r.org_id = %s AND {asked}", (org_id, *asked_params)
     if asked != "TRUE":  # and those that returned one of the memories, by the index (RETURNING_ANY_SQL)
         sql += (f" UNION SELECT r.id FROM ({memories.sql}) AS erased(memory_id) CROSS JOIN LATERAL ("
                 "SELECT r.id FROM retrieval_events r WHERE r.org_id = %s AND r.returned_memory_ids @> ARRAY[erased.memory_id]) r")
         params += (*memories.params, org_id)
-    candidates["events"] = Rows(sql, params)
+    candidates["events"] = type(memories)(sql, params)
     return candidates
 
 

@@ -217,19 +217,23 @@ def test_erasing_an_empty_or_unknown_scope_says_so(api_a):
         assert response.status_code == 404 and words in response.json()["error"]["message"], response.json()
 
 
+@pytest.mark.parametrize("keyed", [True, False], ids=["each-by-key", "by-scans"])
 @pytest.mark.parametrize("kind", ["namespace", "agent", "session", "everything"])
 def test_a_dry_run_counts_by_the_erasures_conditions_exactly_what_it_then_deletes(
-        tenant_a, api_a, api_client_for, kind, monkeypatch):
+        tenant_a, api_a, api_client_for, kind, keyed, monkeypatch):
     """A dry run deletes nothing (erasure._count counts at once what _erase deletes batch by
     batch): its counts of every kind of row, and its digest, are those of the erasure confirmed
     after it, on memories with versions, relationships across the scope's edge, tags, entities
     of their own and shared, retrieval events, provenance, idempotency records and a session on
     both sides. Two memories to a batch, so that what is shared between batches (an entity, a
-    relationship, a search that returned both) goes once, with the last memory that held it."""
+    relationship, a search that returned both) goes once, with the last memory that held it.
+    A narrowed scope of few memories is counted by a lookup of each, one of many by scans
+    (erasure.KEYED_MEMORIES): both ways."""
     from tenants.models import Session
     from tests import factories
 
     monkeypatch.setattr(erasure, "BATCH", 2)
+    monkeypatch.setattr(erasure, "KEYED_MEMORIES", erasure.KEYED_MEMORIES if keyed else 0)
 
     other = factories.agent(org=tenant_a.org, name="the other agent")
     with tenant_context(tenant_a.org.id):  # one under the namespace erased, one across it
