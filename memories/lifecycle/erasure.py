@@ -377,6 +377,12 @@ def _count(cursor, org_id, scope: ErasureScope) -> tuple[dict, str]:
     for name, table, where, values in _referring(org_id, memories):
         count(name, table, where, values)
     candidates = _candidates(org_id, scope, memories)
+    if isinstance(candidates["events"], _Keyed):  # found once (a lookup per memory), not for each count
+        for batch in _in_batches(candidates["events"].sql, list(candidates["events"].params)):
+            counts["retrieval_events"] += len(batch)
+            count("provenance", "provenance p", "p.org_id = %s AND p.retrieval_event_id = ANY(%s::uuid[])",
+                  [org_id, batch])
+        candidates["events"] = []
     # A link to a memory out of the scope keeps an entity or artifact (none is, when it is all).
     kept = (f"({in_scope}) IS NOT TRUE", in_scope_params) if in_scope != "TRUE" else None
     for name, table, where, values, _ in _going(org_id, kept, **candidates):
