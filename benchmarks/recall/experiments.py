@@ -329,6 +329,20 @@ def by_best_sentence(search: pipeline.Search) -> list[Hit]:
 # --------------------------------------------------------------------------- installing one
 
 
+def signal_position(name: str) -> int:
+    return [row.name for row in pipeline.SIGNALS].index(name)
+
+
+def add_signal(signal: pipeline.Signal, *, at: int, weights: dict) -> None:
+    """Run `signal` at position `at` of pipeline.SIGNALS, fused at chosen["weight"], with
+    `weights` for other signals, for this process."""
+    signals = list(pipeline.SIGNALS)
+    signals.insert(at, signal)
+    pipeline.run_signals.__defaults__ = (tuple(signals),)
+    knobs = config().search
+    object.__setattr__(knobs, "rrf_weights", {**knobs.rrf_weights, signal.name: chosen["weight"], **weights})
+
+
 def install(name: str, settings: dict) -> str:
     """Add the experiment's signal for this process (before Rocchio, so neighbours and Rocchio
     start from a fusion that holds it); returns what runs, for the printout."""
@@ -342,26 +356,17 @@ def install(name: str, settings: dict) -> str:
         kept = rocchio.applies
         rocchio.applies = lambda query: kept(query) or asks_plural_class(query)
         return "list-rocchio"
-    if name == "sentences":
-        signal = pipeline.Signal("sentences-experiment", seeded=False, search=by_best_sentence,
-                                 applies=lambda s: chosen["weight"] > 0 and s.embed() is not None
-                                 and (chosen["gate"] == "all" or not rocchio.applies(s.reading.query)))
-        signals = list(pipeline.SIGNALS)
-        signals.insert([row.name for row in signals].index("vector") + 1, signal)
-        pipeline.run_signals.__defaults__ = (tuple(signals),)
-        knobs = config().search
-        object.__setattr__(knobs, "rrf_weights", {**knobs.rrf_weights, "sentences-experiment": chosen["weight"],
-                                                  "vector": chosen["vector"]})
+    if name == "sentences":  # beside the vector signal, fused with it
+        add_signal(pipeline.Signal("sentences-experiment", seeded=False, search=by_best_sentence,
+                                   applies=lambda s: chosen["weight"] > 0 and s.embed() is not None
+                                   and (chosen["gate"] == "all" or not rocchio.applies(s.reading.query))),
+                   at=signal_position("vector") + 1, weights={"vector": chosen["vector"]})
         return f"sentences {chosen}"
     search = {"session": session_turns, "context": with_turn_before, "members": members_of}[name]
     name = f"{name}-experiment"  # beside the built signals' names; the built session signal is off
-    signal = pipeline.Signal(name, seeded=True, search=search,
-                             applies=lambda s: s.wide and chosen["weight"] > 0 and s.embed() is not None)
-    signals = list(pipeline.SIGNALS)
-    signals.insert([row.name for row in signals].index("rocchio"), signal)
-    pipeline.run_signals.__defaults__ = (tuple(signals),)
-    knobs = config().search
-    built_session = 0.0 if name == "session-experiment" else knobs.rrf_weights["session"]
-    object.__setattr__(knobs, "rrf_weights", {**knobs.rrf_weights, name: chosen["weight"], "session": built_session})
+    built_session = 0.0 if name == "session-experiment" else config().search.rrf_weights["session"]
+    add_signal(pipeline.Signal(name, seeded=True, search=search,
+                               applies=lambda s: s.wide and chosen["weight"] > 0 and s.embed() is not None),
+               at=signal_position("rocchio"), weights={"session": built_session})
     return f"{name} {chosen}"
 
