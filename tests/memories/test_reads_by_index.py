@@ -157,10 +157,9 @@ def test_a_namespace_s_decaying_memories_are_one_range_of_their_index(tenant_a):
     with tenant_context(tenant_a.org.id):
         bands = decay.strength_bands(org_id=tenant_a.org.id, namespace="users/dana")
         weak, count = decay.weak_memories(org_id=tenant_a.org.id, namespace="users/dana", limit=1000)
-        narrowed, params = decay.narrowing("users/dana", KeyReach())
+        statement, params = decay.decaying(tenant_a.org.id, *decay.narrowing("users/dana", KeyReach()))
         with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT count(*) FROM ({decay.DECAYING_SQL}{narrowed}) d",
-                           [tenant_a.org.id, *params])
+            cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT count(*) FROM ({statement}) d", params)
             plan = cursor.fetchone()[0]
         expected = Memory.objects.filter(org_id=tenant_a.org.id, namespace__in=["users/dana", "users/dana/trips"])
         held, faded = expected.count(), expected.filter(created_at=old).count()
