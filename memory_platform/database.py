@@ -83,6 +83,24 @@ def reset_local(cursor, names) -> None:
         cursor.execute("; ".join(f"SET LOCAL {name} TO DEFAULT" for name in names))
 
 
+# For a statement over a whole organisation that joins two of its tables: a hash or merge join,
+# linear whatever the statistics say. Statistics that have not seen an organisation yet (an
+# import that just committed, before autovacuum analyses the tables) cost its rows at one, and
+# the planner chose a nested loop that read the inner table's rows of the organisation again
+# for every outer row: quadratic (docs/adr/0045).
+HASH_OR_MERGE_JOINS = {"enable_nestloop": "off"}
+
+
+@contextmanager
+def local_settings(cursor, settings: dict[str, object]) -> Iterator[None]:
+    """These settings for the statements inside only: set_local in a savepoint and reset_local
+    after them; a statement that fails takes them with its savepoint's rollback."""
+    with transaction.atomic(using=cursor.db.alias):
+        set_local(cursor, settings)
+        yield
+        reset_local(cursor, settings)
+
+
 # What a request refused for want of the database tells its client to wait: the embedded
 # PostgreSQL restarts in about 3 s (docs/adr/0036), a managed one fails over in tens of seconds.
 UNREACHABLE_RETRY_SECONDS = 5

@@ -23,9 +23,10 @@ from memories.caching import cache
 from memories.lifecycle import strength
 from memories.models import LIVE, LifecycleRun, Memory, MemoryTag, MemoryVersion, live_sql
 from memories.retrieval.filters import SearchFilters
+from memories.retrieval.ranking import usage_join
 from memories.writes.kernel import Actor, version_row
 from memory_platform.config import config
-from memory_platform.database import reset_local, set_local
+from memory_platform.database import HASH_OR_MERGE_JOINS, local_settings
 from tenants.context import service_account, tenant_job
 from tenants.models import Organization
 
@@ -35,55 +36,39 @@ BATCH = 1000  # memories archived per statement
 
 # The live memories that decay, with their strength now: the weak list and the job read this.
 # A part of an organisation (a namespace, a key's reach, the ids kept with the bands) reads each
-# memory's usage by its key, one index probe a memory: OFFSET 0 keeps the planner from turning
-# the subquery into a join it may plan badly. Statistics that have not seen an organisation yet
-# (an import that just committed, before autovacuum analyses the tables) cost its rows at one,
-# and the join was then planned as a nested loop reading the organisation's whole usage again
-# for every memory: 62 s for 20,000 memories, past 12 minutes at 1M. The subquery names the
-# organisation itself, so that on a Citus cluster the statement stays on its shard.
+# memory's usage by its key, one index probe a memory (ranking.usage_join); the whole
+# organisation joins them by hash or merge (HASH_OR_MERGE_JOINS): a probe a memory took 3.4 times
+# as long at 200,000 memories. Either way no estimate makes it quadratic: statistics that had
+# not seen an organisation yet (an import just committed) once made the plain join re-read the
+# organisation's usage for every memory, past 12 minutes at 1M (docs/adr/0045).
 DECAYING_SQL = f"""
     SELECT m.id, {strength.strength_sql("m", "u")} AS strength
     FROM memories m
-    LEFT JOIN LATERAL (SELECT retrieval_count, last_retrieved_at FROM memory_usage u
-                       WHERE u.org_id = %s AND u.memory_id = m.id OFFSET 0) u ON true
+    {{usage}}
     WHERE m.org_id = %s AND {live_sql("m")}
       AND m.decay_rate > 0 AND (m.expires_at IS NULL OR m.expires_at > now())
 """
-
-# The whole organisation's, joined to its usage by hash or merge whatever the statistics say
-# (read with JOINED, which rules out the nested loop): a probe a memory took 3.4 times as long
-# at 200,000 memories.
-ORGANISATION_DECAYING_SQL = f"""
-    SELECT m.id, {strength.strength_sql("m", "u")} AS strength
-    FROM memories m
-    LEFT JOIN memory_usage u ON u.org_id = m.org_id AND u.memory_id = m.id
-    WHERE m.org_id = %s AND {live_sql("m")}
-      AND m.decay_rate > 0 AND (m.expires_at IS NULL OR m.expires_at > now())
-"""
-JOINED = {"enable_nestloop": "off"}
+ORGANISATION_DECAYING_SQL = DECAYING_SQL.format(
+    usage="LEFT JOIN memory_usage u ON u.org_id = m.org_id AND u.memory_id = m.id")
 
 
 def decaying(org_id, narrowed: str = "", params: list | tuple = ()) -> tuple[str, list]:
     """The statement of the organisation's decaying memories, narrowed by these conditions
     (" AND ...", narrowing's) or whole, and its parameters."""
     if narrowed:
-        return f"{DECAYING_SQL}{narrowed}", [org_id, org_id, *params]
+        return DECAYING_SQL.format(usage=usage_join("m")) + narrowed, [org_id, org_id, *params]
     return ORGANISATION_DECAYING_SQL, [org_id]
 
 
 def _read(statement: str, params: list, *, whole: bool) -> list[tuple]:
-    """The statement's rows; over the whole organisation with JOINED for this statement only
-    (a savepoint, so a failed statement takes the setting with it)."""
+    """The statement's rows; over the whole organisation with HASH_OR_MERGE_JOINS."""
     with connection.cursor() as cursor:
         if not whole:
             cursor.execute(statement, params)
             return cursor.fetchall()
-        with transaction.atomic():
-            set_local(cursor, JOINED)
+        with local_settings(cursor, HASH_OR_MERGE_JOINS):
             cursor.execute(statement, params)
-            rows = cursor.fetchall()
-            reset_local(cursor, JOINED)
-        return rows
+            return cursor.fetchall()
 
 
 def narrowing(namespace: str | None, reach: KeyReach) -> tuple[str, list]:

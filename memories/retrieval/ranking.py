@@ -81,13 +81,16 @@ def ranking_columns(alias: str) -> str:
     return f"{memory_columns(alias)}, {USAGE_COLUMNS}"
 
 
-def usage_join(alias: str) -> str:
-    """The usage row of each memory `alias` names, if it has one; its parameter is the
-    organisation. Looked up row by row through the unique index (LIMIT 1 keeps the subquery
+def usage_join(alias: str, org: str = "%s") -> str:
+    """The usage row (u) of each memory `alias` names, if it has one; its parameter (`org`) is
+    the organisation. Looked up row by row through the unique index (LIMIT 1 keeps the subquery
     from being flattened into a join): as a plain LEFT JOIN the planner hashed the whole
-    organisation's usage rows for 50 memories (1 ms at 10,000 of them, and growing)."""
+    organisation's usage rows for 50 memories (1 ms at 10,000 of them, and growing), and with
+    statistics that had not seen the organisation yet it read them all again for each memory
+    (docs/adr/0045). Named by the organisation, not through `alias`, so that on a Citus cluster
+    the statement stays on its shard."""
     return (f"LEFT JOIN LATERAL (SELECT retrieval_count, last_retrieved_at FROM memory_usage "
-            f"WHERE org_id = %s AND memory_id = {alias}.id LIMIT 1) u ON true")
+            f"WHERE org_id = {org} AND memory_id = {alias}.id LIMIT 1) u ON true")
 
 
 # --------------------------------------------------------------------------- fusion

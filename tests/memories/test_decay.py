@@ -5,19 +5,16 @@ within each organisation; a memory brought back starts its clock again."""
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 
 from memories.lifecycle import decay, export, importing, strength
 from memories.lifecycle.export import ExportScope
-from memories.retrieval import events
 from memories.models import LifecycleRun, Memory, MemoryUsage, MemoryVersion
 from memories.writes.change import memory_confirm, memory_unarchive
 from memories.writes.kernel import Actor
 from tenants.context import tenant_context
 from tests import factories
-from tests.markers import committing
-from tests.plans import explained, plan_nodes
 
 pytestmark = pytest.mark.django_db
 
@@ -180,78 +177,3 @@ def test_an_import_counts_the_weakest_again(tenant_a, tenant_b, tmp_path, django
         page = decay.weak_page(org_id=tenant_b.org.id)
     assert page.as_of is not None and [f.memory.content for f in page.fading] == [old.content]
 
-
-def usage_read_whole_per_memory(plan: dict) -> bool:
-    """Whether the plan reads memory_usage inside a nested loop other than by its key: the
-    organisation's whole usage again for each memory."""
-    for node in plan_nodes(explained(plan)):
-        if node["Node Type"] == "Nested Loop":
-            for inner in plan_nodes(node["Plans"][1]):
-                if inner.get("Relation Name") == "memory_usage" and "memory_id" not in inner.get("Index Cond", ""):
-                    return True
-    return False
-
-
-def many(tenant, count: int, *, used: int, old: int | None = None) -> list[Memory]:
-    """`count` decaying memories in three namespaces, every `used`th one retrieved (400 days
-    ago) and every `old`th one written 400 days ago."""
-    then = timezone.now() - timedelta(days=400)
-    with tenant_context(tenant.org.id):
-        made = Memory.objects.bulk_create(
-            Memory(org=tenant.org, agent=tenant.agent, content=f"fact {n}", content_hash=f"{n:064x}",
-                   memory_type="semantic", category="factual", decay_rate=0.05, namespace=f"users/u{n % 3}")
-            for n in range(count))
-        used = made[::used]
-        with connection.cursor() as cursor:  # as searches are counted (bulk_create's COPY fails on Citus)
-            cursor.execute(events.REINFORCE_SQL, [[memory.pk for memory in used], [1] * len(used), [then] * len(used),
-                                                  tenant.org.id])
-        if old:
-            Memory.objects.filter(pk__in=[memory.pk for memory in made[::old]]).update(created_at=then)
-    return made
-
-
-@committing  # the statistics are of committed rows
-def test_strength_is_read_by_key_or_by_a_join_when_the_statistics_do_not_know_the_organisation(tenant_b):
-    """An organisation the planner's statistics have not seen yet (an import just committed and
-    autovacuum has not analysed the tables) has its rows costed at one. Every read of decaying
-    memories and their usage then still reads each memory's usage once: the whole
-    organisation's joined by hash or merge, a namespace's or the kept weakest probed by key;
-    never a nested loop reading the organisation's usage again for each memory (62 s for
-    20,000 memories, past 12 minutes for an import of 1M). And the counts are right."""
-    tables = ("memories", "memory_usage")
-    many(tenant_b, 5_000, used=1)  # the statistics know this organisation, and its usage's size
-    with connections["owner"].cursor() as cursor:
-        for table in tables:
-            cursor.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
-            cursor.execute(f"ANALYZE {table}")
-    try:
-        new = factories.populated_tenant(factories.organization("Gamma", beside=tenant_b.org))
-        many(new, 600, used=2, old=10)
-        plans = []
-
-        def explained_first(execute, sql, params, many, context):
-            if "memory_usage" in sql and sql.lstrip().upper().startswith("SELECT"):
-                context["cursor"].execute("EXPLAIN (FORMAT JSON) " + sql, params)
-                plans.append((sql, context["cursor"].fetchone()[0]))
-            return execute(sql, params, many, context)
-
-        with tenant_context(new.org.id), connection.execute_wrapper(explained_first):
-            counted = decay.count_organisation_bands(org_id=new.org.id)
-            kept = decay.weak_page(org_id=new.org.id)
-            bands = decay.strength_bands(org_id=new.org.id, namespace="users/u1")
-            weak, weak_count = decay.weak_memories(org_id=new.org.id, namespace="users/u1")
-            decayed = decay.decay_organisation(org_id=new.org.id)
-        with tenant_context(new.org.id):
-            now, held = timezone.now(), [memory for memory in Memory.objects.filter(org_id=new.org.id, decay_rate__gt=0)]
-            faded = {memory.pk for memory in held if strength.of(memory, now) < 0.05}
-            archived = set(Memory.objects.filter(org_id=new.org.id, status="archived").values_list("pk", flat=True))
-    finally:
-        with connections["owner"].cursor() as cursor:
-            for table in tables:
-                cursor.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
-    assert len(plans) >= 6, [sql for sql, _ in plans]
-    assert not [sql for sql, plan in plans if usage_read_whole_per_memory(plan)]
-    assert counted["faded"] == len(faded) == 60 and sum(counted.values()) == len(held) > 600
-    assert kept.as_of is not None and kept.count == 60
-    assert bands["faded"] == weak_count == len(weak) == 20 and sum(bands.values()) == 200
-    assert decayed["archived"] == 60 and archived == faded
