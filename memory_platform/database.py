@@ -236,7 +236,8 @@ def grant_default_privileges(using: str = "owner") -> None:
 
 def restrict_runtime_privileges(sender, using="owner", **kwargs) -> None:
     """After migrate: take back what the runtime role must not do, rewrite history or the
-    migration record; of history, it may update only the references a deletion empties."""
+    migration record; of history, it may update only the references a deletion empties. And
+    let it analyse the tables an import wrote, through the one function that does that."""
     if getattr(sender, "label", None) != "memories":
         return  # post_migrate fires once per app; one pass at the end is enough
     role = _runtime_role(using)
@@ -251,3 +252,8 @@ def restrict_runtime_privileges(sender, using="owner", **kwargs) -> None:
                 if columns := references.cleared_columns(table):
                     cursor.execute(sql.SQL("GRANT UPDATE ({}) ON {} TO {}").format(
                         sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(table), role))
+        # The one function it may call with the owner's rights: ANALYZE of the tables an
+        # import wrote (memories migration 0058).
+        cursor.execute("SELECT to_regprocedure('analyse_imported_tables()')")
+        if cursor.fetchone()[0] is not None:
+            cursor.execute(sql.SQL("GRANT EXECUTE ON FUNCTION analyse_imported_tables() TO {}").format(role))

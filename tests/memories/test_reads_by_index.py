@@ -2,6 +2,7 @@
 (docs/adr/0051, 0060), equals the distinct namespaces of every item computed in full, and crosses no
 organisation's or key's namespaces."""
 
+import importlib
 from datetime import timedelta
 
 import pytest
@@ -9,7 +10,8 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from memories.access import KeyReach
-from memories.lifecycle import decay, strength, tallies
+from memories.lifecycle import decay, export, importing, strength, tallies
+from memories.lifecycle.export import ExportScope
 from memories.models import Memory
 from memories.retrieval import events, hot
 from memories.store import reads
@@ -281,3 +283,41 @@ def test_usage_is_read_by_key_or_by_a_join_when_the_statistics_do_not_know_the_o
     assert bands["faded"] == weak_count == len(weak) == 20 and sum(bands.values()) == 200
     assert decayed["archived"] == 60 and archived == faded
     assert len(hottest) == 5 and scored == config().hot_cache_size  # the best of the 542 still live
+
+
+def test_the_function_that_analyses_after_an_import_names_every_table_an_import_writes():
+    migration = importlib.import_module("memories.migrations.0058_analyse_imported_tables")
+    assert set(migration.TABLES) == set(importing.TABLES)
+
+
+@committing  # the statistics are of committed rows
+def test_an_import_leaves_the_statistics_knowing_the_organisation(tenant_a, tenant_b, tmp_path):
+    """An import of a thousand rows and more has the tables it wrote analysed once it commits
+    (memories migration 0058's function, which the runtime role may call but no other): the
+    planner counts the organisation's memories as they are, not as one row, before autovacuum
+    gets to them."""
+    made = many(tenant_a, 1_200, used=4)
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("ALTER TABLE memories SET (autovacuum_enabled = false)")
+        cursor.execute("ANALYZE memories")  # tenant_a's memories known, tenant_b's one
+    try:
+        with tenant_context(tenant_a.org.id):
+            (tmp_path / "a.jsonl").write_text("".join(export.memories_export(org=tenant_a.org, scope=ExportScope())))
+        with tenant_context(tenant_b.org.id):
+            with (tmp_path / "a.jsonl").open("rb") as exported:
+                report = importing.memories_import(org_id=tenant_b.org.id, file=exported)
+        with tenant_context(tenant_b.org.id):  # once the import's transaction has committed
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN (FORMAT JSON) SELECT id FROM memories WHERE org_id = %s", [tenant_b.org.id])
+                plan = cursor.fetchone()[0]
+    finally:
+        with connections["owner"].cursor() as cursor:
+            cursor.execute("ALTER TABLE memories RESET (autovacuum_enabled)")
+    assert report.created["memories"] >= len(made)
+    estimated = [node["Plan Rows"] for node in plan_nodes(explained(plan)) if node.get("Relation Name") == "memories"]
+    assert estimated and min(estimated) > len(made) / 2, plan
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("SELECT has_function_privilege(%s, 'analyse_imported_tables()', 'EXECUTE'), "
+                       "has_function_privilege('public', 'analyse_imported_tables()', 'EXECUTE')",
+                       [connection.settings_dict["USER"]])
+        assert cursor.fetchone() == (True, False)  # the runtime role may, nobody else
