@@ -21,7 +21,6 @@ from memories.retrieval import records
 from memories.retrieval.ranking import usage_join
 from memory_platform.after_response import after_response
 from memory_platform.config import config
-from memory_platform.database import HASH_OR_MERGE_JOINS, local_settings
 from tenants.context import tenant_job
 
 logger = logging.getLogger(__name__)
@@ -33,10 +32,11 @@ TABLE = "memory_hot_sets"
 # them ({newest} empty), or its newest %(window)s, read from the index of an agent's live memories
 # (memories_agent_live), so the window costs that many rows however many the agent holds. Every
 # table is named by the organisation: on a Citus cluster that routes the statement to its shard
-# (a join through the subquery's LIMIT alone is not routed). The newest are each looked up in
-# memory_usage by key; all of them are joined to it by hash or merge (HASH_OR_MERGE_JOINS): with
-# statistics that had not seen the organisation yet (after an import) a plain join read the
-# organisation's usage again for each memory (docs/adr/0045).
+# (a join through the subquery's LIMIT alone is not routed). Each memory's usage is looked up by
+# its key (ranking.usage_join), so the scoring reads as many usage rows as the agent's memories
+# it scores: a join by hash or merge would read the organisation's (every agent's), and a plain
+# join, with statistics that had not seen the organisation yet (after an import), read them again
+# for each memory (docs/adr/0045).
 HOT_SCORE_SQL = f"""
     SELECT m.id::text,
            {cache.hot_score_sql(confidence="m.confidence", created_at="m.created_at",
@@ -46,12 +46,11 @@ HOT_SCORE_SQL = f"""
           WHERE m.org_id = %(org)s AND m.agent_id = %(agent)s AND {live_sql("m")}
             AND (m.expires_at IS NULL OR m.expires_at > now())
           {{newest}}) m
-    {{usage}}
+    {usage_join("m", org="%(org)s")}
     ORDER BY score DESC, id
     LIMIT %(size)s
 """
 NEWEST = "ORDER BY m.created_at DESC LIMIT %(window)s"
-USAGE_JOINED = "LEFT JOIN memory_usage u ON u.org_id = %(org)s AND u.memory_id = m.id"
 # An agent never scored (its first hot read, after a bulk load or an import) is answered from
 # its newest memories, this many, scored before the answer, while the worker scores them all.
 FIRST_WINDOW = 1000
@@ -91,15 +90,11 @@ def rebuild_hot_set(*, org_id, agent_id) -> int:
 def _scored(org_id, agent_id, window: int | None) -> tuple[list[tuple[str, float]], bool]:
     """The agent's best live memories by the hot score, best first, of its newest `window` (None:
     of them all), and whether that was all of them."""
-    params = {"org": org_id, "agent": agent_id, "size": config().hot_cache_size, "window": window}
     with connection.cursor() as cursor:
-        if window is None:
-            with local_settings(cursor, HASH_OR_MERGE_JOINS):
-                cursor.execute(HOT_SCORE_SQL.format(newest="", usage=USAGE_JOINED), params)
-                rows = cursor.fetchall()
-        else:
-            cursor.execute(HOT_SCORE_SQL.format(newest=NEWEST, usage=usage_join("m", org="%(org)s")), params)
-            rows = cursor.fetchall()
+        cursor.execute(HOT_SCORE_SQL.format(newest="" if window is None else NEWEST),
+                       {"org": org_id, "agent": agent_id, "size": config().hot_cache_size,
+                        "window": window})
+        rows = cursor.fetchall()
     complete = window is None or not rows or rows[0][2] < window  # fewer than the window: all of them
     return [(memory_id, float(score)) for memory_id, score, _ in rows], complete
 
