@@ -219,9 +219,9 @@ def build_index(kind: str, rows: int) -> dict:
     # Changed through override_settings, whose signal memory_platform.config follows.
     with override_settings(MEMORY_PLATFORM={**settings.MEMORY_PLATFORM, "IVFFLAT_LISTS": lists}), \
             owner_connection() as conn:
-        for kind in vector_index.OWN_KINDS:  # the shared index is measured alone
-            for org_id in vector_index.tenant_indexes(kind, using="owner"):
-                conn.execute(f"DROP INDEX IF EXISTS {vector_index.tenant_index_name(org_id, kind)}")
+        for own in vector_index.OWN_KINDS:  # the shared index is measured alone
+            for org_id in vector_index.tenant_indexes(own, using="owner"):
+                conn.execute(f"DROP INDEX IF EXISTS {vector_index.tenant_index_name(org_id, own)}")
         conn.execute("DROP INDEX IF EXISTS memories_embedding_ann")
         started = time.perf_counter()
         conn.execute(vector_index.create_sql(kind))
