@@ -225,10 +225,10 @@ def many(tenant, count: int, *, used: int, old: int | None = None) -> list[Memor
             Memory(org=tenant.org, agent=tenant.agent, content=f"fact {n}", content_hash=f"{n:064x}",
                    memory_type="semantic", category="factual", decay_rate=0.05, namespace=f"users/u{n % 3}")
             for n in range(count))
-        used = made[::used]
+        retrieved = made[::used]
         with connection.cursor() as cursor:  # as searches are counted (bulk_create's COPY fails on Citus)
-            cursor.execute(events.REINFORCE_SQL, [[memory.pk for memory in used], [1] * len(used), [then] * len(used),
-                                                  tenant.org.id])
+            cursor.execute(events.REINFORCE_SQL, [[memory.pk for memory in retrieved], [1] * len(retrieved),
+                                                  [then] * len(retrieved), tenant.org.id])
         if old:
             Memory.objects.filter(pk__in=[memory.pk for memory in made[::old]]).update(created_at=then)
     return made
@@ -239,10 +239,10 @@ def test_usage_is_read_by_key_or_by_a_join_when_the_statistics_do_not_know_the_o
     """An organisation the planner's statistics have not seen yet (an import just committed and
     autovacuum has not analysed the tables) has its rows costed at one. Every read of memories
     with their usage (strength for the bands, the weak list and the nightly job; the hot score)
-    then still reads each memory's usage once: the whole organisation's or agent's joined by
-    hash or merge, a namespace's, the kept weakest or an agent's newest probed by key; never a
-    nested loop reading the organisation's usage again for each memory (62 s for 20,000
-    memories, past 12 minutes after an import of 1M). And the answers are right."""
+    then still reads each memory's usage once: the whole organisation's joined by hash or merge,
+    a namespace's, the kept weakest or an agent's memories probed by key; never a nested loop
+    reading the organisation's usage again for each memory (62 s for 20,000 memories, past 12
+    minutes after an import of 1M). And the answers are right."""
     tables = ("memories", "memory_usage")
     many(tenant_b, 5_000, used=1)  # the statistics know this organisation, and its usage's size
     with connections["owner"].cursor() as cursor:
@@ -254,11 +254,11 @@ def test_usage_is_read_by_key_or_by_a_join_when_the_statistics_do_not_know_the_o
         many(new, 600, used=2, old=10)
         plans = []
 
-        def explained_first(execute, sql, params, many, context):
+        def explained_first(execute, sql, params, many_rows, context):
             if "memory_usage" in sql and sql.lstrip().upper().startswith("SELECT"):
                 context["cursor"].execute("EXPLAIN (FORMAT JSON) " + sql, params)
                 plans.append((sql, context["cursor"].fetchone()[0]))
-            return execute(sql, params, many, context)
+            return execute(sql, params, many_rows, context)
 
         with tenant_context(new.org.id), connection.execute_wrapper(explained_first):
             counted = decay.count_organisation_bands(org_id=new.org.id)
