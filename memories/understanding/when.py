@@ -1,5 +1,6 @@
 """The time a query speaks of: "in May 2023", "on 8 May, 2023", "October 13, 2023", "in June",
-"in 2023", "yesterday", "last week", "3 days ago", "before April 10, 2023", "after 2022".
+"in 2023", "yesterday", "last week", "3 days ago", "before April 10, 2023", "after 2022",
+"between August 11 and August 15 2023", "the week before 16 November 2023".
 
 `period(query, now)` returns the first such phrase as a Period (a half-open [start, end) in
 UTC, either end open) or None. A search that finds one adds a signal of the memories whose
@@ -163,6 +164,51 @@ def relative(query: str, now: datetime) -> Period | None:
         return None
 
 
+# "between August 11 and August 15 2023", "from June to August 2023": the first date may leave
+# out the year the second gives.
+RANGE = re.compile(r"\b(?:between|from)\s+(?P<first>[\w ,.-]+?)\s+(?:and|to|until|through)\s+(?P<second>[\w ,.-]+)",
+                   re.IGNORECASE)
+# "the week before 16 November 2023", "the day after May 3, 2023".
+BESIDE = re.compile(r"\b(?:the\s+)?(?P<unit>day|week)\s+(?P<side>before|after)\s+(?P<date>[\w ,.-]+)", re.IGNORECASE)
+
+
+def dated(text: str) -> Period | None:
+    """The first date in the text, as absolute reads it (no bound words: the callers' own)."""
+    found = absolute(text)
+    return found if found is not None and found.start is not None and found.end is not None else None
+
+
+def ranged(query: str) -> Period | None:
+    """A range between two dates, from the start of the first to the end of the second."""
+    for match in RANGE.finditer(query):
+        second = dated(match.group("second"))
+        if second is None:
+            continue
+        first = dated(match.group("first")) or dated(f"{match.group('first')} {second.start.year}")
+        if first is not None and first.start < second.end:
+            return Period(first.start, second.end, through(query, match, "second", second))
+    return None
+
+
+def through(query: str, match: re.Match, group: str, found: Period) -> str:
+    """The words of the match up to the end of the date found in its group."""
+    end = match.start(group) + match.group(group).find(found.phrase) + len(found.phrase)
+    return query[match.start():end]
+
+
+def beside(query: str) -> Period | None:
+    """The day or the week just before or just after a date."""
+    match = BESIDE.search(query)
+    if match is None or (found := dated(match.group("date"))) is None:
+        return None
+    length = timedelta(days=1 if match.group("unit").lower() == "day" else 7)
+    phrase = through(query, match, "date", found)
+    if match.group("side").lower() == "before":
+        return Period(found.start - length, found.start, phrase)
+    return Period(found.end, found.end + length, phrase)
+
+
 def period(query: str, now: datetime) -> Period | None:
-    """The period the query names, the most specific date first, else a relative phrase."""
-    return absolute(query) or relative(query, now)
+    """The period the query names: a range between two dates or beside one, else the most
+    specific date, else a relative phrase."""
+    return ranged(query) or beside(query) or absolute(query) or relative(query, now)

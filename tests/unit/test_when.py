@@ -67,3 +67,29 @@ def test_a_day_the_month_does_not_have_is_read_as_the_month():
 @pytest.mark.parametrize("query", ["3000 years ago", "99999999 days ago", "what happened 999999999999 years ago"])
 def test_a_time_ago_before_any_date_a_calendar_holds_names_no_period(query):
     assert period(query, NOW) is None
+
+
+@pytest.mark.parametrize("query, start, end, phrase", [
+    ("Where was John between August 11 and August 15 2023?", day(2023, 8, 11), day(2023, 8, 16),
+     "between August 11 and August 15 2023"),
+    ("between 3 May and 9 May, 2023", day(2023, 5, 3), day(2023, 5, 10), "between 3 May and 9 May, 2023"),
+    ("from June to August 2023", day(2023, 6, 1), day(2023, 9, 1), "from June to August 2023"),
+    ("from May 3, 2022 until March 2023", day(2022, 5, 3), day(2023, 4, 1), "from May 3, 2022 until March 2023"),
+    ("Where was Tim in the week before 16 November 2023?", day(2023, 11, 9), day(2023, 11, 16),
+     "the week before 16 November 2023"),
+    ("What did John do the week before August 3, 2023 with his kids?", day(2023, 7, 27), day(2023, 8, 3),
+     "the week before August 3, 2023"),
+    ("the day after May 3, 2023", day(2023, 5, 4), day(2023, 5, 5), "the day after May 3, 2023"),
+])
+def test_a_range_between_dates_or_beside_one_is_read_whole(query, start, end, phrase):
+    """Not the last date alone ("August 15 2023"), nor everything before it ("before 16 November")."""
+    assert period(query, NOW) == Period(start, end, phrase)
+
+
+@pytest.mark.parametrize("query, start, end", [
+    ("between Tim and John on May 3, 2023", day(2023, 5, 3), day(2023, 5, 4)),  # names, not dates
+    ("between August 15 and August 11 2023", day(2023, 8, 11), day(2023, 8, 12)),  # no backwards range
+])
+def test_what_is_no_range_is_read_as_before(query, start, end):
+    found = period(query, NOW)
+    assert (found.start, found.end) == (start, end)
