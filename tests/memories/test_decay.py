@@ -176,4 +176,3 @@ def test_an_import_counts_the_weakest_again(tenant_a, tenant_b, tmp_path, django
             importing.memories_import(org_id=tenant_b.org.id, file=exported)
         page = decay.weak_page(org_id=tenant_b.org.id)
     assert page.as_of is not None and [f.memory.content for f in page.fading] == [old.content]
-
