@@ -234,19 +234,25 @@ WEAKEST_KEPT = 1000
 
 @tenant_job
 def count_organisation_bands(*, org_id) -> dict:
-    """Count the organisation's strength bands now and keep them, with its weakest memories' ids."""
-    counts = strength_bands(org_id=org_id)
-    weakest = [memory_id for memory_id, in _read(
-        f"SELECT id FROM ({ORGANISATION_DECAYING_SQL}) decaying WHERE strength < %s ORDER BY strength, id LIMIT %s",
-        [org_id, config().weak_strength, WEAKEST_KEPT], whole=True)]
+    """Count the organisation's strength bands now and keep them, with its weakest memories' ids:
+    one read of the organisation (the bands' counts and the weakest come from the same rows)."""
+    weak, threshold = config().weak_strength, config().decay_threshold
+    [(strong, fading, faded, weakest)] = _read(f"""
+        WITH decaying AS MATERIALIZED ({ORGANISATION_DECAYING_SQL})
+        SELECT count(*) FILTER (WHERE strength >= %s), count(*) FILTER (WHERE strength < %s AND strength >= %s),
+               count(*) FILTER (WHERE strength < %s),
+               (SELECT coalesce(array_agg(id ORDER BY strength, id), '{{}}') FROM (
+                   SELECT id, strength FROM decaying WHERE strength < %s ORDER BY strength, id LIMIT %s) weakest)
+        FROM decaying
+    """, [org_id, weak, weak, threshold, threshold, weak, WEAKEST_KEPT], whole=True)
     with connection.cursor() as cursor:
         cursor.execute("""
             INSERT INTO memory_strength_bands AS b (org_id, strong, fading, faded, weakest, counted_at)
             VALUES (%s, %s, %s, %s, %s::uuid[], now())
             ON CONFLICT (org_id) DO UPDATE SET strong = excluded.strong, fading = excluded.fading,
                 faded = excluded.faded, weakest = excluded.weakest, counted_at = excluded.counted_at
-        """, [org_id, counts["strong"], counts["fading"], counts["faded"], weakest])
-    return counts
+        """, [org_id, strong, fading, faded, weakest])
+    return {"strong": strong, "fading": fading, "faded": faded}
 
 
 def count_bands() -> dict:
