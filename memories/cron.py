@@ -1,4 +1,5 @@
-"""Periodic jobs, run by `manage.py rqcron memories.cron` (started by `manage.py run`)."""
+"""Periodic jobs, run by `manage.py rqcron memories.cron` (started by `manage.py run`; each job's
+clock resumes from its last run: memory_platform/management/commands/rqcron.py)."""
 
 from rq import cron
 
