@@ -3,6 +3,7 @@ started with `manage.py run`."""
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import platform
@@ -35,6 +36,31 @@ def wait_until_healthy(port: int, seconds: float) -> None:
             if time.monotonic() > deadline:
                 raise
         time.sleep(1)
+
+
+def wait_until_idle(since: float, seconds: float) -> None:
+    """Until the cron scheduler started after `since` (a time.time()) has enqueued what was due
+    at its start, and the worker has run it all: the product measured in its steady state, not
+    beside the jobs a start enqueues (on a first start, every periodic job; memory_platform's
+    rqcron). Needs Django set up, with the product's Redis."""
+    import django_rq
+    from django.conf import settings
+    from rq.cron import CronScheduler
+    from rq.registry import StartedJobRegistry
+
+    queues = [django_rq.get_queue(name) for name in settings.RQ_QUEUES]
+    connection = queues[0].connection
+    deadline, quiet = time.monotonic() + seconds, 0
+    while not any(calendar.timegm(s.created_at.utctimetuple()) >= since - 1 for s in CronScheduler.all(connection)):
+        if time.monotonic() > deadline:
+            raise TimeoutError("no cron scheduler started")
+        time.sleep(0.5)
+    while quiet < 3:  # idle at three checks in a row, half a second apart
+        if time.monotonic() > deadline:
+            raise TimeoutError("the worker is still busy")
+        busy = sum(len(q) + StartedJobRegistry(queue=q).count for q in queues)
+        quiet = quiet + 1 if busy == 0 else 0
+        time.sleep(0.5)
 
 
 def machine() -> dict:
