@@ -34,8 +34,8 @@ def enqueue_embedding(*, org_id: str, memory_ids: list[str]) -> None:
 
 
 def of_another_model(model: str) -> Q:
-    """Memories holding a vector of another model than `model` (memories_embedding_model,
-    which leaves deleted ones out: they are embedded again if they are restored)."""
+    """Live memories holding a vector of another model than `model`, by the memories_vector_model
+    index (deleted ones are left out: they are embedded again if they are restored)."""
     return Q(embedding__isnull=False, deleted_at__isnull=True) & (Q(embedding_model__lt=model)
                                                                  | Q(embedding_model__gt=model))
 

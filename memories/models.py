@@ -295,11 +295,9 @@ class Memory(ReferencedTenantModel):
                 fields=["org", "created_at"], condition=EMBEDDING_PENDING, name="memories_embedding_pending",
             ),
             # Vectors of a model that is no longer the active one (written across a switch): the
-            # embedding sweep's question, across organisations, answered without a scan.
-            models.Index(
-                fields=["embedding_model"], condition=Q(embedding__isnull=False, deleted_at__isnull=True),
-                name="memories_embedding_model",
-            ),
+            # embedding sweep's question, across organisations, and the switch's last step's
+            # (deleted memories too), answered without a scan (memories migration 0059).
+            models.Index(fields=["embedding_model"], condition=Q(embedding__isnull=False), name="memories_vector_model"),
             # Exact vector search of a tenant's live memories reads only this index (an
             # index-only scan): ~1 µs a row instead of ~3 for heap rows, and the columns the
             # ranking reads of the rows it returns (docs/adr/0035; RANKING_MEMORY_COLUMNS).

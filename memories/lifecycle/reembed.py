@@ -569,6 +569,12 @@ def _unmoved(model: str) -> int:
         return cursor.fetchone()[0]
 
 
+# The memories, deleted or not, whose vector is not the model's: by the memories_vector_model
+# index (two ranges; "<>" would read the whole table, 0.7-2.2 s at 1M memories, while the flip
+# holds the rows it changes).
+OF_ANOTHER_MODEL = "m.embedding IS NOT NULL AND (m.embedding_model < %s OR m.embedding_model > %s)"
+
+
 def _flip(model: str) -> Switched:
     """The switch's last step, in one short transaction as the service account: the memories
     still holding another model's vector (changed as the last pass ran) keep it in
@@ -586,16 +592,16 @@ def _flip(model: str) -> Switched:
             INSERT INTO memory_embeddings (id, org_id, memory_id, model, dimensions, embedding, text_hash, embedded_at)
             SELECT md5(m.id::text || m.embedding_model)::uuid, m.org_id, m.id, m.embedding_model,
                    m.embedding_dimensions, m.embedding, {digest}, coalesce(m.embedded_at, now())
-            FROM memories m WHERE m.embedding IS NOT NULL AND m.embedding_model <> %s
+            FROM memories m WHERE {OF_ANOTHER_MODEL}
             ON CONFLICT (org_id, model, memory_id) DO UPDATE
                 SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
                     text_hash = EXCLUDED.text_hash, embedded_at = EXCLUDED.embedded_at
-        """, [model])
+        """, [model, model])
         kept = cursor.rowcount
-        cursor.execute("""
-            UPDATE memories SET embedding = NULL, embedding_model = '', embedding_dimensions = NULL, embedded_at = NULL
-            WHERE embedding IS NOT NULL AND embedding_model <> %s
-        """, [model])
+        cursor.execute(f"""
+            UPDATE memories m SET embedding = NULL, embedding_model = '', embedding_dimensions = NULL, embedded_at = NULL
+            WHERE {OF_ANOTHER_MODEL}
+        """, [model, model])
         pending = cursor.rowcount
         # The time as a value: Citus wants an ON CONFLICT's SET immutable.
         switched_at = timezone.now()
