@@ -62,3 +62,27 @@ def test_a_period_that_ends_before_it_starts_is_refused(api_a, diary):
         "event_after": "2023-08-01T00:00:00Z", "event_before": "2023-06-01T00:00:00Z"}})
     assert response.status_code == 400
     assert "event_before" in str(response.json())
+
+
+def test_what_a_period_held_is_found_where_it_was_told_soon_after(api_a):
+    """"Last week we ...", said on 3 August, is about the week before the 3rd: the time signal
+    reads the period's memories up to a week past its end (timeframe.REPORT_LAG), not further,
+    and a caller's own event-time filter stays exact."""
+    told = {}
+    for name, content, when in (
+            ("told", "Last week John took his kids to the military memorial", "2023-08-03T18:00:00Z"),
+            ("later", "John took his kids to the military memorial again", "2023-08-12T18:00:00Z"),
+            ("before", "John took his kids to the military memorial for the first time", "2023-06-02T18:00:00Z")):
+        response = api_a.post("/api/v1/memories", {"content": content, "memory_type": "episodic", "event_time": when,
+                                                   "namespace": ["users", "john"]})
+        assert response.status_code == 201, response.content
+        told[response.json()["memory"]["id"]] = name
+    response = api_a.post("/api/v1/search", {"query": "Where did John take his kids the week before August 3, 2023?",
+                                             "filters": {"namespace": "users/john"}})
+    assert response.status_code == 200, response.content
+    timed = [told[r["memory"]["id"]] for r in response.json()["results"] if "time" in r["signals"]]
+    assert timed == ["told"]
+    response = api_a.post("/api/v1/search", {"query": "Where did John take his kids the week before August 3, 2023?",
+                                             "filters": {"namespace": "users/john",
+                                                         "event_before": "2023-08-01T00:00:00Z"}})
+    assert [told[r["memory"]["id"]] for r in response.json()["results"]] == ["before"]
