@@ -208,7 +208,39 @@ def beside(query: str) -> Period | None:
     return Period(found.end, found.end + length, phrase)
 
 
+# "the second week of November 2023", "the first weekend of August 2023", "mid-August 2023":
+# a part of a month of a given year (without the year, the month as absolute reads it).
+ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1}
+WEEK_OF = re.compile(rf"\b(?:the\s+)?(?P<ordinal>{'|'.join(ORDINALS)})\s+(?P<unit>week|weekend)\s+of\s+{MONTH},?\s+{YEAR}\b",
+                     re.IGNORECASE)
+PART_OF = re.compile(rf"\b(?P<part>early|mid|late)[\s-]+{MONTH},?\s+{YEAR}\b", re.IGNORECASE)
+PARTS = {"early": (1, 11), "mid": (11, 21), "late": (21, None)}  # days 1-10, 11-20, 21 to the end
+
+
+def part_of_month(query: str) -> Period | None:
+    """A week, a weekend or a third of a month of a given year."""
+    for match in (*WEEK_OF.finditer(query), *PART_OF.finditer(query)):
+        if (month := month_number(match.group("month"))) is None:
+            continue
+        year = int(match.group("year"))
+        first, following = utc(year, month), month_after(year, month)
+        if "part" in match.groupdict():
+            start_day, end_day = PARTS[match.group("part").lower()]
+            end = following if end_day is None else utc(year, month, end_day)
+            return Period(utc(year, month, start_day), end, match.group(0))
+        nth = ORDINALS[match.group("ordinal").lower()]
+        if match.group("unit").lower() == "week":  # days 1-7, 8-14, ...; the last: the month's last 7
+            start = following - timedelta(days=7) if nth < 0 else first + timedelta(days=7 * nth)
+            return Period(start, start + timedelta(days=7), match.group(0))
+        saturdays = [first + timedelta(days=(5 - first.weekday()) % 7 + 7 * n) for n in range(5)]
+        saturdays = [saturday for saturday in saturdays if saturday < following]
+        if nth >= len(saturdays):
+            continue
+        return Period(saturdays[nth], saturdays[nth] + timedelta(days=2), match.group(0))
+    return None
+
+
 def period(query: str, now: datetime) -> Period | None:
-    """The period the query names: a range between two dates or beside one, else the most
-    specific date, else a relative phrase."""
-    return ranged(query) or beside(query) or absolute(query) or relative(query, now)
+    """The period the query names: a range between two dates or beside one, else a part of a
+    month, else the most specific date, else a relative phrase."""
+    return ranged(query) or beside(query) or part_of_month(query) or absolute(query) or relative(query, now)

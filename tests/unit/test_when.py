@@ -93,3 +93,22 @@ def test_a_range_between_dates_or_beside_one_is_read_whole(query, start, end, ph
 def test_what_is_no_range_is_read_as_before(query, start, end):
     found = period(query, NOW)
     assert (found.start, found.end) == (start, end)
+
+
+@pytest.mark.parametrize("query, start, end, phrase", [
+    ("Which country was Tim visiting in the second week of November 2023?", day(2023, 11, 8), day(2023, 11, 15),
+     "the second week of November 2023"),
+    ("plans for the first week of June, 2023", day(2023, 6, 1), day(2023, 6, 8), "the first week of June, 2023"),
+    ("in the last week of September 2023", day(2023, 9, 24), day(2023, 10, 1), "the last week of September 2023"),
+    ("the first weekend of August 2023", day(2023, 8, 5), day(2023, 8, 7), "the first weekend of August 2023"),
+    ("the last weekend of February 2024", day(2024, 2, 24), day(2024, 2, 26), "the last weekend of February 2024"),
+    ("Which classes did Evan join in mid-August 2023?", day(2023, 8, 11), day(2023, 8, 21), "mid-August 2023"),
+    ("early March 2024", day(2024, 3, 1), day(2024, 3, 11), "early March 2024"),
+    ("late February 2024", day(2024, 2, 21), day(2024, 3, 1), "late February 2024"),
+])
+def test_a_part_of_a_month_is_read_as_its_days(query, start, end, phrase):
+    assert period(query, NOW) == Period(start, end, phrase)
+
+
+def test_a_part_of_a_month_without_its_year_is_the_month():
+    assert period("in the second week of November", NOW) == Period(None, None, "of November", months=(11,))
