@@ -34,10 +34,10 @@ def enqueue_embedding(*, org_id: str, memory_ids: list[str]) -> None:
 
 
 def of_another_model(model: str) -> Q:
-    """Live memories holding a vector of another model than `model`, by the memories_vector_model
-    index (deleted ones are left out: they are embedded again if they are restored)."""
-    return Q(embedding__isnull=False, deleted_at__isnull=True) & (Q(embedding_model__lt=model)
-                                                                 | Q(embedding_model__gt=model))
+    """Memories holding a vector of another model than `model`, deleted ones too (a restored
+    memory then has a vector searches can compare), by the memories_vector_model index, whose
+    condition is exactly this one's (two ranges of it; "<>" would read the whole table)."""
+    return Q(embedding__isnull=False) & (Q(embedding_model__lt=model) | Q(embedding_model__gt=model))
 
 
 def claim_pending(org_id: str, memory_ids: list[str], model: str | None = None) -> list[Memory]:
