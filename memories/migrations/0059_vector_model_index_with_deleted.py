@@ -2,7 +2,7 @@
 deleted memories too: the embedding switch's last step (memories.lifecycle.reembed._flip) asks
 which memories, deleted or not, still hold another model's vector, and at 1M memories a scan of
 the table took 0.7 s warm and 2.2 s cold, twice, while the memories it changes stayed locked.
-The embedding sweep's question (live memories) is answered by it as before. Built
+The embedding sweep asks the same of it (memories.jobs.of_another_model, deleted ones too now). Built
 CONCURRENTLY before the old one is dropped, so writes go on and no moment is without one."""
 
 from django.contrib.postgres.operations import AddIndexConcurrently, RemoveIndexConcurrently
