@@ -1,9 +1,8 @@
 """The time signal: when a query names a period ("in July 2023", "last week"; memories.understanding.when),
 the memories whose event time falls in it (or soon after it, when it is told: REPORT_LAG) that
-match the query's words best (BM25, as the
-full-text signal ranks them). Fused like the other signals, so a memory from that period
-rises without the others being dropped: a period read wrongly costs little. Each hit says
-which words it was read from."""
+match the query's words best (BM25, as the full-text signal ranks them). Fused like the other
+signals, so a memory from that period rises without the others being dropped: a period read
+wrongly costs little. Each hit says which words it was read from."""
 
 from __future__ import annotations
 
