@@ -1,12 +1,14 @@
 """The time a query speaks of: "in May 2023", "on 8 May, 2023", "October 13, 2023", "in June",
 "in 2023", "yesterday", "last week", "3 days ago", "before April 10, 2023", "after 2022",
-"between August 11 and August 15 2023", "the week before 16 November 2023".
+"between August 11 and August 15 2023", "the week before 16 November 2023", "the second week
+of November 2023", "mid-August 2023".
 
 `period(query, now)` returns the first such phrase as a Period (a half-open [start, end) in
 UTC, either end open) or None. A search that finds one adds a signal of the memories whose
-event time falls in it (memories.retrieval.pipeline); its words stay in the query for the
-other signals. A month without a year ("in June") is every June: Period.months lists them.
-Relative phrases count back from `now`, the moment of the search. Deterministic, no model.
+event time falls in it or soon after it (memories.retrieval.timeframe); its words stay in the
+query for the other signals. A month without a year ("in June") is every June: Period.months
+lists them. Relative phrases count back from `now`, the moment of the search. Deterministic, no
+model.
 """
 
 from __future__ import annotations
