@@ -76,7 +76,7 @@ class SearchConfig:
     # Reciprocal rank fusion: each signal adds weight / (rrf_k + rank).
     rrf_k: int
     rrf_weights: Mapping[str, float] = _weights("vector", "fulltext", "graph", "neighbours", "time",
-                                                "rocchio", "session")
+                                                "time_vector", "rocchio", "session")
     # A hybrid search brings the memories written just before and after its best this many
     # results in their namespace (memories.retrieval.neighbours); 0 turns it off.
     neighbour_seeds: int

@@ -112,6 +112,7 @@ class Search:
     vector_method: str | None = None
     filled_from_fulltext: int = 0
     embedding: object = field(default=NOT_EMBEDDED, repr=False)  # the query's, once embed() has run
+    window: timeframe.Window | None = None  # the period's memories, once period_window() has run
 
     @property
     def wide(self) -> bool:
@@ -123,6 +124,12 @@ class Search:
         if self.embedding is NOT_EMBEDDED:
             self.embedding = cache.query_embedding(self.reading.words, self.model) if self.model else None
         return self.embedding
+
+    def period_window(self) -> timeframe.Window:
+        """The memories of the period the query names, sized once for both time signals."""
+        if self.window is None:
+            self.window = timeframe.window(self.org_id, self.filters, self.reading.period)
+        return self.window
 
     @property
     def degraded(self) -> str | None:
@@ -202,7 +209,17 @@ def names_a_period(search: Search) -> bool:
 
 
 def period(search: Search) -> list[Hit]:
-    return timeframe.search(search.org_id, search.reading.terms, search.filters, search.reading.period, search.k)
+    return timeframe.search(search.org_id, search.reading.terms, search.period_window(), search.k)
+
+
+def names_a_period_it_means(search: Search) -> bool:
+    return (search.wide and search.reading.period is not None and config().search.rrf_weights["time_vector"] > 0
+            and search.embed() is not None)
+
+
+def period_by_meaning(search: Search) -> list[Hit]:
+    return timeframe.nearest(search.org_id, search.embed(), search.period_window(), search.k,
+                             vectors_of=search.model if search.switching else None)
 
 
 def follows_relationships(search: Search) -> bool:
@@ -266,6 +283,7 @@ SIGNALS = (
     # A vector search's full text: in place of the vector signal, or filling up after it.
     Signal("fulltext", seeded=False, applies=words_stand_in, search=words_for_meaning),
     Signal("time", seeded=False, applies=names_a_period, search=period),
+    Signal("time_vector", seeded=False, applies=names_a_period_it_means, search=period_by_meaning),
     Signal("graph", seeded=True, applies=follows_relationships, search=relationships),
     Signal("session", seeded=True, applies=shares_sessions, search=sessions_of_results),
     Signal("rocchio", seeded=True, applies=moves_towards_results, search=meaning_of_results),
@@ -299,7 +317,7 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     relationships from the best results (expansion). A hybrid search also ranks, as signals of
     their own: for a "why" question (memories.understanding.intent) the causal chain of its best results, up to
     two relationships along it (expansion along CAUSAL_CHAIN), the memories of the period its
-    query names (timeframe), the memories written just before and after its best results
+    query names, by its words and by its meaning (timeframe), the memories written just before and after its best results
     (neighbours) and the other memories of their sessions (sessions); and when the query names
     one person who speaks in the namespaces searched, full text and meaning match the rest of
     the query and the others' words weigh less

@@ -264,7 +264,7 @@ MEMORY_PLATFORM = {
         "RRF_K": env.int("MEMORY_PLATFORM_RRF_K", default=60),
         "RRF_WEIGHTS": env.dict("MEMORY_PLATFORM_RRF_WEIGHTS", cast={"value": float},
                                 default={"vector": 1.0, "fulltext": 1.0, "graph": 0.5, "neighbours": 1.0,
-                                         "time": 1.0, "rocchio": 1.0, "session": 0.3}),
+                                         "time": 1.0, "time_vector": 1.0, "rocchio": 1.0, "session": 0.3}),
         "NEIGHBOUR_SEEDS": env.int("MEMORY_PLATFORM_NEIGHBOUR_SEEDS", default=10),
         "SPEAKER_OTHERS_WEIGHT": env.float("MEMORY_PLATFORM_SPEAKER_OTHERS_WEIGHT", default=0.5),
         "ROCCHIO_SEEDS": env.int("MEMORY_PLATFORM_ROCCHIO_SEEDS", default=5),

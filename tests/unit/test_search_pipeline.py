@@ -47,14 +47,16 @@ def test_a_hybrid_search_runs_its_query_signals_and_those_its_reading_calls_for(
                                   "neighbours (written_nearby)"]
     why_in_july = QueryReading.of("Why did the deploy fail in July 2023?", period=JULY)
     assert applying(search(reading=why_in_july)) == [
-        "fulltext (words)", "vector (meaning)", "time (period)", "graph (relationships)", "session (sessions_of_results)",
-        "neighbours (written_nearby)"]
+        "fulltext (words)", "vector (meaning)", "time (period)", "time_vector (period_by_meaning)",
+        "graph (relationships)", "session (sessions_of_results)", "neighbours (written_nearby)"]
     # A threshold keeps it to the query's own signals (and expansion, when asked for).
     assert applying(search(threshold=0.7, reading=why_in_july)) == ["fulltext (words)", "vector (meaning)"]
     assert applying(search(threshold=0.7, expand=1)) == [
         "fulltext (words)", "vector (meaning)", "graph (relationships)"]
     # A query that cannot be embedded is answered by the rest.
     assert applying(search(embedding=None)) == ["fulltext (words)", "neighbours (written_nearby)"]
+    assert applying(search(embedding=None, reading=why_in_july)) == [
+        "fulltext (words)", "time (period)", "graph (relationships)", "neighbours (written_nearby)"]
 
 
 def test_a_vector_search_falls_back_on_full_text_and_fills_up_with_it_unless_asked_not_to():

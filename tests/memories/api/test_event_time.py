@@ -4,6 +4,8 @@ memories.retrieval.timeframe)."""
 
 import pytest
 
+from tests.knobs import with_search_knobs
+
 pytestmark = pytest.mark.django_db
 
 DIARY = {  # written in one go today; each says when it happened
@@ -86,3 +88,43 @@ def test_what_a_period_held_is_found_where_it_was_told_soon_after(api_a):
                                              "filters": {"namespace": "users/john",
                                                          "event_before": "2023-08-01T00:00:00Z"}})
     assert [told[r["memory"]["id"]] for r in response.json()["results"]] == ["before"]
+
+
+def test_the_periods_memories_are_also_ranked_by_meaning(api_a, settings):
+    """What happened in a period is mostly told in other words than a question about it uses:
+    the turn answering this one holds none of its words. The time_vector signal ranks the
+    period's memories (and those told soon after) by meaning; the words' time signal finds
+    none of them, and the vector signal ranks the whole namespace, where the memories sharing
+    the question's words come first. Another namespace's memory of the period is not read."""
+    ids = {}
+    for name, content, when in (
+            ("bowling", "By the way, yesterday I went bowling and got two strikes!", "2022-03-17T19:00:00Z"),
+            ("brakes", "The garage fixed the brakes on my car", "2022-03-16T10:00:00Z"),
+            ("chess", "James is pursuing a recreational chess league this winter", "2022-01-10T18:00:00Z"),
+            ("weekends", "James keeps recreational activities for the weekends", None),
+            ("elsewhere", "Yesterday I went bowling with my brother", "2022-03-17T12:00:00Z")):
+        namespace = ["users", "bob"] if name == "elsewhere" else ["users", "james"]
+        response = api_a.post("/api/v1/memories", {"content": content, "memory_type": "episodic", "event_time": when,
+                                                   "namespace": namespace})
+        assert response.status_code == 201, response.content
+        ids[response.json()["memory"]["id"]] = name
+
+    def ranked():
+        response = api_a.post("/api/v1/search", {"query": "Which recreational activity was James pursuing on "
+                                                          "March 16, 2022?", "filters": {"namespace": "users/james"}})
+        assert response.status_code == 200, response.content
+        return response.json()["results"]
+
+    results = ranked()
+    order = [ids[result["memory"]["id"]] for result in results]
+    assert order.index("bowling") < order.index("weekends")  # which holds "James" and "recreational"
+    by_meaning = {ids[result["memory"]["id"]]: result["signals"]["time_vector"] for result in results
+                  if "time_vector" in result["signals"]}
+    assert set(by_meaning) == {"bowling", "brakes"}  # the period's, in the namespace searched
+    assert by_meaning["bowling"]["rank"] == 1 and by_meaning["bowling"]["period"] == "March 16, 2022"
+    assert not any("time" in result["signals"] for result in results)  # no word of the query in the period
+
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, RRF_WEIGHTS={
+        **settings.MEMORY_PLATFORM["SEARCH"]["RRF_WEIGHTS"], "time_vector": 0.0})
+    without = [ids[result["memory"]["id"]] for result in ranked()]
+    assert without.index("bowling") > without.index("weekends")

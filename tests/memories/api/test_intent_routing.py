@@ -64,4 +64,4 @@ def test_a_when_question_says_the_period_it_read(api_a):
     assert body["understood"]["period"] == {"phrase": "July 2023", "start": "2023-07-01T00:00:00+00:00",
                                             "end": "2023-08-01T00:00:00+00:00", "months": []}
     # The memory has an event time, so it is a session of its own (memories.retrieval.sessions).
-    assert set(body["understood"]["signals"]) == {"vector", "fulltext", "time", "session"}
+    assert set(body["understood"]["signals"]) == {"vector", "fulltext", "time", "time_vector", "session"}
