@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import psycopg
 from django.core.management.base import CommandError
 from django.db import connection, connections, transaction
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from psycopg import sql
 
 from memory_platform import references
@@ -47,6 +48,23 @@ def set_local(cursor, settings: dict[str, object]) -> None:
             raise ValueError(f"not a setting name: {name!r}")
         statements.append(f"SET LOCAL {name} = {sql.quote(str(value))}")
     cursor.execute("; ".join(statements))
+
+
+def prepared_cursor() -> CursorWrapper:
+    """A cursor whose statements PostgreSQL plans once per connection: bound on the server and
+    prepared on first use (the connection's prepare_threshold is 0; settings._database), where
+    every other cursor binds on the client and prepares nothing (docs/adr/0063).
+
+    Only for a statement whose best plan does not depend on its parameters' values: a read by
+    key (memories by id, the turns next to some, a few people by name). Planning such a
+    statement cost more than running it (the neighbours signal's: 2.0 ms planning, 0.5 ms
+    executing at 100k memories): the table's 32 indexes, 19 of them partial, are weighed for
+    every reference to it. Never for the vector or full-text statements, whose plans hang on
+    the query vector and the words' frequencies (docs/adr/0035, "Generic plans"). Django's own
+    wrapper, so execute wrappers and the test suite's query capture see its statements."""
+    connection.ensure_connection()
+    wrapper = CursorDebugWrapper if connection.queries_logged else CursorWrapper
+    return wrapper(psycopg.Cursor(connection.connection), connection)
 
 
 def named(conditions: list[tuple[str, list]], start: int = 0) -> tuple[str, dict]:

@@ -13,11 +13,10 @@ from 0.543 to 0.599 (benchmarks/recall/README.md).
 
 from __future__ import annotations
 
-from django.db import connection
-
 from memories.models import live_sql
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit
+from memory_platform.database import prepared_cursor
 
 # For each seed, one step back and one forward along memories_namespace_order (org, scope,
 # created_at, id; live rows), each an index scan that stops at its first row. The organisation
@@ -51,7 +50,7 @@ def search(org_id, seeds: list, filters: SearchFilters) -> list[Hit]:
     if not seeds:
         return []
     where, params = filters.where(org_id)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:  # planned once a connection: its plan is the same for any seeds
         cursor.execute(NEIGHBOURS_SQL.format(live=live_sql("m"), where=where),
                        [[str(seed) for seed in seeds], org_id, org_id, org_id, org_id, *params])
         rows = cursor.fetchall()

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from django.db import connection
-
 from memories.lifecycle import strength
 from memories.models import RANKING_MEMORY_COLUMNS, Memory
 from memory_platform.config import config
+from memory_platform.database import prepared_cursor
 
 
 @dataclass
@@ -148,7 +147,7 @@ RANKING_SQL = f"""
 
 def ranking_rows(org_id, memory_ids) -> dict:
     """Each memory's RankingRow, by id (memories of other organisations, or gone, have none)."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:  # by id: planned once a connection
         cursor.execute(RANKING_SQL, [[str(memory_id) for memory_id in memory_ids], org_id, org_id])
         return {row[0]: RankingRow(*row) for row in cursor.fetchall()}
 

@@ -20,11 +20,10 @@ memories whose event times all differ make sessions of one, which bring nothing 
 
 from __future__ import annotations
 
-from django.db import connection
-
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, ranked_hits, ranking_columns, usage_join
 from memories.vectors.embeddings import vector_literal
+from memory_platform.database import prepared_cursor
 
 # The first `sessions` distinct (namespace, event time) of the seeds, in the seeds' order;
 # then those sessions' memories the filters let through, nearest the query first, each found
@@ -57,7 +56,7 @@ def search(org_id, query: list[float], seeds: list, filters: SearchFilters, sess
         return []
     where, params = filters.where(org_id)
     sql = SESSION_TURNS_SQL.format(columns=ranking_columns("m"), usage=usage_join("m"), where=where)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:  # planned once a connection: the sessions' index whatever the seeds
         cursor.execute(sql, [[str(seed) for seed in seeds], org_id, sessions, vector_literal(query), org_id,
                              org_id, *params, k])
         return ranked_hits(cursor.fetchall(), "similarity")

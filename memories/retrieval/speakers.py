@@ -20,10 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from django.db import connection
-
 from memories.retrieval.filters import SearchFilters
 from memories.understanding.entities import extract
+from memory_platform.database import prepared_cursor
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ def named(org_id, query: str, filters: SearchFilters) -> Speaker | None:
     if not mentions:
         return None
     within = filters.namespace_conditions("e.scope")
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:  # reads by key: planned once a connection
         cursor.execute(SPEAKERS_SQL.format(scope=" AND ".join(sql for sql, _ in within) or "TRUE"),
                        [list(mentions), org_id, *(value for _, values in within for value in values)])
         rows = cursor.fetchall()
@@ -77,7 +76,7 @@ SPOKEN_SQL = """
 def prefer(org_id, speaker: Speaker, fused: dict, others_weight: float) -> tuple[dict, set]:
     """The fused scores with those of memories not in the speaker's words multiplied by
     others_weight; and the memories that are."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(SPOKEN_SQL, [org_id, [str(memory_id) for memory_id in fused],
                                     [str(entity_id) for entity_id in speaker.entity_ids]])
         spoken = {row[0] for row in cursor.fetchall()}

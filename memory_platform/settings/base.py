@@ -125,6 +125,9 @@ def _database(url: str) -> dict:
         # Client-side binding, so no prepared statements: a prepared statement's generic plan
         # can trade the vector index for a sequential scan (see docs/adr/0032).
         "server_side_binding": False,
+        # Except the reads by key sent through memory_platform.database.prepared_cursor, prepared
+        # on their first run on a connection (a client-side cursor never prepares; docs/adr/0063).
+        "prepare_threshold": 0,
         "application_name": "memory_platform",
     }
     return config
