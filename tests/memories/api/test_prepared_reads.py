@@ -7,7 +7,7 @@ import re
 import pytest
 from django.db import connection
 
-from memories.retrieval import neighbours, ranking, sessions, speakers
+from memories.retrieval import neighbours, ranking, records, sessions, speakers
 from tests.memories.api.test_session_signal import SITTINGS, store
 
 pytestmark = pytest.mark.django_db
@@ -31,8 +31,8 @@ def test_a_search_prepares_its_reads_by_key_and_nothing_else(api_a):
         cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
         prepared = {opening(statement): runs for statement, runs in cursor.fetchall()}
     by_key = {opening(sql) for sql in (neighbours.NEIGHBOURS_SQL, sessions.SESSION_TURNS_SQL, ranking.RANKING_SQL,
-                                       speakers.SPEAKERS_SQL, speakers.SPOKEN_SQL)}
+                                       speakers.SPEAKERS_SQL, speakers.SPOKEN_SQL, records.RECORDS_SQL)}
     assert set(prepared) <= by_key  # the vector and full-text statements are not among them
     # Each ran six times on one plan cache entry: prepared once, not once a search.
     assert {prepared[opening(sql)] for sql in (neighbours.NEIGHBOURS_SQL, sessions.SESSION_TURNS_SQL,
-                                               speakers.SPEAKERS_SQL, speakers.SPOKEN_SQL)} == {6}
+                                               speakers.SPEAKERS_SQL, speakers.SPOKEN_SQL, records.RECORDS_SQL)} == {6}
