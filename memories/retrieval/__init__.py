@@ -6,9 +6,9 @@ A search (pipeline.memory_search) reads top to bottom as read -> signals -> fusi
     the period it names (memories.understanding.when) and the one person it names (speakers.py);
   * signals, the rows of pipeline.SIGNALS, each ranking memories its own way into Hits
     (ranking.Hit): fulltext.py (words, BM25), vector.py (meaning), timeframe.py (the period's
-    memories, by words and by meaning), expansion.py (relationships from the best), rocchio.py (meaning again, moved
-    towards the best, for a question asking for an inference), neighbours.py (written just
-    before and after the best, in their namespace);
+    memories, by words and by meaning), expansion.py (relationships from the best), rocchio.py
+    (meaning again, moved towards the best, for a question asking for an inference),
+    neighbours.py (written just before and after the best, in their namespace);
   * fusion: reciprocal-rank fusion, weighted by signal (ranking.py), once per stage: the
     signals not seeded by the fusion together, then each seeded one (expansion, rocchio, neighbours)
     after it ran on the fusion before it; the others' words weigh less than the named

@@ -317,8 +317,8 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     relationships from the best results (expansion). A hybrid search also ranks, as signals of
     their own: for a "why" question (memories.understanding.intent) the causal chain of its best results, up to
     two relationships along it (expansion along CAUSAL_CHAIN), the memories of the period its
-    query names, by its words and by its meaning (timeframe), the memories written just before and after its best results
-    (neighbours) and the other memories of their sessions (sessions); and when the query names
+    query names, by its words and by its meaning (timeframe), the memories written just before
+    and after its best results (neighbours) and the other memories of their sessions (sessions); and when the query names
     one person who speaks in the namespaces searched, full text and meaning match the rest of
     the query and the others' words weigh less
     (speakers). The outcome says what it understood of the query (SearchOutcome.understood)."""

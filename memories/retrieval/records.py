@@ -12,11 +12,12 @@ from memory_platform.database import prepared_cursor
 
 # A loaded record: every column of the memory but the vector and the tsvector, which nobody
 # reads back (a read of either loads it then), with its tags and the artifacts it refers to.
-# Written as SQL and read through Memory.objects.raw: built with the ORM (an annotated,
-# filtered queryset, then the tags prefetched and the artifacts read apart), the load of a
-# search's ten records cost 8.2 ms p50 at 1M memories, two thirds of it building and
-# compiling the statements. Read through a prepared cursor (one plan a connection). The organisation is a literal in each part (a Citus cluster routes
-# the statement to its shard only so).
+# Written as SQL: built with the ORM (an annotated, filtered queryset, then the tags prefetched
+# and the artifacts read apart), the load of a search's ten records cost 8.2 ms p50 at 1M
+# memories, two thirds of it building and compiling the statements. Sent through a prepared
+# cursor (planned once a connection, docs/adr/0063) and read into Memory instances as
+# Memory.objects.raw would (_records). The organisation is a literal in each part (a Citus
+# cluster routes the statement to its shard only so).
 MEMORY_COLUMNS = {field.column: field for field in Memory._meta.concrete_fields}  # as the rows name them
 RECORD_COLUMNS = ", ".join(f"m.{field.column}" for field in Memory._meta.concrete_fields
                            if field.name not in ("embedding", "search_vector"))
