@@ -332,9 +332,6 @@ def by_best_sentence(search: pipeline.Search) -> list[Hit]:
         return ranked_hits(cursor.fetchall(), "similarity")
 
 
-# --------------------------------------------------------------------------- installing one
-
-
 # --------------------------------------------------------------------------- says-when
 
 TIME_WORDS = re.compile(
@@ -371,6 +368,9 @@ def install_says_when() -> str:
 
     pipeline.run_signals = run_signals
     return f"says-when {chosen}"
+
+
+# --------------------------------------------------------------------------- installing one
 
 
 def signal_position(name: str) -> int:

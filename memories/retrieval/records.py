@@ -58,6 +58,7 @@ def _records(sql: str, params: list) -> dict:
         columns = [column.name for column in cursor.description]
         rows = cursor.fetchall()
     fields = [name for name in columns if name in MEMORY_COLUMNS]
+    attnames = [MEMORY_COLUMNS[name].attname for name in fields]
     converted = [(columns.index(name), _converters(name)) for name in fields]
     extras = [(position, name) for position, name in enumerate(columns) if name not in MEMORY_COLUMNS]
     loaded = {}
@@ -68,7 +69,7 @@ def _records(sql: str, params: list) -> dict:
             for convert in converters:
                 value = convert(value, column, connection)
             values.append(value)
-        memory = Memory.from_db(connection.alias, [MEMORY_COLUMNS[name].attname for name in fields], values)
+        memory = Memory.from_db(connection.alias, attnames, values)
         for position, name in extras:
             setattr(memory, name, row[position])
         loaded[memory.pk] = memory
