@@ -3,7 +3,7 @@
 A search (pipeline.memory_search) reads top to bottom as read -> signals -> fusion -> rank -> load:
 
   * read: the query, once (pipeline.QueryReading): its words, its intent (memories.understanding.intent),
-    the period it names (memories.understanding.when) and the one person it names (speakers.py);
+    the period it names (memories.understanding.when) and the person it is about (speakers.py);
   * signals, the rows of pipeline.SIGNALS, each ranking memories its own way into Hits
     (ranking.Hit): fulltext.py (words, BM25), vector.py (meaning), timeframe.py (the period's
     memories, by words and by meaning), expansion.py (relationships from the best), rocchio.py

@@ -56,16 +56,19 @@ class QueryReading:
     """What a search reads of its query, once, for every signal."""
 
     query: str
-    words: str  # what full text and meaning match: the query without the person it names
+    words: str  # what full text and meaning match: the query without the speakers it names
     terms: tuple[str, ...]  # those words as full text reads them (fulltext.query_words)
     intent: str  # memories.understanding.intent
     period: Period | None = None  # the period it names (memories.understanding.when)
-    speaker: Speaker | None = None  # the one person it names who speaks in the namespaces searched
+    speaker: Speaker | None = None  # who it is about, of the people who speak in the namespaces searched
+    named: tuple[str, ...] = ()  # every one of those people it names
 
     @classmethod
-    def of(cls, query: str, *, period: Period | None = None, speaker: Speaker | None = None) -> QueryReading:
-        words = speakers.unnamed(query, speaker) if speaker else query
-        return cls(query, words, tuple(fulltext.query_words(words)), intents.classify(query), period, speaker)
+    def of(cls, query: str, *, period: Period | None = None, speaker: Speaker | None = None,
+           named: tuple[str, ...] = ()) -> QueryReading:
+        named = named or ((speaker.name,) if speaker else ())
+        words = speakers.unnamed(query, named) if named else query
+        return cls(query, words, tuple(fulltext.query_words(words)), intents.classify(query), period, speaker, named)
 
 
 def widens(mode: str, threshold: float | None) -> bool:
@@ -77,12 +80,13 @@ def widens(mode: str, threshold: float | None) -> bool:
 
 def read_query(org_id, query: str, filters: SearchFilters, *, wide: bool, now: datetime | None = None) -> QueryReading:
     """The query read once: its words and intent; for a search that widens, also the period it
-    names (counted back from `now` if relative) and the one person it names who speaks in the
-    namespaces searched (speakers)."""
+    names (counted back from `now` if relative) and who it is about of the people who speak in
+    the namespaces searched (speakers)."""
     if not wide:
         return QueryReading.of(query)
-    named = speakers.named(org_id, query, filters) if config().search.speaker_others_weight < 1 else None
-    return QueryReading.of(query, period=when.period(query, now or timezone.now()), speaker=named)
+    speaker, named = (speakers.named(org_id, query, filters) if config().search.speaker_others_weight < 1
+                      else (None, ()))
+    return QueryReading.of(query, period=when.period(query, now or timezone.now()), speaker=speaker, named=named)
 
 
 NOT_EMBEDDED = object()
@@ -318,9 +322,9 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     their own: for a "why" question (memories.understanding.intent) the causal chain of its best results, up to
     two relationships along it (expansion along CAUSAL_CHAIN), the memories of the period its
     query names, by its words and by its meaning (timeframe), the memories written just before
-    and after its best results (neighbours) and the other memories of their sessions (sessions); and when the query names
-    one person who speaks in the namespaces searched, full text and meaning match the rest of
-    the query and the others' words weigh less
+    and after its best results (neighbours) and the other memories of their sessions (sessions);
+    and when the query names people who speak in the namespaces searched, full text and meaning
+    match the rest of the query and the words of anyone but the one it is about weigh less
     (speakers). The outcome says what it understood of the query (SearchOutcome.understood)."""
     now = timezone.now()
     search = search_begun(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, expand=expand,

@@ -71,8 +71,33 @@ def test_a_short_name_the_conversation_used_finds_the_person(api_a, conversation
 
 def test_a_question_about_two_people_or_nobody_known_has_no_focus(api_a, conversation):
     assert search(api_a, "What did Caroline and Melanie talk about pottery?")["understood"]["speaker"] is None
+    assert search(api_a, "What do Melanie's and Caroline's kids like?")["understood"]["speaker"] is None
     assert search(api_a, "What did Oscar sign up for?")["understood"]["speaker"] is None
     assert search(api_a, "what did she sign up for?")["understood"]["speaker"] is None
+
+
+def test_of_two_people_named_the_first_is_who_the_question_is_about(api_a, conversation):
+    """"What book did Caroline recommend to Melanie?": Caroline did the recommending, in her own
+    words; Melanie's turn says both the book and Caroline's name, and no longer outranks it."""
+    answer = write(api_a, "Caroline: I recommend Becoming Nicole, the best book I have read")
+    write(api_a, "Melanie: Caroline, that book about the trans girl and her family was so moving")
+    body = search(api_a, "What book did Caroline recommend to Melanie?")
+    assert body["understood"]["speaker"]["name"] == "Caroline"
+    assert body["results"][0]["memory"]["id"] == answer
+    assert body["results"][0]["signals"]["speaker"] == {"name": "Caroline"}
+    assert search(api_a, "What did Melanie ask Caroline about pottery?")["understood"]["speaker"]["name"] == "Melanie"
+
+
+def test_the_names_of_two_people_leave_what_full_text_matches(api_a, conversation):
+    """Each speaker's name is in every one of their turns and in the other's words to them:
+    "What do Caroline and Melanie knit?" shares no other word with any turn. Asked what they
+    did together, the names stay: what two people do together is told where they talk to each
+    other by name."""
+    assert "fulltext" not in search(api_a, "What do Caroline and Melanie knit?")["understood"]["signals"]
+    assert "fulltext" not in search(api_a, "What did Caroline knit for Melanie?")["understood"]["signals"]
+    together = search(api_a, "What did Caroline and Melanie knit together?")
+    assert "fulltext" in together["understood"]["signals"]
+    assert together["understood"]["speaker"] is None
 
 
 def test_the_others_words_still_come_after_the_persons_own(api_a, conversation):
