@@ -260,6 +260,7 @@ def members_of(search: pipeline.Search) -> list[Hit]:
 
 # --------------------------------------------------------------------------- first-person
 
+kept_unnamed = speakers.unnamed
 FIRST_PERSON_AUXILIARY = {"does": "do", "has": "have", "is": "am", "was": "was", "did": "did", "can": "can",
                           "will": "will", "would": "would", "could": "could", "might": "might", "should": "should"}
 
@@ -268,10 +269,11 @@ def as_cased(word: str, like: str) -> str:
     return word.capitalize() if like[:1].isupper() else word
 
 
-def in_first_person(query: str, speaker: speakers.Speaker) -> str:
-    """The query with the person it names as "I": "does Melanie" -> "do I", "Melanie's" ->
-    "my", the name elsewhere -> "I"."""
-    name = re.escape(speaker.name)
+def in_first_person(query: str, names: tuple[str, ...]) -> str:
+    """The query with the first person it names as "I": "does Melanie" -> "do I", "Melanie's" ->
+    "my", the name elsewhere -> "I"; the others it names taken out, as speakers.unnamed does."""
+    query = kept_unnamed(query, names[1:]) if names[1:] else query
+    name = re.escape(names[0])
     auxiliary = "|".join(FIRST_PERSON_AUXILIARY)
     text = re.sub(rf"\b({auxiliary})\s+{name}\b(?!['’])",
                   lambda match: as_cased(FIRST_PERSON_AUXILIARY[match.group(1).lower()], match.group(1)) + " I",
