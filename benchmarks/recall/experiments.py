@@ -45,17 +45,23 @@ a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kep
   (yesterday, last week, a month's name...), of the other turns there 27%. After fusion, the
   memories whose content holds none weigh `weight`; `words` "broad" (TIME_WORDS) or "period"
   (memories.understanding.when reads a period from the content).
+- statement: the question matched as a statement. An answer states ("I just signed up for a
+  pottery class"), a question's form matches other questions ("What have you been up to?"); the
+  leading wh-word, its "kind of" and the auxiliary after it leave what full text and the
+  query's embedding match ("What activities has Melanie done?" -> "activities has done"), for
+  every question. No setting. (Round eight.)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 
 from django.db import connection
 
 from memories.models import live_sql
-from memories.retrieval import pipeline, ranking, rocchio, speakers
+from memories.retrieval import fulltext, pipeline, ranking, rocchio, speakers
 from memories.retrieval.ranking import Hit, ranked_hits
 from memories.vectors.embeddings import vector_literal
 from memory_platform.config import config
@@ -67,7 +73,8 @@ SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
             "members": {"weight": 0.5, "members": 12, "floor": 0.35},
             "first-person": {},
             "sentences": {"weight": 1.0, "vector": 1.0, "gate": "all"},
-            "says-when": {"weight": 0.5, "words": "broad"}}
+            "says-when": {"weight": 0.5, "words": "broad"},
+            "statement": {}}
 EXPERIMENTS = set(SETTINGS)
 chosen: dict = {}
 
@@ -372,6 +379,28 @@ def install_says_when() -> str:
     return f"says-when {chosen}"
 
 
+# --------------------------------------------------------------------------- statement
+
+QUESTION_FORM = re.compile(r"^\s*(?:what|which|who|whom|whose|where|when|how|why)\b"
+                           r"(?:\s+(?:kind|kinds|type|types|sort|sorts)\s+of)?"
+                           r"(?:\s+(?:is|are|was|were|do|does|did|has|have|had|can|could|would|will|might|should))?\s+",
+                           re.IGNORECASE)
+
+
+def install_statement() -> str:
+    read = pipeline.QueryReading.of.__func__
+
+    def of(cls, query: str, **arguments):
+        reading = read(cls, query, **arguments)
+        stated = QUESTION_FORM.sub("", reading.words).rstrip("? ")
+        if not re.search(r"\w", stated):
+            return reading
+        return dataclasses.replace(reading, words=stated, terms=tuple(fulltext.query_words(stated)))
+
+    pipeline.QueryReading.of = classmethod(of)
+    return "statement"
+
+
 # --------------------------------------------------------------------------- installing one
 
 
@@ -404,6 +433,8 @@ def install(name: str, settings: dict) -> str:
         return "list-rocchio"
     if name == "says-when":
         return install_says_when()
+    if name == "statement":
+        return install_statement()
     if name == "sentences":  # beside the vector signal, fused with it
         add_signal(pipeline.Signal("sentences-experiment", seeded=False, search=by_best_sentence,
                                    applies=lambda s: chosen["weight"] > 0 and s.embed() is not None
