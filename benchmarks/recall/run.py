@@ -4,7 +4,8 @@
 
 Each conversation of ../shared/eval/locomo-dev.json is stored turn by turn as an agent would:
 POST /api/v1/memories in batches, content "<speaker>: <text>" (--shape: "<speaker> said: <text>",
-or the text alone with the speaker as the write's `speaker`), the dia_id in metadata, the
+a chat export's line, prose's quotation and attribution, or the text alone with the speaker as
+the write's `speaker`), the dia_id in metadata, the
 session's date as event_time, one namespace per conversation. Then every question of categories
 1-4 is asked with POST /api/v1/search, the conversation's namespace as its only filter, limit
 20: recall@k = |evidence ∩ dia_ids of the top k| / |evidence|, averaged, for k = 5, 10, 20, per
@@ -51,13 +52,21 @@ def event_time(text: str) -> str:
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc).isoformat()
 
 
-# How a turn is written (--shape): "Name: text", "Name said: text", or the text alone with
-# the speaker given as the write's `speaker` field (issue 34: who said it, as data).
+# How a turn is written (--shape): "Name: text", "Name said: text", a chat app's export
+# ("8/5/23, 1:56 PM - Name: text"), prose ('"text," said Name.'), or the text alone with the
+# speaker given as the write's `speaker` field (issue 34: who said it, as data).
 SHAPES = {
-    "colon": lambda speaker, text: ({"content": f"{speaker}: {text}"}),
-    "said": lambda speaker, text: ({"content": f"{speaker} said: {text}"}),
-    "bare": lambda speaker, text: ({"content": text, "speaker": speaker}),
+    "colon": lambda speaker, text, when: ({"content": f"{speaker}: {text}"}),
+    "said": lambda speaker, text, when: ({"content": f"{speaker} said: {text}"}),
+    "export": lambda speaker, text, when: ({"content": f"{when:%-m/%-d/%y, %-I:%M %p} - {speaker}: {text}"}),
+    "quoted": lambda speaker, text, when: ({"content": f'"{quoted(text)}" said {speaker}.'}),
+    "bare": lambda speaker, text, when: ({"content": text, "speaker": speaker}),
 }
+
+
+def quoted(text: str) -> str:
+    """As prose quotes speech before saying who: a full stop becomes a comma, ! and ? stay."""
+    return text if text.endswith(("!", "?")) else text.removesuffix(".") + ","
 
 
 def turns(sample: dict, shape: str = "colon") -> list[dict]:
@@ -68,8 +77,8 @@ def turns(sample: dict, shape: str = "colon") -> list[dict]:
         when = event_time(conversation[f"{name}_date_time"])
         for turn in conversation[name]:
             text = turn["text"] + (f" [shares {turn['blip_caption']}]" if turn.get("blip_caption") else "")
-            memories.append({**SHAPES[shape](turn["speaker"], text), "category": "episodic",
-                             "memory_type": "episodic", "event_time": when,
+            written = SHAPES[shape](turn["speaker"], text, datetime.fromisoformat(when))
+            memories.append({**written, "category": "episodic", "memory_type": "episodic", "event_time": when,
                              "namespace": ["locomo", sample["sample_id"]], "metadata": {"dia_id": turn["dia_id"]}})
     return memories
 
@@ -149,7 +158,8 @@ def main() -> None:
                         help=f"port the product listens on (default {PORT}; another lets the search benchmark run beside)")
     parser.add_argument("--shape", default="colon", choices=sorted(SHAPES),
                         help='how each turn is written: "Name: text" (colon, the default), "Name said: text" '
-                             '(said), or the text alone with the write\'s `speaker` field (bare)')
+                             '(said), "8/5/23, 1:56 PM - Name: text" (export), \'"text," said Name.\' (quoted), '
+                             'or the text alone with the write\'s `speaker` field (bare)')
     parser.add_argument("--details", help="also write each question with its evidence and what came back "
                                           "to this file (outside the repository: it holds the data)")
     parser.add_argument("--context", action="store_true",

@@ -4,7 +4,8 @@ entities; the rows are memories.models.Entity, EntityAlias and MemoryEntity).
 `extract(text)` finds mentions, deterministically:
 - people: the speaker of a line written in one of the common transcript shapes (`speaker_of`:
   "Caroline: ...", "Caroline said: ...", "[Caroline] ...", "<Caroline> ...", "**Caroline**: ...",
-  "Caroline (10:32): ...", "[10:32] Caroline: ...", "> Caroline wrote: ..."), and capitalised
+  "Caroline (10:32): ...", "[10:32] Caroline: ...", "> Caroline wrote: ...", "\"...,\" said
+  Caroline."), and capitalised
   names inside a sentence ("... with Melanie and her kids"), possessives folded ("Caroline's" is
   Caroline);
 - organisations and places: capitalised names ending in a word that says so ("Lakeside
@@ -71,16 +72,20 @@ WORD = r"[A-Z][a-zA-Z'’\-]*[a-zA-Z]"
 NAME = re.compile(rf"\b{WORD}(?:\s+(?:(?:of|the|de|la|van|von|da|del)\s+)?{WORD})*")
 # The speaker of a line of a transcript, chat log or mail thread (`speaker_of`): a name of one
 # to three capitalised words where such a line puts it. Optionally quoted ("> "), after a time
-# ("[10:32] Name: ...", "10:32 - Name: ..."), then: "Name: ...", "**Name**: ...", "[Name] ...",
-# "<Name> ...", "Name (10:32): ...", "Name - ...", or "Name said: ..." and the other verbs of
-# reported speech ("Name wrote:", "Name asked ...").
+# ("[10:32] Name: ...", "10:32 - Name: ...", a chat export's "8/5/23, 10:32 PM - Name: ..."),
+# then: "Name: ...", "**Name**: ...", "[Name] ...", "<Name> ...", "Name (10:32): ...",
+# "Name - ...", or "Name said: ..." and the other verbs of reported speech ("Name wrote:",
+# "Name asked ..."). Or a quotation attributed after it, as prose writes speech
+# ("\"I went camping,\" said Name." / "... Name said.": ATTRIBUTED).
 SPEAKER_NAME = r"(?P<name>[A-Z][\w'’\-]*(?:[ \t]+[A-Z][\w'’\-]*){0,2})"
 SPEAKER_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]?[AaPp]\.?[Mm]\.?)?"
+SPEAKER_DATE = r"\d{1,4}[-/.]\d{1,2}[-/.]\d{2,4}"  # 2023-05-08, 8/5/23, 08.05.2023
 SPEECH_VERBS = ("said|says|wrote|writes|asked|asks|replied|replies|answered|answers|added|adds|explained|"
                 "explains|responded|responds|told|tells|shared|shares|mentioned|mentions|texted|texts|posted|posts")
 SPEAKER = re.compile(
     rf"""^\s*(?:>[ \t]*)*                                      # quoted, in a mail thread
-    (?:\[[\d:/.,\-\sAaPpMmTZ]{{4,40}}\][ \t]*|{SPEAKER_TIME}[ \t]*[-–—|]?[ \t]*)?    # [10:32] / 10:32 -
+    (?:\[[\d:/.,\-\sAaPpMmTZ]{{4,40}}\][ \t]*       # [10:32] / 10:32 - / 8/5/23, 10:32 PM -
+      |(?:{SPEAKER_DATE},?[ \t]+)?{SPEAKER_TIME}[ \t]*[-–—|]?[ \t]*)?
     (?:\*\*{SPEAKER_NAME}\*\*[ \t]*:|\*\*{SPEAKER_NAME.replace("name", "bold")}:\*\*   # **Name**: / **Name:**
       |\[{SPEAKER_NAME.replace("name", "bracketed")}\][ \t]*:?                  # [Name] / [Name]:
       |<{SPEAKER_NAME.replace("name", "angled")}>[ \t]*:?                         # <Name>
@@ -89,6 +94,11 @@ SPEAKER = re.compile(
       |{SPEAKER_NAME.replace("name", "dashed")}[ \t]+[-–—][ \t]+                  # Name - / Name —
       |{SPEAKER_NAME.replace("name", "plain")}[ \t]*:(?!//))                      # Name: (not a URL)
     """, re.VERBOSE)
+ATTRIBUTED = re.compile(
+    rf"""^\s*["“].+["”][ \t]*,?[ \t]*                        # "I went camping," (quotes inside too)
+    (?:(?:{SPEECH_VERBS})[ \t]+{SPEAKER_NAME.replace("name", "after")}          # said Name.
+      |{SPEAKER_NAME.replace("name", "before")}[ \t]+(?:{SPEECH_VERBS}))        # Name said.
+    [ \t]*[.!]?\s*$""", re.VERBOSE)
 # Capitalised words before a colon or a dash that head a line but name nobody: labels of
 # notes, mail and documents ("Note:", "Re:", "Update -"), and the roles of a chat
 # ("User:", "Assistant:"), which are not a person's name (the Mem0 door maps a role to one).
@@ -178,8 +188,13 @@ def speaker_of(text: str) -> tuple[str, int] | None:
     return found[:2] if found else None
 
 
-def _speaker(text: str) -> tuple[str, int, bool] | None:
+def _speaker(text: str) -> tuple[str, int, bool, int] | None:
+    """speaker_of's name and where the words begin, whether the shape is a weak one, and where
+    the words end (before an attribution that follows them)."""
     match = SPEAKER.match(text)
+    attributed = ATTRIBUTED.match(text) if match is None else None
+    if attributed is not None:  # the words are the quotation before the name
+        match = attributed
     if match is None:
         return None
     shape, name = next((group, value) for group, value in match.groupdict().items() if value)
@@ -189,17 +204,19 @@ def _speaker(text: str) -> tuple[str, int, bool] | None:
         return None
     if name.isupper() and len(name) <= 5:  # "FAQ:", "NB:": an acronym labels, it does not speak
         return None
-    return name, match.end(), shape in WEAK_SHAPES and not match.group(0).rstrip().endswith(":")
+    if attributed is not None:
+        return name, 0, False, match.start(shape)
+    return name, match.end(), shape in WEAK_SHAPES and not match.group(0).rstrip().endswith(":"), len(text)
 
 
 def names(text: str) -> list[Mention]:
     found = []
     speaker = _speaker(text)
-    body_start = 0
+    body_start, body_end = 0, len(text)
     if speaker:
         found.append(Mention(speaker[0], "person", speaker[0], speaker=True, guessed=speaker[2]))
-        body_start = speaker[1]
-    for match in NAME.finditer(text, body_start):
+        body_start, body_end = speaker[1], speaker[3]
+    for match in NAME.finditer(text, body_start, body_end):
         name = trimmed(match.group(0))
         if name is None or name.isupper() and len(name) <= 5:  # "LGBTQ", "OK": acronyms say too little
             continue

@@ -74,6 +74,11 @@ def test_a_short_name_is_the_start_of_a_first_name_of_three_letters_or_more():
     ("[10:32 PM] Melanie: I went camping", "Melanie"),
     ("[2023-05-08 10:32] Melanie: I went camping", "Melanie"),
     ("10:32 - Melanie: I went camping", "Melanie"),
+    ("8/5/23, 10:32 PM - Melanie: I went camping", "Melanie"),  # a chat app's export
+    ("2023-05-08 10:32 - Melanie: I went camping", "Melanie"),
+    ("08.05.2023, 10:32 - Melanie: I went camping", "Melanie"),
+    ('"I went camping," said Melanie.', "Melanie"),  # prose: the quotation, then who said it
+    ("“I went camping,” Melanie said", "Melanie"),
     ("> Melanie: I went camping", "Melanie"),
     ("> > Melanie wrote: I went camping", "Melanie"),
     ("Melanie Smith: I went camping", "Melanie Smith"),
@@ -93,11 +98,17 @@ def test_the_speaker_of_a_transcript_line_in_its_common_shapes(text, speaker):
     "Q: what time?", "PS: bring snacks", "FAQ: opening hours", "Reminder - the vet at 5", "Dr: take two",
     "https://example.com is down", "I said: no", "We said goodbye", "Hey Bob: look", "Good Morning: coffee",
     "Tuesday: gym", "The team met at 10:30: fine", "Paris is lovely in May", "Melanie went camping",
-    "melanie: lower case is no name",
+    "melanie: lower case is no name", 'She said "hi" to Melanie.', '"Hello," said the man.',
+    '"Hello," said Melanie, smiling at us.',
 ])
 def test_a_label_a_role_or_a_plain_sentence_has_no_speaker(text):
     assert speaker_of(text) is None
     assert not any(mention.speaker for mention in extract(text))
+
+
+def test_a_quotation_attributed_after_it_is_the_speakers_and_names_inside_it_are_mentioned():
+    mentions = extract('"I went camping with Caroline," said Dr Patel.')
+    assert [(mention.name, mention.speaker) for mention in mentions] == [("Dr Patel", True), ("Caroline", False)]
 
 
 @pytest.mark.parametrize("text, expected", [
