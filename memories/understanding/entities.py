@@ -5,9 +5,8 @@ entities; the rows are memories.models.Entity, EntityAlias and MemoryEntity).
 - people: the speaker of a line written in one of the common transcript shapes (`speaker_of`:
   "Caroline: ...", "Caroline said: ...", "[Caroline] ...", "<Caroline> ...", "**Caroline**: ...",
   "Caroline (10:32): ...", "[10:32] Caroline: ...", "> Caroline wrote: ...", "\"...,\" said
-  Caroline."), and capitalised
-  names inside a sentence ("... with Melanie and her kids"), possessives folded ("Caroline's" is
-  Caroline);
+  Caroline."), and capitalised names inside a sentence ("... with Melanie and her kids"),
+  possessives folded ("Caroline's" is Caroline);
 - organisations and places: capitalised names ending in a word that says so ("Lakeside
   High School", "Ocean Avenue"); organisations after a word of work ("works at Siemens",
   "joined Acme Robotics") and single words after "at" ("at Siemens": a workplace, a shop or a
