@@ -61,14 +61,15 @@ class QueryReading:
     intent: str  # memories.understanding.intent
     period: Period | None = None  # the period it names (memories.understanding.when)
     speaker: Speaker | None = None  # who it is about, of the people who speak in the namespaces searched
-    named: tuple[str, ...] = ()  # every one of those people it names
 
     @classmethod
     def of(cls, query: str, *, period: Period | None = None, speaker: Speaker | None = None,
            named: tuple[str, ...] = ()) -> QueryReading:
+        """`named`: every name it says of the people who speak there (speakers.named); the
+        speaker's alone if not given."""
         named = named or ((speaker.name,) if speaker else ())
         words = speakers.unnamed(query, named) if named else query
-        return cls(query, words, tuple(fulltext.query_words(words)), intents.classify(query), period, speaker, named)
+        return cls(query, words, tuple(fulltext.query_words(words)), intents.classify(query), period, speaker)
 
 
 def widens(mode: str, threshold: float | None) -> bool:
