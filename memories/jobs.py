@@ -16,7 +16,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memories.models import EMBEDDING_DIMENSIONS, EMBEDDING_PENDING, IdempotencyRecord, Memory
-from memories.vectors.embeddings import active_standing, forget_active_model, get_embedder, vector_literal
+from memories.vectors.embeddings import (
+    active_standing,
+    embed_contents,
+    forget_active_model,
+    get_embedder,
+    vector_literal,
+)
 from memories.writes.duplicates import near_duplicates, record_duplicates
 from tenants.context import service_account, tenant_job
 
@@ -70,7 +76,7 @@ def embed_now(org_id, memory_ids: list) -> int:
     if not pending:
         return 0
     started = time.perf_counter()
-    vectors = embedder.embed([memory.content for memory in pending])
+    vectors = embed_contents(embedder, [memory.content for memory in pending])
     embedded = time.perf_counter()
     with connection.cursor() as cursor:
         # One statement for the whole batch (Django's bulk_update would repeat every

@@ -57,6 +57,7 @@ from memories.vectors.embeddings import (
     MODEL_NAME,
     UnknownModel,
     active_model,
+    embed_contents,
     embedder_for,
     forget_active_model,
     known_model,
@@ -345,7 +346,7 @@ def _embed_batch(embedder, model: str, after: tuple[str, str]) -> tuple[int, tup
         rows, next_after = _lock_missing(model, after)
         if not rows:
             return 0, next_after
-        vectors = embedder.embed([content for _, _, content in rows])
+        vectors = embed_contents(embedder, [content for _, _, content in rows])
         by_org: dict = {}
         for (org_id, memory_id, content), vector in zip(rows, vectors):
             if len(vector) != EMBEDDING_DIMENSIONS:  # a model that is not what its registry entry says

@@ -208,6 +208,40 @@ def _speaker(text: str) -> tuple[str, int, bool, int] | None:
     return name, match.end(), shape in WEAK_SHAPES and not match.group(0).rstrip().endswith(":"), len(text)
 
 
+# What the parentheses of "Name (10:32): ..." hold when they are the line's time stamp.
+STAMP = re.compile(rf"[ \t]*(?:{SPEAKER_DATE}|{SPEAKER_TIME})(?:[ \t,T]+{SPEAKER_TIME})?[ \t]*")
+
+
+def as_said(text: str) -> str:
+    """The text with each of its lines that a transcript writes in one of its shapes (SPEAKER,
+    ATTRIBUTED) written "Name: words": without the line's time stamp, the markup around the name
+    and the quotation marks. What a memory's embedding is made of (embeddings.embed_contents), so
+    that the vector of what someone said does not depend on how a transcript wrote who said it
+    and when (a chat export's "8/5/23, 10:32 PM - Caroline: ...", prose's '"...," said
+    Caroline.'): a time stamp, different on every line, is nothing a question means. A line in a
+    weak shape ("Paris - a city I love"), a label's ("Note: ..."), or whose parentheses hold more
+    than a time ("Budget (2024): ...") stays as written; so does a line already "Name: words"."""
+    return "\n".join(_said(line) for line in text.split("\n"))
+
+
+def _said(line: str) -> str:
+    found = _speaker(line)
+    if found is None or found[2]:
+        return line
+    name, start, _, end = found
+    match = SPEAKER.match(line)
+    if match is not None and match.group("timed"):
+        stamp = line[match.end("timed"):match.end()].strip().removesuffix(":").strip()
+        if not STAMP.fullmatch(stamp.removeprefix("(").removesuffix(")")):
+            return line
+    words = line[start:end]
+    if end < len(line):  # a quotation attributed after it: '"I went camping," said Caroline.'
+        closes = max(words.rfind('"'), words.rfind("”"))
+        words = words[:closes].strip().removeprefix('"').removeprefix("“").strip().removesuffix(",")
+    words = words.strip()
+    return f"{name}: {words}" if words else line
+
+
 def names(text: str) -> list[Mention]:
     found = []
     speaker = _speaker(text)

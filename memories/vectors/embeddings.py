@@ -31,6 +31,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from memories.models import EMBEDDING_DIMENSIONS
+from memories.understanding.entities import as_said
 
 MODEL_NAME = "all-MiniLM-L6-v2"  # the default model: active until another is switched to
 INT8_MODEL_NAME = f"{MODEL_NAME}-int8"
@@ -57,6 +58,13 @@ def text_hash_sql(column: str) -> str:
     format once its backslashes are doubled. convert_to(..., 'UTF8'), which gives the same bytes,
     is STABLE, and Citus refuses a STABLE function of a column in an UPDATE's WHERE."""
     return f"encode(sha256(decode(replace({column}, '\\', '\\\\'), 'escape')), 'hex')"
+
+
+def embed_contents(embedder: Embedder, contents: list[str]) -> list[list[float]]:
+    """The vectors of memories' contents: of each one's transcript lines written one way,
+    "Name: words", whatever shape the transcript gave them (entities.as_said; docs/adr/0065).
+    Every memory's vector is made here; a query's is of its text as it is."""
+    return embedder.embed([as_said(content) for content in contents])
 
 
 def model_path() -> Path:

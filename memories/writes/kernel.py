@@ -24,7 +24,7 @@ from memories.caching import cache
 from memories.errors import InvalidInput, NotFound, StaleVersion, VersionRequired
 from memories.intake.redaction import IdentifierHoldsSecret, Redactor
 from memories.models import CONTENT_MAX_CHARS, EMBEDDING_DIMENSIONS, LIVE, Memory, MemoryTag, MemoryVersion
-from memories.vectors.embeddings import Embedded, EmbeddingError, get_embedder
+from memories.vectors.embeddings import Embedded, EmbeddingError, embed_contents, get_embedder
 from memories.writes.entities import speakers_of
 
 logger = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def embed_one(content: str) -> Embedded | None:
     goes on with its embedding pending, and the sweep (memories.jobs.embed_pending) completes it."""
     try:
         embedder = get_embedder()
-        return Embedded(embedder.embed([content])[0], embedder.model_name)
+        return Embedded(embed_contents(embedder, [content])[0], embedder.model_name)
     except EmbeddingError as exc:
         logger.warning("embedding deferred: %s", type(exc).__name__)
         return None

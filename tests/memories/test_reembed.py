@@ -130,6 +130,18 @@ def test_a_build_embeds_every_memory_of_every_organisation_with_progress(written
     assert same({k: v for k, (_, v) in serving().items()}, {k: v for k, (_, v) in before.items()})
 
 
+def test_a_build_embeds_a_transcript_line_as_its_speaker_and_words(written, api_a):
+    """As the write does (docs/adr/0065): the vector of "[13:56] **Melanie**: ..." is the one of
+    "Melanie: ...", not of the time stamp and markup around the name."""
+    line = "[13:56] **Melanie**: I went camping with the kids"
+    memory_id = api_a.post("/api/v1/memories", {"content": line}).json()["memory"]["id"]
+    command("--model", INT8)
+    int8 = embeddings.embedder_for(INT8)
+    said, as_written = int8.embed(["Melanie: I went camping with the kids", line])
+    vector = kept(INT8)[memory_id]
+    assert cosine(np.array(said), vector) > 0.97 > cosine(np.array(as_written), vector) + 0.2
+
+
 def test_a_build_goes_on_where_it_stopped_and_embeds_only_what_changed(written, tenant_a, api_a):
     first = reembed.build(model=INT8, seconds=1e-9)  # stopped at once, before its first batch
     assert not first.finished and state(INT8).state == "building"

@@ -3,7 +3,7 @@ network, the same answer every time."""
 
 import pytest
 
-from memories.understanding.entities import extract, first_name_of, name_key, nickname_of, speaker_of
+from memories.understanding.entities import as_said, extract, first_name_of, name_key, nickname_of, speaker_of
 
 
 def found(text):
@@ -109,6 +109,33 @@ def test_a_label_a_role_or_a_plain_sentence_has_no_speaker(text):
 def test_a_quotation_attributed_after_it_is_the_speakers_and_names_inside_it_are_mentioned():
     mentions = extract('"I went camping with Caroline," said Dr Patel.')
     assert [(mention.name, mention.speaker) for mention in mentions] == [("Dr Patel", True), ("Caroline", False)]
+
+
+@pytest.mark.parametrize("text", [
+    "Melanie: I went camping", "8/5/23, 10:32 PM - Melanie: I went camping", "2023-05-08 10:32 - Melanie: I went camping",
+    "[10:32] Melanie: I went camping", "[8/5/23, 10:32:07] Melanie: I went camping", "**Melanie**: I went camping",
+    "<Melanie> I went camping", "[Melanie] I went camping", "Melanie (10:32): I went camping",
+    "Melanie (8/5/23, 10:32 PM): I went camping", "> Melanie wrote: I went camping", "Melanie said: I went camping",
+    '"I went camping," said Melanie.', "“I went camping,” Melanie said", "Melanie:   I went camping  ",
+])
+def test_a_transcript_line_is_embedded_as_name_and_words_whatever_its_shape(text):
+    assert as_said(text) == "Melanie: I went camping"
+
+
+@pytest.mark.parametrize("text", [
+    "Paris - a city I love", "Rome said goodbye to its emperors", "Note: buy milk", "User: hello",
+    "Budget (2024): five thousand", "Melanie went camping", "Melanie:", "I went camping.\n",
+    '"Did you?" asked the man.', "The team met at 10:30: fine",
+])
+def test_what_is_no_speakers_line_is_embedded_as_written(text):
+    assert as_said(text) == text
+
+
+def test_each_line_of_a_transcript_is_written_one_way():
+    assert as_said('8/5/23, 10:32 PM - Melanie: I went camping\n"Where?" Caroline asked.\nnot a line\n') == (
+        "Melanie: I went camping\nCaroline: Where?\nnot a line\n")
+    assert as_said('"Did you?" Caroline asked.') == "Caroline: Did you?"  # ? and ! stay; a comma before said goes
+    assert as_said('“She said "no",” said Dr Patel.') == 'Dr Patel: She said "no"'  # quotes inside stay
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -3,9 +3,14 @@ memory as its speaker, the link the search's speaker signal reads, whatever shap
 in; it is answered in the memory, kept or changed by an edit, recorded in the history, checked
 like any field, and resolved only within the memory's namespace."""
 
+import uuid
+
+import numpy as np
 import pytest
 
-from memories.models import Entity, MemoryEntity
+from memories import jobs
+from memories.models import Entity, Memory, MemoryEntity
+from memories.vectors.embeddings import get_embedder
 from tenants.context import tenant_context
 
 pytestmark = pytest.mark.django_db
@@ -175,3 +180,25 @@ def test_an_archived_memory_s_speaker_changes_and_survives_unarchiving(api_a, te
         memory_unarchive(org_id=tenant_a.org.id, memory_id=memory["id"], actor=actor)
     assert api_a.get(path).json()["speaker"] == "Oscar"
     assert roles(tenant_a.org, memory["id"]) == {"Oscar": "speaker"}
+
+
+def test_what_a_line_says_has_one_vector_whatever_shape_the_transcript_wrote_it_in(api_a, tenant_a):
+    """The vector is made of "Name: words" (docs/adr/0065): a chat export's time stamp or prose's
+    quotation marks change nothing of what the line means. The content stays as written."""
+    shapes = ["Melanie: I went camping with the kids", "5/8/23, 1:56 PM - Melanie: I went camping with the kids",
+              '"I went camping with the kids," said Melanie.', "[13:56] **Melanie**: I went camping with the kids"]
+    written = [write(api_a, text, namespace=["one", str(i)]) for i, text in enumerate(shapes)]  # embedded as written
+    assert [memory["content"] for memory in written] == shapes
+    batch = api_a.post("/api/v1/memories", {"memories": [  # embedded by the job
+        {"content": text, "namespace": ["batch", str(i)]} for i, text in enumerate(shapes)]})
+    assert batch.status_code == 201, batch.content
+    batched = [result["id"] for result in batch.json()["results"]]
+    jobs.embed_memories(org_id=str(tenant_a.org.id), memory_ids=batched)
+    with tenant_context(tenant_a.org.id):
+        stored = dict(Memory.objects.filter(pk__in=[m["id"] for m in written] + batched)
+                      .values_list("pk", "embedding"))
+    vectors = np.array([stored[uuid.UUID(str(memory_id))] for memory_id in [m["id"] for m in written] + batched])
+    assert (vectors @ vectors[0]).min() > 0.99999
+    # What the same words say without a speaker's line is another text, and another vector.
+    plain = np.array(get_embedder().embed([shapes[1]])[0])
+    assert plain @ vectors[0] < 0.99
