@@ -113,8 +113,9 @@ def check_content(content: str) -> None:
 
 
 def embed_one(content: str) -> Embedded | None:
-    """The content's embedding by the active model, or None when the model fails: the write
-    goes on with its embedding pending, and the sweep (memories.jobs.embed_pending) completes it."""
+    """The content's embedding by the active model (its transcript lines as "Name: words":
+    embeddings.embed_contents), or None when the model fails: the write goes on with its
+    embedding pending, and the sweep (memories.jobs.embed_pending) completes it."""
     try:
         embedder = get_embedder()
         return Embedded(embed_contents(embedder, [content])[0], embedder.model_name)
