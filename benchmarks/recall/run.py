@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -175,6 +176,10 @@ def main() -> None:
     # Reused only if stored in the same shape (the marker holds it; an older, empty one: colon).
     reuse = arguments.reuse and stored_marker.exists() and (stored_marker.read_text() or "colon") == arguments.shape
     if not reuse:
+        # What replay.py (or a run stopped midway) left running on the folder stops first: a server
+        # whose files are deleted under it runs on, orphaned (Valkey) or until it notices (PostgreSQL).
+        subprocess.run([sys.executable, "-m", "memory_platform.local_services", "stop", "--data-dir", str(DATA_DIR)],
+                       cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(DATA_DIR, ignore_errors=True)
         DATA_DIR.mkdir(parents=True)
     # The product as served, with its rate limits off: this measures retrieval, not them.
