@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import psycopg
@@ -30,24 +30,38 @@ APPEND_ONLY_TABLES = ("memory_versions", "retrieval_events")
 _SETTING_NAME = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
 
 
-def set_local(cursor, settings: dict[str, object]) -> None:
-    """SET LOCAL each setting, in one round trip: they last until the transaction ends.
+def set_local(cursor, settings: dict[str, object], then: str | None = None, params=None, *,
+              then_reset: Iterable[str] = ()) -> None:
+    """SET LOCAL each setting, in one round trip: they last until the transaction ends. With
+    `then`, that statement follows in the same round trip, under the settings, its `params`
+    bound on the client, and the cursor holds its rows (authentication reads the key and the
+    agent so, and the vector search: each a round trip fewer); and after it the settings named
+    in `then_reset` go back to their defaults (reset_local), still in that round trip.
 
     SET LOCAL, not set_config(..., true), which does the same on one server: on a Citus cluster
     (citus.propagate_set_commands = local) SET LOCAL is also sent to every worker the
     transaction reaches, so the row-level security policies and the search's index settings
     hold there too; a set_config call is not (docs/adr/0042). The values are written into the
     statement as literals (a utility statement takes no parameters), quoted by psycopg; several
-    statements go in one simple-protocol message.
+    statements go in one simple-protocol message (a cursor that binds on the server, such as
+    prepared_cursor's, cannot send them).
     """
-    if not settings:
-        return
     statements = []
     for name, value in settings.items():
         if not _SETTING_NAME.fullmatch(name):
             raise ValueError(f"not a setting name: {name!r}")
         statements.append(f"SET LOCAL {name} = {sql.quote(str(value))}")
-    cursor.execute("; ".join(statements))
+    if then is None:
+        if statements:
+            cursor.execute("; ".join(statements))
+        return
+    setting = "".join(f"{statement}; " for statement in statements)
+    resetting = "".join(f"; {statement}" for statement in _reset_statements(then_reset))
+    if params is not None:
+        setting, resetting = setting.replace("%", "%%"), resetting.replace("%", "%%")
+    cursor.execute(setting + then + resetting, params)
+    for _ in statements:  # past each SET's empty result, to the statement's rows
+        cursor.nextset()
 
 
 def prepared_cursor() -> CursorWrapper:
@@ -93,12 +107,17 @@ def reset_local(cursor, names) -> None:
     """Undo set_local for these settings before the transaction ends (SET LOCAL ... TO DEFAULT,
     propagated to a cluster's workers as set_local is): for a setting that must hold for one
     statement only, not for the rest of the request."""
-    names = list(names)
+    if statements := _reset_statements(names):
+        cursor.execute("; ".join(statements))
+
+
+def _reset_statements(names: Iterable[str]) -> list[str]:
+    statements = []
     for name in names:
         if not _SETTING_NAME.fullmatch(name):
             raise ValueError(f"not a setting name: {name!r}")
-    if names:
-        cursor.execute("; ".join(f"SET LOCAL {name} TO DEFAULT" for name in names))
+        statements.append(f"SET LOCAL {name} TO DEFAULT")
+    return statements
 
 
 # For a statement over a whole organisation that joins two of its tables: a hash or merge join,

@@ -35,17 +35,22 @@ class TenantContextError(RuntimeError):
     """The tenant was set outside a transaction, where it would vanish at once."""
 
 
-def _in_transaction(using: str, what: str):
+def in_transaction(using: str, what: str):
     connection = connections[using]
     if not connection.in_atomic_block:
         raise TenantContextError(f"{what} can only be set inside a transaction (transaction.atomic)")
     return connection
 
 
+def tenant_settings(org_id: str, service_account: str = "") -> dict[str, str]:
+    """The settings that make org_id the tenant (activate_org), for set_local."""
+    return {ORG_SETTING: org_id, SERVICE_ACCOUNT_SETTING: service_account, API_KEY_HASH_SETTING: ""}
+
+
 def _set(using: str, org_id: str, service_account: str) -> None:
-    connection = _in_transaction(using, "the tenant")
+    connection = in_transaction(using, "the tenant")
     with connection.cursor() as cursor:
-        set_local(cursor, {ORG_SETTING: org_id, SERVICE_ACCOUNT_SETTING: service_account, API_KEY_HASH_SETTING: ""})
+        set_local(cursor, tenant_settings(org_id, service_account))
 
 
 def _get(using: str) -> tuple[str, str]:
@@ -65,7 +70,7 @@ def activate_org(org_id: uuid.UUID | str, *, using: str = "default") -> None:
 def activate_user(user_id: int | None, *, using: str = "default") -> None:
     """Let the rest of the current transaction read this operator's memberships in every
     organisation (and nothing else of those organisations)."""
-    connection = _in_transaction(using, "the operator")
+    connection = in_transaction(using, "the operator")
     with connection.cursor() as cursor:
         set_local(cursor, {USER_SETTING: "" if user_id is None else str(int(user_id))})
 
@@ -73,7 +78,7 @@ def activate_user(user_id: int | None, *, using: str = "default") -> None:
 def activate_member_orgs(org_ids: Iterable[uuid.UUID | str], *, using: str = "default") -> None:
     """Let the rest of the current transaction read these organisations' own rows (their name,
     slug, state): the ones the operator's memberships name, read first under activate_user."""
-    connection = _in_transaction(using, "the operator's organisations")
+    connection = in_transaction(using, "the operator's organisations")
     with connection.cursor() as cursor:
         set_local(cursor, {MEMBER_ORGS_SETTING: ",".join(str(uuid.UUID(str(org_id))) for org_id in org_ids)})
 

@@ -26,7 +26,7 @@ from memories.retrieval.ranking import Hit, memory_columns, ranked_hits, ranking
 from memories.vectors import index as vector_index
 from memories.vectors.embeddings import vector_literal
 from memory_platform.config import config
-from memory_platform.database import reset_local, set_local
+from memory_platform.database import set_local
 
 _index_cache: dict = {}
 
@@ -202,9 +202,9 @@ def search(org_id, embedding: list[float], filters: SearchFilters, k: int,
     savepoint's release would not end them either), and each search sets its own."""
     with connection.cursor() as cursor:
         query = statement(cursor, org_id, embedding, filters, k, small, vectors_of)
-        set_local(cursor, query.knobs)
-        cursor.execute(query.sql, query.params)
+        # One round trip: the knobs, the statement, and the exact path's page cost undone.
+        set_local(cursor, query.knobs, query.sql, query.params,
+                  then_reset=EXACT_PATH_SETTINGS.keys() & query.knobs.keys())
         rows = cursor.fetchall()
-        reset_local(cursor, EXACT_PATH_SETTINGS.keys() & query.knobs.keys())
     return ranked_hits(((memory_id, max(0.0, min(1.0, float(similarity))), *ranking)
                         for memory_id, similarity, *ranking in rows), measure="similarity"), query.method
