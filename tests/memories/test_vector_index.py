@@ -219,8 +219,9 @@ def test_searches_leave_no_prepared_statement_whose_generic_plan_could_drop_the_
             vector.search(tenant_a.org.id, factories.unit_vector(seed), SearchFilters(), 5)
             fulltext.search(tenant_a.org.id, ["tea"], SearchFilters(), 5)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_prepared_statements")
-        assert cursor.fetchone()[0] == 0
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]  # reads by key may be (docs/adr/0063)
+    assert not [statement for statement in prepared if "<=>" in statement or "@@" in statement]
 
 
 @committing
