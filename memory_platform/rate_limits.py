@@ -152,16 +152,25 @@ def hidden(value: str) -> str:
 
 def hit(counter: str, *, window_seconds: int) -> Count | None:
     """Count one hit in the counter's current window; None when Redis is unreachable."""
+    counts = hit_each({counter: window_seconds})
+    return None if counts is None else counts[counter]
+
+
+def hit_each(windows: dict[str, int]) -> dict[str, Count] | None:
+    """Count one hit in each counter's current window (counter -> its window in seconds), all
+    in one round trip; None when Redis is unreachable."""
 
     def build(pipeline):
-        pipeline.set(counter, 0, ex=window_seconds, nx=True)
-        pipeline.incr(counter)
-        pipeline.pttl(counter)
+        for counter, window_seconds in windows.items():
+            pipeline.set(counter, 0, ex=window_seconds, nx=True)
+            pipeline.incr(counter)
+            pipeline.pttl(counter)
 
     replies = _run(build)
     if replies is None:
         return None
-    return Count(hits=int(replies[1]), retry_after=_seconds(replies[2]))
+    return {counter: Count(hits=int(replies[3 * i + 1]), retry_after=_seconds(replies[3 * i + 2]))
+            for i, counter in enumerate(windows)}
 
 
 def peek(counter: str) -> Count | None:

@@ -26,49 +26,42 @@ class RateLimited(exceptions.Throttled):
 
 
 class ApiKeyThrottle(throttling.BaseThrottle):
-    """One rate per API key, config().rate_limits.<rate_name>, read at each request (tests change it)."""
+    """Every rate an agent's request counts against, read at each request (tests change them):
+    the key's sustained and burst rates (config().rate_limits.api_key, .api_key_burst) and the
+    heavier requests' own (.search, .batch), named by the view. Counted together, in one round
+    trip to Redis; over any of them, the longest wait."""
 
-    rate_name = "api_key"
-
-    def rate_name_for(self, request, view) -> str | None:
-        """Which rate this request counts against; None when this throttle does not apply."""
-        return self.rate_name
+    rate_names = ("api_key_burst", "api_key")
 
     def allow_request(self, request, view) -> bool:
         self.retry_after = None
         api_key = getattr(request.user, "api_key", None)
         if api_key is None:  # not an agent's request: the address limit applies at authentication
             return True
-        self.retry_after = api_key_request_counted(api_key.pk, self.rate_name_for(request, view))
+        scope_for = getattr(view, "rate_limit_scope_for", None)
+        scope = scope_for(request) if scope_for else None
+        self.retry_after = api_key_request_counted(api_key.pk, *self.rate_names, *([scope] if scope else []))
         return self.retry_after is None
 
     def wait(self) -> float | None:
         return self.retry_after
 
 
-class ApiKeyBurstThrottle(ApiKeyThrottle):
-    rate_name = "api_key_burst"
-
-
-class ApiKeyScopeThrottle(ApiKeyThrottle):
-    """The heavier requests' own rate (config().rate_limits.search, .batch), named by the view."""
-
-    def rate_name_for(self, request, view) -> str | None:
-        scope_for = getattr(view, "rate_limit_scope_for", None)
-        return scope_for(request) if scope_for else None
-
-
-def api_key_request_counted(api_key_id, rate_name: str | None) -> int | None:
-    """Count one request of this key against config().rate_limits.<rate_name>: the seconds to
-    wait when the key is over it, None when it may go on (also when the rate is off, or Redis
-    is down). Every door that takes a key counts its requests here."""
-    rate = rate_limits.configured_rate(rate_name) if rate_name else None
-    if rate is None:
+def api_key_request_counted(api_key_id, *rate_names: str) -> int | None:
+    """Count one request of this key against each of config().rate_limits.<rate_name>, in one
+    round trip: the seconds to wait when the key is over any of them (the longest), None when
+    it may go on (also when the rates are off, or Redis is down). Every door that takes a key
+    counts its requests here."""
+    rates = {name: rate for name in rate_names if (rate := rate_limits.configured_rate(name)) is not None}
+    if not rates:
         return None
-    count = rate_limits.hit(rate_limits.key("api_key", str(api_key_id), rate_name), window_seconds=rate.seconds)
-    if count is None or count.hits <= rate.requests:  # None: Redis is down, serve the request
+    counters = {name: rate_limits.key("api_key", str(api_key_id), name) for name in rates}
+    counts = rate_limits.hit_each({counters[name]: rate.seconds for name, rate in rates.items()})
+    if counts is None:  # Redis is down: serve the request
         return None
-    return count.retry_after
+    waits = [counts[counters[name]].retry_after for name, rate in rates.items()
+             if counts[counters[name]].hits > rate.requests]
+    return max(waits, default=None)
 
 
 def unauthenticated_request_counted(request) -> None:

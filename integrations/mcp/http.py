@@ -83,10 +83,9 @@ def _admitted(header: bytes | None, meta: dict) -> Caller:
         except exceptions.AuthenticationFailed:
             throttles.unauthenticated_request_counted(request)
             raise
-        for rate_name in ("api_key_burst", "api_key"):
-            wait = throttles.api_key_request_counted(principal.api_key.pk, rate_name)
-            if wait is not None:
-                raise throttles.RateLimited(wait=wait, detail="Too many requests for this API key.")
+        wait = throttles.api_key_request_counted(principal.api_key.pk, *throttles.ApiKeyThrottle.rate_names)
+        if wait is not None:
+            raise throttles.RateLimited(wait=wait, detail="Too many requests for this API key.")
         return principal.caller
     finally:
         close_old_connections()

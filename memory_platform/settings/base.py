@@ -210,11 +210,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "EXCEPTION_HANDLER": "memories.api.errors.api_exception_handler",
     # Per API key, counted in Redis; rates in MEMORY_PLATFORM["RATE_LIMITS"] (tenants/throttles.py).
-    "DEFAULT_THROTTLE_CLASSES": [
-        "tenants.throttles.ApiKeyBurstThrottle",
-        "tenants.throttles.ApiKeyThrottle",
-        "tenants.throttles.ApiKeyScopeThrottle",
-    ],
+    "DEFAULT_THROTTLE_CLASSES": ["tenants.throttles.ApiKeyThrottle"],
     "UNAUTHENTICATED_USER": None,
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }

@@ -52,6 +52,15 @@ def test_searches_count_against_their_own_rate_as_well(rate_limits, api_a):
     assert api_a.get("/api/v1/memories").status_code == 200  # other requests go on
 
 
+def test_over_two_rates_at_once_the_wait_is_the_longer_one(rate_limits, api_a):
+    rate_limits(API_KEY="2/min", SEARCH="2/10s")
+    for _ in range(2):
+        assert api_a.post("/api/v1/search", {"query": "tea"}).status_code == 200
+    response = api_a.post("/api/v1/search", {"query": "tea"})
+    assert_rate_limited(response)
+    assert 50 <= int(response["Retry-After"]) <= 60  # the key's minute, not the search scope's 10 s
+
+
 def test_batch_creates_count_against_their_own_rate_single_creates_do_not(rate_limits, api_a):
     rate_limits(BATCH="1/min")
     batch = {"memories": [{"content": "The user likes green tea"}]}
