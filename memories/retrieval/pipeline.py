@@ -13,7 +13,6 @@ of SIGNALS.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -93,20 +92,6 @@ def read_query(org_id, query: str, filters: SearchFilters, *, wide: bool, now: d
 
 NOT_EMBEDDED = object()
 
-# The query is embedded in a thread of this pool from the moment its words are known, while
-# the search's first statements (its size, BM25's statistics, full text) run in the database:
-# the model releases the GIL. Two threads: a request whose query is in Redis is not held up
-# behind another's model (the model itself runs one query at a time, OnnxEmbedder's lock).
-_embedding_pool: ThreadPoolExecutor | None = None
-
-
-def embedding_started(text: str, model: str) -> Future:
-    """cache.query_embedding(text, model), under way in the embedding pool."""
-    global _embedding_pool
-    if _embedding_pool is None:  # made at first use: a pool made before a fork has no threads after it
-        _embedding_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embedding")
-    return _embedding_pool.submit(cache.query_embedding, text, model)
-
 
 @dataclass
 class Search:
@@ -132,7 +117,6 @@ class Search:
     vector_method: str | None = None
     filled_from_fulltext: int = 0
     embedding: object = field(default=NOT_EMBEDDED, repr=False)  # the query's, once embed() has run
-    embedding_under_way: Future | None = field(default=None, repr=False)  # started by search_begun
     window: timeframe.Window | None = None  # the period's memories, once period_window() has run
 
     @property
@@ -140,14 +124,10 @@ class Search:
         return widens(self.mode, self.threshold)
 
     def embed(self) -> list[float] | None:
-        """The query's embedding (of its words), computed once (in the embedding pool, if
-        search_begun started it there); None if the mode ranks no meaning or the query cannot
-        be embedded."""
+        """The query's embedding (of its words), computed once; None if the mode ranks no
+        meaning or the query cannot be embedded."""
         if self.embedding is NOT_EMBEDDED:
-            if self.embedding_under_way is not None:
-                self.embedding = self.embedding_under_way.result()
-            else:
-                self.embedding = cache.query_embedding(self.reading.words, self.model) if self.model else None
+            self.embedding = cache.query_embedding(self.reading.words, self.model) if self.model else None
         return self.embedding
 
     def period_window(self) -> timeframe.Window:
@@ -166,17 +146,15 @@ def search_begun(*, org_id, query: str, filters: SearchFilters, limit: int, mode
     """A search as asked, its query read and its candidate rows sized, before any signal runs."""
     knobs = config().search
     reading = read_query(org_id, query, filters, wide=widens(mode, threshold), now=now)
-    # Read (at most every few seconds) before a full-text statement goes out: the connection
-    # is the pipeline's until it ends.
     standing = embeddings.active_standing() if mode in EMBEDDING_MODES else ("", "")
-    model = standing[0] or None
-    under_way = embedding_started(reading.words, model) if model else None
     rows = size.candidate_count(org_id, filters)
     return Search(org_id=org_id, reading=reading, filters=filters, limit=limit, mode=mode, expand=int(expand),
                   threshold=threshold, k=max(limit, knobs.candidates), exact=rows <= knobs.exact_scan_rows,
                   # Full text: match row by row the few rows a filter leaves (docs/adr/0035).
                   small=filters.narrows() and rows <= knobs.text_scan_rows,
-                  model=model, switching=bool(standing[1]), embedding_under_way=under_way)
+                  # Read (at most every few seconds) before a full-text statement goes out: the
+                  # connection is the pipeline's until it ends.
+                  model=standing[0] if mode in EMBEDDING_MODES else None, switching=bool(standing[1]))
 
 
 # --------------------------------------------------------------------------- the signals
@@ -187,10 +165,9 @@ def ranks_words(search: Search) -> bool:
 
 
 def words(search: Search) -> list[Hit]:
-    """Full text of the query's words. A hybrid search's query is being embedded meanwhile
-    (search_begun started it), for the vector signal next: the statement runs in the database
-    while the model runs in a thread of this process, so the two take as long as the longer of
-    them (docs/adr/0035, "The critical path of a search"); the block waits for both."""
+    """Full text of the query's words. A hybrid search embeds its query meanwhile, for the
+    vector signal next: the statement runs in the database while the model runs here, so the
+    two take as long as the longer of them (docs/adr/0035, "The critical path of a search")."""
     with fulltext.started(search.org_id, search.reading.terms, search.filters, search.k, search.small) as text:
         if search.mode == "hybrid":
             search.embed()
