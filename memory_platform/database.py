@@ -14,6 +14,7 @@ from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from psycopg import sql
 
 from memory_platform import references
+from memory_platform.distribution import on_citus
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,8 @@ def set_local(cursor, settings: dict[str, object], then: str | None = None, para
     hold there too; a set_config call is not (docs/adr/0042). The values are written into the
     statement as literals (a utility statement takes no parameters), quoted by psycopg; several
     statements go in one simple-protocol message (a cursor that binds on the server, such as
-    prepared_cursor's, cannot send them).
+    prepared_cursor's, cannot send them). On a Citus cluster `then` and the resets go in round
+    trips of their own.
     """
     statements = []
     for name, value in settings.items():
@@ -55,8 +57,20 @@ def set_local(cursor, settings: dict[str, object], then: str | None = None, para
         if statements:
             cursor.execute("; ".join(statements))
         return
+    resets = _reset_statements(then_reset)
+    if on_citus(cursor.db.alias):
+        # A cluster's coordinator fails the transaction when one message holds a statement it
+        # sends to a worker beside others ("failure on connection marked as essential"): a
+        # round trip each, as set_local and reset_local would take.
+        if statements:
+            cursor.execute("; ".join(statements))
+        cursor.execute(then, params)
+        if resets:
+            with cursor.db.cursor() as other:  # this one keeps the statement's rows
+                other.execute("; ".join(resets))
+        return
     setting = "".join(f"{statement}; " for statement in statements)
-    resetting = "".join(f"; {statement}" for statement in _reset_statements(then_reset))
+    resetting = "".join(f"; {statement}" for statement in resets)
     if params is not None:
         setting, resetting = setting.replace("%", "%%"), resetting.replace("%", "%%")
     cursor.execute(setting + then + resetting, params)
