@@ -53,14 +53,14 @@ class AgentPrincipal:
 # trip (set_local's `then`), the row made an instance as the ORM would (_instance): built and
 # compiled by the ORM they were about half of authentication's 6 ms p50 on a slow machine
 # (docs/adr/0035), and the settings cost a round trip each (docs/adr/0066).
-def _columns(model) -> str:
-    return ", ".join(field.column for field in model._meta.concrete_fields)
+def _columns(model, alias: str = "") -> str:
+    return ", ".join(f"{alias}{'.' if alias else ''}{field.column}" for field in model._meta.concrete_fields)
 
 
 KEY_SQL = f"SELECT {_columns(ApiKey)} FROM api_keys WHERE key_hash = %s ORDER BY created_at DESC LIMIT 1"
 ORG_KEY_SQL = f"SELECT {_columns(ApiKey)} FROM api_keys WHERE org_id = %s AND key_hash = %s"
 ACTIVE_AGENT_SQL = f"""
-    SELECT {", ".join(f"a.{field.column}" for field in Agent._meta.concrete_fields)}
+    SELECT {_columns(Agent, "a")}
     FROM agents a JOIN organizations o ON o.id = a.org_id
     WHERE a.org_id = %s AND a.id = %s AND a.is_active AND o.is_active
 """
