@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable, Iterator
@@ -14,7 +15,6 @@ from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from psycopg import sql
 
 from memory_platform import references
-from memory_platform.distribution import on_citus
 
 logger = logging.getLogger(__name__)
 
@@ -212,6 +212,19 @@ def describe(alias: str) -> str:
     settings = connections[alias].settings_dict
     host = settings.get("HOST") or "localhost"
     return f"{settings.get('NAME')} on {host}:{settings.get('PORT') or 5432}"
+
+
+@functools.cache
+def on_citus(using: str = "default") -> bool:
+    """citus_present, asked once per process: a running process never changes engine. For the
+    statements that spell a condition differently on a cluster."""
+    return citus_present(using)
+
+
+def citus_present(using: str = "default") -> bool:
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
+        return cursor.fetchone() is not None
 
 
 def pgvector_version(alias: str = "default") -> str | None:

@@ -20,8 +20,6 @@ On plain PostgreSQL nothing here runs: the schema is the same on both engines.
 
 from __future__ import annotations
 
-
-import functools
 import json
 import time
 from collections.abc import Callable
@@ -30,6 +28,7 @@ from dataclasses import dataclass
 from django.db import connections, transaction
 from psycopg import sql
 
+from memory_platform.database import contended
 from memory_platform.schema import PER_ROW_SERVICE_ACCOUNT_PREDICATE, tenant_predicate
 
 TENANT_COLUMN = "org_id"
@@ -49,19 +48,6 @@ class Placement:
     table: str
     kind: str  # "distributed", "reference" or "local"
     column: str | None = None  # the distribution column of a distributed table
-
-
-@functools.cache
-def on_citus(using: str = "default") -> bool:
-    """citus_present, asked once per process: a running process never changes engine. For the
-    statements that spell a condition differently on a cluster."""
-    return citus_present(using)
-
-
-def citus_present(using: str = "default") -> bool:
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
-        return cursor.fetchone() is not None
 
 
 def _tables(cursor) -> list[str]:
@@ -438,8 +424,6 @@ OPERATION_ATTEMPTS = 5
 def _retried(cursor, statement: str, params: list, *, fetch: bool = True):
     """Run one shard operation, again after a pause while the cluster ends it for a deadlock;
     its first row (when `fetch`)."""
-    from memory_platform.database import contended
-
     for attempt in range(1, OPERATION_ATTEMPTS + 1):
         try:
             cursor.execute(statement, params)

@@ -38,7 +38,7 @@ def cluster_nodes() -> list[dict] | None:
     /health answers anyone: a node is named by its host alone, no port, and a local node (a
     Unix socket folder) by the folder's last part (`worker-1`), never the path; what
     `manage.py cluster_status` shows operators in full."""
-    if not distribution.citus_present():
+    if not database.citus_present():
         return None
     return [{"name": PurePosixPath(node["name"]).name if node["name"].startswith("/") else node["name"],
              **{key: node[key] for key in ("role", "active", "holds_shards")}}

@@ -33,7 +33,7 @@ from memories.models import (
 )
 from memories.vectors.embeddings import text_hash
 from memories.writes.kernel import content_hash
-from memory_platform import distribution
+from memory_platform import database
 from tenants import services
 from tenants.context import service_account, tenant_context
 from tenants.models import Agent, ApiKey, Membership, Organization, Session
@@ -47,7 +47,7 @@ def organization(name: str, *, beside: Organization | None = None) -> Organizati
     same rows as one PostgreSQL, where every organisation shares each table."""
     slug = f"{name.lower().replace(' ', '-')}-{next(_sequence)}"
     with service_account():
-        if beside is None or not distribution.on_citus():
+        if beside is None or not database.on_citus():
             return services.organization_create(name=name, slug=slug)
         return Organization.objects.create(id=_id_in_shard_of(beside.id), name=name, slug=slug)
 

@@ -115,7 +115,7 @@ def plan(org_id: str, embedding: np.ndarray) -> list[str]:
     from memories.retrieval import vector
     from memories.retrieval.filters import SearchFilters
     from memory_platform.database import set_local
-    from memory_platform.distribution import on_citus
+    from memory_platform.database import on_citus
     from tenants.context import tenant_context
 
     with tenant_context(org_id), connection.cursor() as cursor:

@@ -17,7 +17,7 @@ from django.utils.dateparse import parse_datetime
 from memories.store import values as store_values
 from memories.access import namespace_sql
 from memories.models import live_sql
-from memory_platform import distribution
+from memory_platform import database
 
 LIVE_STATUSES = ("active",)
 # The named periods before now, the one list the API's time_range and the console's period offer.
@@ -71,7 +71,7 @@ class SearchFilters:
         a bitmap of them ANDed into its matches only costs."""
         # On a Citus cluster the plain test, always: it is what routes the statement to the
         # organisation's shard (the text form would ask every shard).
-        tenant_index = tenant_index or distribution.on_citus()
+        tenant_index = tenant_index or database.on_citus()
         conditions = [f"{alias}.org_id = %s" if tenant_index else f"{alias}.org_id::text = %s"]
         params = [org_id if tenant_index else str(org_id)]
 

@@ -14,7 +14,7 @@ from memories.lifecycle import tallies
 from memories.models import LIVE_SQL
 from memories.retrieval.filters import SearchFilters
 from memory_platform.config import config
-from memory_platform.distribution import on_citus
+from memory_platform.database import on_citus
 
 _tenant_size_cache: dict = {}
 _shard_rows_cache: dict = {}  # "at": when counted, "rows": {shard id: its estimated rows}

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection, connections, transaction
 
 from memories.models import EntityAlias, Memory
-from memory_platform import distribution, local_services
+from memory_platform import database, distribution, local_services
 from tenants.context import tenant_context
 from tests import factories
 from tests.markers import committing
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db(databases=["default", "owner"])
 
 @pytest.fixture(autouse=True)
 def cluster(db):
-    if not distribution.citus_present():
+    if not database.citus_present():
         pytest.skip("not a Citus cluster (scripts/test --citus runs these)")
 
 

@@ -24,7 +24,7 @@ from django.db import connections
 from django.test import Client
 
 from memories.models import Memory
-from memory_platform import distribution, local_services
+from memory_platform import database, distribution, local_services
 from tenants.context import tenant_context
 from tests import factories
 
@@ -41,7 +41,7 @@ LONGEST_STALL_SECONDS = 30.0
 
 @pytest.fixture(autouse=True)
 def cluster(db):
-    if not distribution.citus_present():
+    if not database.citus_present():
         pytest.skip("not a Citus cluster (scripts/test --citus runs these)")
 
 
@@ -49,18 +49,18 @@ def cluster(db):
 def extra_worker(django_db_setup, django_db_blocker):
     """worker N+1, started and known to the test database; drained, removed and stopped after."""
     with django_db_blocker.unblock():
-        if not distribution.citus_present():
+        if not database.citus_present():
             pytest.skip("not a Citus cluster (scripts/test --citus runs these)")
     if local_services.citus_workers() == 0:
         pytest.skip("a Citus cluster not started by this project: no worker can be added here")
-    database = connections["default"].settings_dict["NAME"]
+    name = connections["default"].settings_dict["NAME"]
     node = local_services.add_worker()
-    local_services.add_worker_to_database(node, database)
+    local_services.add_worker_to_database(node, name)
     yield node
     with django_db_blocker.unblock():
         for alias in ("default", "owner"):
             connections[alias].close()
-    local_services.remove_worker_from_database(node, database)
+    local_services.remove_worker_from_database(node, name)
     local_services.stop_worker(node, delete=True)
 
 

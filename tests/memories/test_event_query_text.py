@@ -11,7 +11,7 @@ from memories.access import Caller
 from memories.models import RetrievalEvent
 from memories.reads import selectors
 from memories.use_cases import retrieval
-from memory_platform import distribution
+from memory_platform import database
 from tenants.context import tenant_context
 from tests.markers import committing
 
@@ -125,7 +125,7 @@ def test_the_migration_fills_the_tails_of_the_events_written_before_it(tenant_a,
 
     def trigger(state: str) -> None:
         with owner.cursor() as cursor:
-            citus = distribution.citus_present("owner")
+            citus = database.citus_present("owner")
             if citus:  # Citus asks for it to change a distributed table's trigger
                 cursor.execute("SET citus.enable_unsafe_triggers = on")
             cursor.execute(f"ALTER TABLE retrieval_events {state} TRIGGER retrieval_events_query_tails")

@@ -21,7 +21,7 @@ from memories.reads.selectors import NOT_EXPIRED
 from memories.use_cases import lifecycle
 from memories.writes import change, create, review
 from memories.writes.kernel import Actor
-from memory_platform import distribution
+from memory_platform import database
 from tenants.context import service_account, tenant_context
 from tests import factories
 from tests.markers import committing
@@ -414,7 +414,7 @@ def _in_another_transaction(org, work) -> threading.Thread:
 
 def _waiting_for_a_lock(timeout: float = 10.0) -> bool:
     """Whether a transaction waits for a lock (on a Citus cluster, a row's lock is its worker's)."""
-    citus = distribution.citus_present("owner")
+    citus = database.citus_present("owner")
     deadline = time.monotonic() + timeout
     with connections["owner"].cursor() as cursor:
         while time.monotonic() < deadline:
@@ -491,7 +491,7 @@ def test_a_relationships_two_memories_restored_at_once_are_set_right_by_the_repa
     assert not other.is_alive() and not other.failures, other.failures
     with tenant_context(org.id):
         raced = tallies.differences(org.id)
-    if distribution.on_citus():  # the second restore saw the first: counted in
+    if database.on_citus():  # the second restore saw the first: counted in
         assert raced == []
     else:
         assert raced == [(("relationships", "supports"), (0,), (1,))]

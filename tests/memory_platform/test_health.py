@@ -117,8 +117,8 @@ def test_without_the_database_the_app_is_down_and_says_so_in_json(client):
 @pytest.mark.django_db
 def test_health_lists_no_nodes_on_a_single_postgresql(client):
     """The cluster's nodes are listed on Citus alone (tests/citus/test_operations.py)."""
-    from memory_platform import distribution
+    from memory_platform import database
 
-    if distribution.citus_present():
+    if database.citus_present():
         pytest.skip("a Citus cluster: its nodes are listed")
     assert "nodes" not in client.get("/health").json()["database"]

@@ -18,7 +18,7 @@ from memories.models import Artifact, MemoryArtifact, MemoryRelationship
 from memories.lifecycle import tallies
 from memories.retrieval import hot
 from memories.understanding import lexicon
-from memory_platform.distribution import on_citus
+from memory_platform.database import on_citus
 from tenants.context import service_account, tenant_context
 from tenants.models import Organization, TenantModel
 from tests.plans import explained, plan_nodes

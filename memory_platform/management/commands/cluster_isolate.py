@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from memory_platform import distribution
+from memory_platform.database import citus_present
 
 
 class Command(BaseCommand):
@@ -22,7 +23,7 @@ class Command(BaseCommand):
             org_id = uuid.UUID(organization)
         except ValueError:
             raise CommandError(f"organization: not an id: {organization!r}") from None
-        if not distribution.citus_present(database):
+        if not citus_present(database):
             raise CommandError("this database has no Citus extension: it is a single PostgreSQL")
         with connections[database].cursor() as cursor:
             cursor.execute("SELECT 1 FROM organizations WHERE id = %s", [org_id])

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from memory_platform import distribution
+from memory_platform.database import citus_present
 
 
 class Command(BaseCommand):
@@ -17,7 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--database", default="owner")
 
     def handle(self, *args, transfer_mode: str, database: str, **options):
-        if not distribution.citus_present(database):
+        if not citus_present(database):
             raise CommandError("this database has no Citus extension: it is a single PostgreSQL")
         from tqdm import tqdm
 

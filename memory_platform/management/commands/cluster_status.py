@@ -3,6 +3,7 @@ import json as json_module
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_platform import distribution
+from memory_platform.database import citus_present
 
 
 class Command(BaseCommand):
@@ -14,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--database", default="owner")
 
     def handle(self, *args, json: bool = False, database: str, **options):
-        if not distribution.citus_present(database):
+        if not citus_present(database):
             raise CommandError("this database has no Citus extension: it is a single PostgreSQL")
         report = distribution.status(database)
         if json:

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_platform import distribution
+from memory_platform.database import citus_present
 
 
 class Command(BaseCommand):
@@ -14,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--database", default="owner")
 
     def handle(self, *args, database: str, **options):
-        if not distribution.citus_present(database):
+        if not citus_present(database):
             raise CommandError("this database has no Citus extension: a superuser runs CREATE EXTENSION citus "
                                "on the coordinator and adds the workers (citus_add_node) first")
         from tqdm import tqdm

@@ -20,7 +20,7 @@ class Command(DjangoMigrateCommand):
         database.require_pgvector(using)
         database.grant_default_privileges(using)
         result = super().handle(*args, **options)
-        if distribution.citus_present(using):
+        if database.citus_present(using):
             say = self.stdout.write if options["verbosity"] >= 1 else None
             placed = distribution.distribute(using, progress=say)
             if placed and say:

@@ -10,7 +10,7 @@ from memories.retrieval import fulltext, ranking, size
 from memories.retrieval.filters import SearchFilters
 from memories.vectors import embeddings
 from memories.vectors.embeddings import use_embedder
-from memory_platform import distribution
+from memory_platform import database
 from tenants.context import tenant_context
 from tests import factories
 from tests.knobs import with_search_knobs
@@ -540,7 +540,7 @@ def test_a_tenant_is_measured_on_its_own_memories(tenant_a, tenant_b, api_a):
     assert a.rows == b.rows + 40
     # The table the tenant's index covers: all of it on one node, its shard on a Citus cluster.
     with connections["owner"].cursor() as cursor:
-        together = not distribution.on_citus() or shard_of(cursor, tenant_a.org.id) == shard_of(cursor, tenant_b.org.id)
+        together = not database.on_citus() or shard_of(cursor, tenant_a.org.id) == shard_of(cursor, tenant_b.org.id)
     if together:
         assert a.share == pytest.approx(a.rows / (a.rows + b.rows))
         assert b.share == pytest.approx(b.rows / (a.rows + b.rows))
