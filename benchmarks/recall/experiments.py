@@ -50,6 +50,15 @@ a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kep
   leading wh-word, its "kind of" and the auxiliary after it leave what full text and the
   query's embedding match ("What activities has Melanie done?" -> "activities has done"), for
   every question. No setting. (Round eight.)
+- wordnet: `members` with the membership test the model cannot answer taken from WordNet's
+  noun hierarchy (round ten). The class word ("martial arts" -> martial_art, "cities" -> city;
+  its senses: `senses` "all", "attested" (those SemCor saw the word in) or "first") and every
+  word whose most frequent noun sense lies under one of those senses, as a hyponym or an
+  instance ("Chicago", "taekwondo"; "reading" is a process before it is a town, so it is not a
+  city); the namespace's words among them (a capitalised word for a name), at most `most`, find
+  the memories that hold one, ranked by cosine to the query at `weight`. Needs nltk and
+  WordNet 3.0's files where nltk looks for them (`wordnet` under an nltk_data folder), neither
+  of which the product depends on.
 """
 
 from __future__ import annotations
@@ -71,6 +80,7 @@ SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
             "list-rocchio": {},
             "session-cap": {"cap": 2, "gate": "list", "depth": 60},
             "members": {"weight": 0.5, "members": 12, "floor": 0.35},
+            "wordnet": {"weight": 0.5, "most": 60, "senses": "all"},
             "first-person": {},
             "sentences": {"weight": 1.0, "vector": 1.0, "gate": "all"},
             "says-when": {"weight": 0.5, "words": "broad"},
@@ -265,6 +275,84 @@ def members_of(search: pipeline.Search) -> list[Hit]:
         return ranked_hits(cursor.fetchall(), "similarity")
 
 
+# --------------------------------------------------------------------------- wordnet
+
+CASED_WORDS_SQL = """
+    SELECT DISTINCT CASE WHEN word ~ '^[A-Z][a-z]' THEN word ELSE lower(word) END
+    FROM memories m, regexp_split_to_table(m.content, '[^A-Za-z]+') AS word
+    WHERE {where} AND length(word) >= 3
+"""
+
+
+def wordnet_class(query: str):
+    """The question's class word as WordNet noun synsets ("martial arts" -> martial_art), or []."""
+    from nltk.corpus import wordnet as wn
+
+    match = PLURAL_CLASS.search(query)
+    words = None
+    if match is not None and not match.group(1).lower().endswith("ss"):
+        before = query[:match.start(1)].split()
+        words = [before[-1].lower()] if before and before[-1].lower() not in ("what", "which") else []
+        words.append(match.group(1).lower())
+    else:
+        kind = re.search(r"\b(?:kinds?|types?|sorts?)\s+of\s+([a-z]+)(?:\s+([a-z]+))?", query, re.I)
+        if kind:
+            words = [w.lower() for w in kind.groups() if w]
+    if not words:
+        return []
+    nouns = [wn.morphy(word, wn.NOUN) or word for word in words]
+    for lemma in ["_".join(nouns[-2:]), nouns[-1] if match else nouns[0]]:
+        if wn.synsets(lemma, wn.NOUN):
+            senses = wn.synsets(lemma, wn.NOUN)
+            if chosen["senses"] == "attested":  # the senses SemCor saw the word in, else the first
+                seen = [sense for sense in senses
+                        if any(l.count() > 0 for l in sense.lemmas() if l.name().lower() == lemma.lower())]
+                return seen or senses[:1]
+            return senses[:1] if chosen["senses"] == "first" else senses
+    return []
+
+
+def wordnet_members(synsets) -> set[str]:
+    """The words whose most frequent noun sense lies under one of `synsets` (hyponyms and
+    instances, transitively): "reading" is a process before it is a town, "ball" an object
+    before it is a game. Instances (proper names) keep their capital letter."""
+    from nltk.corpus import wordnet as wn
+
+    under = set()
+    for synset in synsets:
+        under.update(synset.closure(lambda s: s.hyponyms() + s.instance_hyponyms()))
+    members = set()
+    for synset in under:
+        for lemma in synset.lemmas():
+            name = lemma.name()
+            if "_" in name or not name.isalpha():
+                continue
+            senses = wn.synsets(name, wn.NOUN)
+            if senses and senses[0] in under:
+                members.add(name if name[0].isupper() else name.lower())
+    return members
+
+
+def wordnet_members_of(search: pipeline.Search) -> list[Hit]:
+    synsets = wordnet_class(search.reading.query)
+    if not synsets:
+        return []
+    members = wordnet_members(synsets)
+    where, params = search.filters.where(search.org_id)
+    with connection.cursor() as cursor:
+        cursor.execute(CASED_WORDS_SQL.format(where=where), params)
+        vocabulary = {row[0] for row in cursor.fetchall()}
+    found = sorted(members & vocabulary)
+    chosen.setdefault("seen", []).append((search.reading.query, found))
+    if not found or len(found) > chosen["most"]:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(MEMBERS_SQL.format(columns=ranking.ranking_columns("m"), usage=ranking.usage_join("m"),
+                                          where=where),
+                       [vector_literal(search.embed()), search.org_id, *params, " | ".join(found), search.k])
+        return ranked_hits(cursor.fetchall(), "similarity")
+
+
 # --------------------------------------------------------------------------- first-person
 
 kept_unnamed = speakers.unnamed
@@ -441,7 +529,8 @@ def install(name: str, settings: dict) -> str:
                                    and (chosen["gate"] == "all" or not rocchio.applies(s.reading.query))),
                    at=signal_position("vector") + 1, weights={"vector": chosen["vector"]})
         return f"sentences {chosen}"
-    search = {"session": session_turns, "context": with_turn_before, "members": members_of}[name]
+    search = {"session": session_turns, "context": with_turn_before, "members": members_of,
+              "wordnet": wordnet_members_of}[name]
     name = f"{name}-experiment"  # beside the built signals' names; the built session signal is off
     built_session = 0.0 if name == "session-experiment" else config().search.rrf_weights["session"]
     add_signal(pipeline.Signal(name, seeded=True, search=search,
