@@ -59,6 +59,13 @@ a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kep
   the memories that hold one, ranked by cosine to the query at `weight`. Needs nltk and
   WordNet 3.0's files where nltk looks for them (`wordnet` under an nltk_data folder), neither
   of which the product depends on.
+- own-turns: each of the neighbours signal's seeds brings its speaker's own previous and next
+  turn in the namespace (the stored speaker link; `session` 1: within the seed's session, its
+  event time), ranked just below the seed, at `weight`; `gate` "all" or "when" (questions
+  memories.understanding.intent reads as asking when). In a conversation of two that is two
+  turns away, past the other's reply: a speaker announces news with its time ("Guess what? I
+  had a great accomplishment this Tuesday!") and tells it after the other asks ("I won the
+  regional chess tournament"). (Round ten.)
 """
 
 from __future__ import annotations
@@ -84,7 +91,8 @@ SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
             "first-person": {},
             "sentences": {"weight": 1.0, "vector": 1.0, "gate": "all"},
             "says-when": {"weight": 0.5, "words": "broad"},
-            "statement": {}}
+            "statement": {},
+            "own-turns": {"weight": 1.0, "session": 1, "gate": "all"}}
 EXPERIMENTS = set(SETTINGS)
 chosen: dict = {}
 
@@ -353,6 +361,56 @@ def wordnet_members_of(search: pipeline.Search) -> list[Hit]:
         return ranked_hits(cursor.fetchall(), "similarity")
 
 
+# --------------------------------------------------------------------------- own-turns
+
+OWN_TURNS_SQL = """
+    SELECT seed.id, near.id, near.side
+    FROM unnest(%s::uuid[]) WITH ORDINALITY AS wanted(id, position)
+    JOIN memories seed ON seed.org_id = %s AND seed.id = wanted.id
+    JOIN memory_entities said ON said.org_id = seed.org_id AND said.memory_id = seed.id AND said.role = 'speaker'
+    CROSS JOIN LATERAL (
+        (SELECT m.id, 'previous' AS side FROM memories m
+         JOIN memory_entities me ON me.org_id = m.org_id AND me.memory_id = m.id AND me.role = 'speaker'
+                                AND me.entity_id = said.entity_id
+         WHERE m.org_id = seed.org_id AND m.scope = seed.scope AND {live} {session}
+           AND (m.created_at, m.id) < (seed.created_at, seed.id)
+         ORDER BY m.created_at DESC, m.id DESC LIMIT 1)
+        UNION ALL
+        (SELECT m.id, 'next' FROM memories m
+         JOIN memory_entities me ON me.org_id = m.org_id AND me.memory_id = m.id AND me.role = 'speaker'
+                                AND me.entity_id = said.entity_id
+         WHERE m.org_id = seed.org_id AND m.scope = seed.scope AND {live} {session}
+           AND (m.created_at, m.id) > (seed.created_at, seed.id)
+         ORDER BY m.created_at, m.id LIMIT 1)
+    ) near
+    JOIN memories m ON m.org_id = %s AND m.id = near.id
+    WHERE {where}
+    ORDER BY wanted.position, near.side DESC
+"""
+
+
+def own_turns(search: pipeline.Search) -> list[Hit]:
+    """Each seed's speaker's own previous and next turn in its namespace (in a conversation of
+    two, two turns away: past the other's reply), ranked just below the seed, as neighbours."""
+    if chosen["gate"] == "when" and search.reading.intent != "when":
+        return []
+    seeds = ranking.best(search.fused, config().search.neighbour_seeds)
+    if not seeds:
+        return []
+    where, params = search.filters.where(search.org_id)
+    session = "AND m.event_time IS NOT DISTINCT FROM seed.event_time" if chosen["session"] else ""
+    with connection.cursor() as cursor:
+        cursor.execute(OWN_TURNS_SQL.format(live=live_sql("m"), session=session, where=where),
+                       [[str(seed) for seed in seeds], search.org_id, search.org_id, *params])
+        rows = cursor.fetchall()
+    hits, seen = [], set(seeds)
+    for seed, memory_id, side in rows:
+        if memory_id not in seen:
+            seen.add(memory_id)
+            hits.append(Hit(memory_id, 0.0, seeds.index(seed) + 2, details={"from": str(seed), "side": side}))
+    return hits
+
+
 # --------------------------------------------------------------------------- first-person
 
 kept_unnamed = speakers.unnamed
@@ -530,7 +588,7 @@ def install(name: str, settings: dict) -> str:
                    at=signal_position("vector") + 1, weights={"vector": chosen["vector"]})
         return f"sentences {chosen}"
     search = {"session": session_turns, "context": with_turn_before, "members": members_of,
-              "wordnet": wordnet_members_of}[name]
+              "wordnet": wordnet_members_of, "own-turns": own_turns}[name]
     name = f"{name}-experiment"  # beside the built signals' names; the built session signal is off
     built_session = 0.0 if name == "session-experiment" else config().search.rrf_weights["session"]
     add_signal(pipeline.Signal(name, seeded=True, search=search,
