@@ -77,7 +77,7 @@ from collections import defaultdict
 from django.db import connection
 
 from memories.models import live_sql
-from memories.retrieval import fulltext, pipeline, ranking, rocchio, speakers
+from memories.retrieval import fulltext, neighbours, pipeline, ranking, rocchio, speakers
 from memories.retrieval.ranking import Hit, ranked_hits
 from memories.vectors.embeddings import vector_literal
 from memory_platform.config import config
@@ -253,6 +253,16 @@ def class_word(query: str) -> str | None:
     return kind.group(1).lower() if kind else None
 
 
+def memories_holding(search: pipeline.Search, words: list[str]) -> list[Hit]:
+    """The memories searched that hold one of `words` (full text), ranked by cosine to the query."""
+    where, params = search.filters.where(search.org_id)
+    with connection.cursor() as cursor:
+        cursor.execute(MEMBERS_SQL.format(columns=ranking.ranking_columns("m"), usage=ranking.usage_join("m"),
+                                          where=where),
+                       [vector_literal(search.embed()), search.org_id, *params, " | ".join(words), search.k])
+        return ranked_hits(cursor.fetchall(), "similarity")
+
+
 def members_of(search: pipeline.Search) -> list[Hit]:
     import numpy
 
@@ -276,11 +286,7 @@ def members_of(search: pipeline.Search) -> list[Hit]:
     chosen.setdefault("seen", []).append((word, members[:6]))
     if not members:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute(MEMBERS_SQL.format(columns=ranking.ranking_columns("m"), usage=ranking.usage_join("m"),
-                                          where=where),
-                       [vector_literal(search.embed()), search.org_id, *params, " | ".join(members), search.k])
-        return ranked_hits(cursor.fetchall(), "similarity")
+    return memories_holding(search, members)
 
 
 # --------------------------------------------------------------------------- wordnet
@@ -354,11 +360,7 @@ def wordnet_members_of(search: pipeline.Search) -> list[Hit]:
     chosen.setdefault("seen", []).append((search.reading.query, found))
     if not found or len(found) > chosen["most"]:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute(MEMBERS_SQL.format(columns=ranking.ranking_columns("m"), usage=ranking.usage_join("m"),
-                                          where=where),
-                       [vector_literal(search.embed()), search.org_id, *params, " | ".join(found), search.k])
-        return ranked_hits(cursor.fetchall(), "similarity")
+    return memories_holding(search, found)
 
 
 # --------------------------------------------------------------------------- own-turns
@@ -402,13 +404,7 @@ def own_turns(search: pipeline.Search) -> list[Hit]:
     with connection.cursor() as cursor:
         cursor.execute(OWN_TURNS_SQL.format(live=live_sql("m"), session=session, where=where),
                        [[str(seed) for seed in seeds], search.org_id, search.org_id, *params])
-        rows = cursor.fetchall()
-    hits, seen = [], set(seeds)
-    for seed, memory_id, side in rows:
-        if memory_id not in seen:
-            seen.add(memory_id)
-            hits.append(Hit(memory_id, 0.0, seeds.index(seed) + 2, details={"from": str(seed), "side": side}))
-    return hits
+        return neighbours.below_seeds(seeds, cursor.fetchall())
 
 
 # --------------------------------------------------------------------------- first-person

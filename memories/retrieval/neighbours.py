@@ -53,12 +53,16 @@ def search(org_id, seeds: list, filters: SearchFilters) -> list[Hit]:
     with prepared_cursor() as cursor:  # planned once a connection: its plan is the same for any seeds
         cursor.execute(NEIGHBOURS_SQL.format(live=live_sql("m"), where=where),
                        [[str(seed) for seed in seeds], org_id, org_id, org_id, org_id, *params])
-        rows = cursor.fetchall()
+        return below_seeds(seeds, cursor.fetchall())
+
+
+def below_seeds(seeds: list, rows) -> list[Hit]:
+    """(seed, memory, side) rows in the seeds' order as hits, each ranked just below the seed
+    that brought it (a neighbour found by this signal alone never ties with a seed that one
+    other signal found), once, by its best seed; the seeds themselves left out."""
     hits, seen = [], set(seeds)
     for seed, memory_id, side in rows:
         if memory_id not in seen:
             seen.add(memory_id)
-            # Ranked just below the seed that brought it: a neighbour found by this signal alone
-            # never ties with a seed that one other signal found.
             hits.append(Hit(memory_id, 0.0, seeds.index(seed) + 2, details={"from": str(seed), "side": side}))
     return hits
