@@ -316,8 +316,7 @@ def wordnet_class(query: str):
         return []
     nouns = [wn.morphy(word, wn.NOUN) or word for word in words]
     for lemma in ["_".join(nouns[-2:]), nouns[-1] if match else nouns[0]]:
-        if wn.synsets(lemma, wn.NOUN):
-            senses = wn.synsets(lemma, wn.NOUN)
+        if senses := wn.synsets(lemma, wn.NOUN):
             if chosen["senses"] == "attested":  # the senses SemCor saw the word in, else the first
                 seen = [sense for sense in senses
                         if any(l.count() > 0 for l in sense.lemmas() if l.name().lower() == lemma.lower())]
