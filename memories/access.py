@@ -26,6 +26,7 @@ from typing import Any
 from django.db.models import F, Lookup, Q
 
 from memories.errors import OutOfReach
+from memories.intake.redaction import Redactor, redactor_for
 from memories.models import MemoryVersion
 
 # --------------------------------------------------------------------------- under a namespace prefix
@@ -153,11 +154,14 @@ class Caller:
     user: Any = None
     api_key_id: uuid.UUID | None = None
     reach: KeyReach = EVERYWHERE
+    # The organisation's redaction policy as authentication read it with the key's agent, in
+    # the request's transaction; None: not read, redactor() reads it.
+    redacts_personal_data: bool | None = None
 
     @classmethod
-    def of_key(cls, api_key) -> Caller:
+    def of_key(cls, api_key, *, redacts_personal_data: bool | None = None) -> Caller:
         return cls(org_id=api_key.org_id, agent_id=api_key.agent_id, api_key_id=api_key.pk,
-                   reach=KeyReach.of(api_key))
+                   reach=KeyReach.of(api_key), redacts_personal_data=redacts_personal_data)
 
     @classmethod
     def operator(cls, org_id, user) -> Caller:
@@ -173,6 +177,12 @@ class Caller:
         if self.user is not None:
             return Actor(changed_by_type=MemoryVersion.ChangedByType.USER, user=self.user, reason=reason)
         return Actor(changed_by_type=MemoryVersion.ChangedByType.SYSTEM, reason=reason)
+
+    def redactor(self) -> Redactor:
+        """What the organisation's policy redacts from what this caller asks and writes."""
+        if self.redacts_personal_data is None:
+            return redactor_for(self.org_id)
+        return Redactor(personal=self.redacts_personal_data)
 
     @property
     def limited(self) -> bool:

@@ -59,19 +59,21 @@ def _columns(model, alias: str = "") -> str:
 
 KEY_SQL = f"SELECT {_columns(ApiKey)} FROM api_keys WHERE key_hash = %s ORDER BY created_at DESC LIMIT 1"
 ORG_KEY_SQL = f"SELECT {_columns(ApiKey)} FROM api_keys WHERE org_id = %s AND key_hash = %s"
+# The agent's organisation's redaction policy comes with it: every search's event and every
+# write redacts by it (memories.intake.redaction), and read here it costs no round trip of its own.
 ACTIVE_AGENT_SQL = f"""
-    SELECT {_columns(Agent, "a")}
+    SELECT {_columns(Agent, "a")}, o.redact_personal_data
     FROM agents a JOIN organizations o ON o.id = a.org_id
     WHERE a.org_id = %s AND a.id = %s AND a.is_active AND o.is_active
 """
 
 
-def _instance(model, cursor):
-    """The cursor's one row of `model`'s columns (in _columns' order) as an instance, or None."""
-    row = cursor.fetchone()
+def _instance(model, row):
+    """A row that begins with `model`'s columns (in _columns' order) as an instance, or None."""
     if row is None:
         return None
-    return model.from_db(connection.alias, [field.attname for field in model._meta.concrete_fields], row)
+    fields = model._meta.concrete_fields
+    return model.from_db(connection.alias, [field.attname for field in fields], row[:len(fields)])
 
 
 def _find_key(key: str) -> ApiKey | None:
@@ -83,18 +85,19 @@ def _find_key(key: str) -> ApiKey | None:
     with connection.cursor() as cursor:
         set_local(cursor, {context.API_KEY_HASH_SETTING: key_hash},
                   *((KEY_SQL, [key_hash]) if org_id is None else (ORG_KEY_SQL, [org_id, key_hash])))
-        return _instance(ApiKey, cursor)
+        return _instance(ApiKey, cursor.fetchone())
 
 
-def _active_agent(api_key: ApiKey) -> Agent | None:
-    """The key's agent, if it and its organisation are active, with the organisation made the
-    tenant of the transaction in the same round trip (context.activate_org; it also closes the
-    key lookup)."""
+def _active_agent(api_key: ApiKey) -> tuple[Agent | None, bool]:
+    """The key's agent, if it and its organisation are active, and whether the organisation
+    redacts personal data, with the organisation made the tenant of the transaction in the
+    same round trip (context.activate_org; it also closes the key lookup)."""
     context.in_transaction("default", "the tenant")
     with connection.cursor() as cursor:
         set_local(cursor, context.tenant_settings(str(api_key.org_id)), ACTIVE_AGENT_SQL,
                   [api_key.org_id, api_key.agent_id])
-        return _instance(Agent, cursor)
+        row = cursor.fetchone()
+    return _instance(Agent, row), bool(row and row[-1])
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -168,13 +171,14 @@ def authenticate_key(key: str) -> AgentPrincipal:
         raise exceptions.AuthenticationFailed("unknown API key")
     if api_key.revoked_at is not None:
         raise exceptions.AuthenticationFailed("this API key has been revoked")
-    agent = _active_agent(api_key)
+    agent, redacts_personal_data = _active_agent(api_key)
     if agent is None:
         raise exceptions.AuthenticationFailed("the organisation or agent of this API key is disabled")
     now = timezone.now()
     if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=api_key.pk, org_id=api_key.org_id).update(last_used_at=now)
-    return AgentPrincipal(agent=agent, api_key=api_key, caller=Caller.of_key(api_key))
+    return AgentPrincipal(agent=agent, api_key=api_key,
+                          caller=Caller.of_key(api_key, redacts_personal_data=redacts_personal_data))
 
 
 class KeyMayAct(permissions.IsAuthenticated):

@@ -19,7 +19,7 @@ from psycopg.types.json import Jsonb
 
 from memories.caching import cache
 from memories.errors import Conflict, NotFound
-from memories.intake.redaction import redactor_for
+from memories.intake.redaction import Redactor, redactor_for
 from memories.models import Memory, RetrievalEvent
 from memories.retrieval import context
 from memories.retrieval.filters import SearchFilters
@@ -45,17 +45,18 @@ INSERT_EVENT_SQL = """
 
 def retrieval_event_record(*, org_id, kind: str, query: str, namespace: str, filters: SearchFilters, request: dict,
                            outcome: SearchOutcome, agent_id=None, user=None, replay_of=None,
-                           artifact_ids: list | None = None) -> RetrievalEvent:
+                           artifact_ids: list | None = None, redactor: Redactor | None = None) -> RetrievalEvent:
     """Record a search as the tenant the caller has set, and count a retrieval for each memory
     it returned once the transaction commits. request: the options it was asked with, by the
     product's names (limit, mode...). artifact_ids: those the returned memories refer to, if
-    the caller has read them itself (by default, the ones their records were loaded with)."""
+    the caller has read them itself (by default, the ones their records were loaded with).
+    redactor: the organisation's, if the caller has it (Caller.redactor); else it is read."""
     ids = [result.memory.pk for result in outcome.results]
     # What the caller asked is free text kept for audit: redacted like a memory's content. The
     # filters' and the request's names are the product's own (SearchFilters' fields, the
     # options a use case records): only their values are the caller's (most of them empty),
     # which spares each search ~30 redactions of names (each runs ~45 patterns).
-    redactor = redactor_for(org_id)
+    redactor = redactor or redactor_for(org_id)
     redacted = Counter()
     recorded_filters = {part: {name: redactor.json(value, redacted)[0] for name, value in asked.items()}
                         for part, asked in (("filters", filters.as_json()), ("request", request))}

@@ -41,7 +41,8 @@ def memory_search(caller: Caller, *, query: str, filters: SearchFilters, limit: 
                                                                    if threshold is not None else {})
     event = events.retrieval_event_record(
         org_id=caller.org_id, kind=RetrievalEvent.Kind.SEARCH, query=query, namespace=filters.namespace or "",
-        filters=filters, request=asked, outcome=outcome, agent_id=caller.agent_id, user=caller.user)
+        filters=filters, request=asked, outcome=outcome, agent_id=caller.agent_id, user=caller.user,
+        redactor=caller.redactor())
     return Found(outcome, event)
 
 
@@ -72,7 +73,7 @@ def memory_retrieve(caller: Caller, *, query: str, namespace: str, sensitivity: 
     event = events.retrieval_event_record(
         org_id=caller.org_id, kind=RetrievalEvent.Kind.RETRIEVE, query=query, namespace=namespace, filters=filters,
         request={"limit": limit, "mode": "hybrid", "expand": 0}, outcome=outcome, agent_id=caller.agent_id,
-        user=caller.user,
+        user=caller.user, redactor=caller.redactor(),
         artifact_ids=sorted({link.artifact_id for group in links.values() for link in group}, key=str))
     return Retrieved(outcome, event, links)
 
@@ -96,7 +97,8 @@ def context_assemble(caller: Caller, *, query: str, filters: SearchFilters, max_
     parameters = {"max_tokens": max_tokens, "encoding": encoding, "candidates": candidates, "order": order}
     event = events.retrieval_event_record(
         org_id=caller.org_id, kind=RetrievalEvent.Kind.CONTEXT, query=query, namespace=filters.namespace or "",
-        filters=filters, request=parameters, outcome=assembly.outcome, agent_id=caller.agent_id, user=caller.user)
+        filters=filters, request=parameters, outcome=assembly.outcome, agent_id=caller.agent_id, user=caller.user,
+        redactor=caller.redactor())
     return Assembled(assembly, event, candidates)
 
 

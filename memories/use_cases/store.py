@@ -62,7 +62,7 @@ def store_search(caller: Caller, *, namespace_prefix: str = "", value_filter: di
             org_id=caller.org_id, kind=RetrievalEvent.Kind.NAMESPACE_SEARCH, query=query, namespace=namespace_prefix,
             filters=filters, request={"limit": offset + limit, "offset": offset, "mode": "vector", "expand": 0,
                                       "threshold": threshold or 0.0},
-            outcome=outcome, agent_id=caller.agent_id, user=caller.user)
+            outcome=outcome, agent_id=caller.agent_id, user=caller.user, redactor=caller.redactor())
         found = [(result.memory, None if outcome.degraded else result.score) for result in outcome.results]
     if refresh_ttl:
         store.store_refresh_ttl(org_id=caller.org_id, items=[item for item, _ in found])

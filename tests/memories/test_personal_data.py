@@ -47,3 +47,24 @@ def test_a_sensitivity_label_holding_personal_data_is_refused(tenant_a, api_a):
         Organization.objects.filter(pk=tenant_a.org.pk).update(redact_personal_data=True)
     response = api_a.post("/api/v1/memories", {"content": "x", "sensitivity": "jane.doe@example.com"})
     assert response.status_code == 400 and response.json()["error"]["fields"].keys() == {"sensitivity"}
+
+
+@pytest.mark.django_db
+def test_a_search_redacts_by_the_policy_the_organisation_has_when_it_is_asked(tenant_a, api_a):
+    # Authentication reads the policy with the key's agent, once a request: a change made
+    # between two searches of one key applies to the second, and turning it off again too.
+    asked = "what did jane.doe@example.com order?"
+
+    def recorded_query():
+        response = api_a.post("/api/v1/search", {"query": asked})
+        assert response.status_code == 200
+        with tenant_context(tenant_a.org.id):
+            return RetrievalEvent.objects.get(pk=response.json()["retrieval_event_id"]).query
+
+    assert recorded_query() == asked
+    with tenant_context(tenant_a.org.id):
+        Organization.objects.filter(pk=tenant_a.org.pk).update(redact_personal_data=True)
+    assert recorded_query() == "what did [REDACTED:email] order?"
+    with tenant_context(tenant_a.org.id):
+        Organization.objects.filter(pk=tenant_a.org.pk).update(redact_personal_data=False)
+    assert recorded_query() == asked

@@ -416,3 +416,21 @@ def test_remember_fact_takes_who_said_it_and_a_bad_name_writes_nothing(tenant_a,
         assert not Memory.objects.filter(content="I like chess").exists()
         item = Memory.objects.get(namespace="users/alice", key="diet")
         assert list(item.entity_links.filter(role="speaker").values_list("entity__name", flat=True)) == ["Alice"]
+
+
+@committing
+def test_a_search_s_event_is_redacted_by_the_policy_the_organisation_has_at_that_call(tenant_a, key_a, served):
+    from memories.models import RetrievalEvent
+    from tenants.models import Organization
+
+    asked = "what did jane.doe@example.com order?"
+
+    def recorded_query():
+        found = data_of(call(served.url, key_a, "search_memory", {"query": asked}))
+        with tenant_context(tenant_a.org.id):
+            return RetrievalEvent.objects.get(pk=found["retrieval_event_id"]).query
+
+    assert recorded_query() == asked
+    with tenant_context(tenant_a.org.id):
+        Organization.objects.filter(pk=tenant_a.org.pk).update(redact_personal_data=True)
+    assert recorded_query() == "what did [REDACTED:email] order?"
