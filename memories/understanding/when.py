@@ -1,7 +1,7 @@
 """The time a query speaks of: "in May 2023", "on 8 May, 2023", "October 13, 2023", "in June",
 "in 2023", "yesterday", "last week", "3 days ago", "before April 10, 2023", "after 2022",
 "between August 11 and August 15 2023", "the week before 16 November 2023", "the second week
-of November 2023", "mid-August 2023".
+of November 2023", "mid-August 2023", "the end of May 2023", "summer 2023", "late summer 2023".
 
 `period(query, now)` returns the first such phrase as a Period (a half-open [start, end) in
 UTC, either end open) or None. A search that finds one adds a signal of the memories whose
@@ -47,6 +47,11 @@ class Period:
 
 def utc(year: int, month: int = 1, day: int = 1) -> datetime:
     return datetime(year, month, day, tzinfo=timezone.utc)
+
+
+def month_start(year: int, month: int) -> datetime:
+    """The first of a month counted on from January of the year (13: January of the next)."""
+    return utc(year + (month - 1) // 12, (month - 1) % 12 + 1)
 
 
 def month_after(year: int, month: int) -> datetime:
@@ -215,8 +220,17 @@ def beside(query: str) -> Period | None:
 ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1}
 WEEK_OF = re.compile(rf"\b(?:the\s+)?(?P<ordinal>{'|'.join(ORDINALS)})\s+(?P<unit>week|weekend)\s+of\s+{MONTH},?\s+{YEAR}\b",
                      re.IGNORECASE)
-PART_OF = re.compile(rf"\b(?P<part>early|mid|late)[\s-]+{MONTH},?\s+{YEAR}\b", re.IGNORECASE)
+# "The end of May 2023", "the beginning of June 2023": the same thirds as late and early.
+PART = r"(?P<part>early|mid|late|(?:the\s+)?(?:beginning|start|middle|end)\s+of)"
+PART_OF = re.compile(rf"\b{PART}[\s-]+{MONTH},?\s+{YEAR}\b", re.IGNORECASE)
 PARTS = {"early": (1, 11), "mid": (11, 21), "late": (21, None)}  # days 1-10, 11-20, 21 to the end
+PART_WORDS = {"beginning": "early", "start": "early", "middle": "mid", "end": "late"}
+
+
+def part_name(words: str) -> str:
+    """early, mid or late, for a part's words ("the end of" is late)."""
+    word = words.lower().split()[-2] if words.lower().endswith("of") else words.lower()
+    return PART_WORDS.get(word, word)
 
 
 def part_of_month(query: str) -> Period | None:
@@ -227,7 +241,7 @@ def part_of_month(query: str) -> Period | None:
         year = int(match.group("year"))
         first, following = utc(year, month), month_after(year, month)
         if "part" in match.groupdict():
-            start_day, end_day = PARTS[match.group("part").lower()]
+            start_day, end_day = PARTS[part_name(match.group("part"))]
             end = following if end_day is None else utc(year, month, end_day)
             return Period(utc(year, month, start_day), end, match.group(0))
         nth = ORDINALS[match.group("ordinal").lower()]
@@ -242,7 +256,30 @@ def part_of_month(query: str) -> Period | None:
     return None
 
 
+# "summer 2023", "the summer of 2023", "late summer 2023", "the end of summer 2023": the
+# northern hemisphere's seasons by whole months (meteorological: spring March to May, summer
+# June to August, autumn September to November); winter 2023 is December 2022 to February 2023,
+# the winter whose January and February bear the year. A part is one of the season's months
+# (early: its first, mid: its second, late: its third). Not without a year: "fall" alone is far
+# more often the verb.
+PART_ORDER = ("early", "mid", "late")
+SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+SEASON = re.compile(rf"\b(?:{PART}[\s-]+(?:the\s+)?)?(?P<season>spring|summer|autumn|fall|winter)(?:\s+of)?,?\s+{YEAR}\b",
+                    re.IGNORECASE)
+
+
+def season(query: str) -> Period | None:
+    match = SEASON.search(query)
+    if match is None:
+        return None
+    first = SEASONS[match.group("season").lower()]
+    year = int(match.group("year")) - (first == 12)
+    offset, length = (0, 3) if match.group("part") is None else (PART_ORDER.index(part_name(match.group("part"))), 1)
+    return Period(month_start(year, first + offset), month_start(year, first + offset + length), match.group(0))
+
+
 def period(query: str, now: datetime) -> Period | None:
     """The period the query names: a range between two dates or beside one, else a part of a
-    month, else the most specific date, else a relative phrase."""
-    return ranged(query) or beside(query) or part_of_month(query) or absolute(query) or relative(query, now)
+    month or a season, else the most specific date, else a relative phrase."""
+    return (ranged(query) or beside(query) or part_of_month(query) or season(query) or absolute(query)
+            or relative(query, now))

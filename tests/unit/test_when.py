@@ -112,3 +112,33 @@ def test_a_part_of_a_month_is_read_as_its_days(query, start, end, phrase):
 
 def test_a_part_of_a_month_without_its_year_is_the_month():
     assert period("in the second week of November", NOW) == Period(None, None, "of November", months=(11,))
+
+
+@pytest.mark.parametrize("query, start, end, phrase", [
+    ("What happened in Sam's life towards the end of summer 2023?", day(2023, 8, 1), day(2023, 9, 1),
+     "the end of summer 2023"),
+    ("trips in the summer of 2023", day(2023, 6, 1), day(2023, 9, 1), "summer of 2023"),
+    ("early spring 2024", day(2024, 3, 1), day(2024, 4, 1), "early spring 2024"),
+    ("what did we plan for fall 2023", day(2023, 9, 1), day(2023, 12, 1), "fall 2023"),
+    ("the beginning of autumn, 2022", day(2022, 9, 1), day(2022, 10, 1), "the beginning of autumn, 2022"),
+    ("in winter 2023", day(2022, 12, 1), day(2023, 3, 1), "winter 2023"),
+    ("late winter 2024", day(2024, 2, 1), day(2024, 3, 1), "late winter 2024"),
+    ("mid-winter 2024", day(2024, 1, 1), day(2024, 2, 1), "mid-winter 2024"),
+])
+def test_a_season_of_a_year_is_read_as_its_months(query, start, end, phrase):
+    assert period(query, NOW) == Period(start, end, phrase)
+
+
+@pytest.mark.parametrize("query, start, end, phrase", [
+    ("What did Jon do at the end of May 2023?", day(2023, 5, 21), day(2023, 6, 1), "the end of May 2023"),
+    ("the beginning of June 2023", day(2023, 6, 1), day(2023, 6, 11), "the beginning of June 2023"),
+    ("in the middle of March, 2024", day(2024, 3, 11), day(2024, 3, 21), "the middle of March, 2024"),
+])
+def test_the_end_or_the_beginning_of_a_month_is_read_as_its_days(query, start, end, phrase):
+    assert period(query, NOW) == Period(start, end, phrase)
+
+
+@pytest.mark.parametrize("query", ["When did Evan's son fall off his bike?", "What did James enjoy on cold winter days?",
+                                   "Caroline's plans for the summer"])
+def test_a_season_without_a_year_names_no_period(query):
+    assert period(query, NOW) is None
