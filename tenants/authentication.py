@@ -59,8 +59,8 @@ def _columns(model, alias: str = "") -> str:
 
 KEY_SQL = f"SELECT {_columns(ApiKey)} FROM api_keys WHERE key_hash = %s ORDER BY created_at DESC LIMIT 1"
 ORG_KEY_SQL = f"SELECT {_columns(ApiKey)} FROM api_keys WHERE org_id = %s AND key_hash = %s"
-# The agent's organisation's redaction policy comes with it: every search's event and every
-# write redacts by it (memories.intake.redaction), and read here it costs no round trip of its own.
+# The agent's organisation's redaction policy comes with it: a search's event redacts by it
+# (Caller.redactor; writes still read it themselves), at no round trip of its own.
 ACTIVE_AGENT_SQL = f"""
     SELECT {_columns(Agent, "a")}, o.redact_personal_data
     FROM agents a JOIN organizations o ON o.id = a.org_id
