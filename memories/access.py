@@ -179,7 +179,7 @@ class Caller:
         return Actor(changed_by_type=MemoryVersion.ChangedByType.SYSTEM, reason=reason)
 
     def redactor(self) -> Redactor:
-        """What the organisation's policy redacts from what this caller asks and writes."""
+        """The organisation's redaction policy, as read with this caller's key, else read now."""
         if self.redacts_personal_data is None:
             return redactor_for(self.org_id)
         return Redactor(personal=self.redacts_personal_data)

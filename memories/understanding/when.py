@@ -55,7 +55,7 @@ def month_start(year: int, month: int) -> datetime:
 
 
 def month_after(year: int, month: int) -> datetime:
-    return utc(year + month // 12, month % 12 + 1)
+    return month_start(year, month + 1)
 
 
 def day_period(year: int, month: int, day: int, phrase: str) -> Period | None:
@@ -223,7 +223,8 @@ WEEK_OF = re.compile(rf"\b(?:the\s+)?(?P<ordinal>{'|'.join(ORDINALS)})\s+(?P<uni
 # "The end of May 2023", "the beginning of June 2023": the same thirds as late and early.
 PART = r"(?P<part>early|mid|late|(?:the\s+)?(?:beginning|start|middle|end)\s+of)"
 PART_OF = re.compile(rf"\b{PART}[\s-]+{MONTH},?\s+{YEAR}\b", re.IGNORECASE)
-PARTS = {"early": (1, 11), "mid": (11, 21), "late": (21, None)}  # days 1-10, 11-20, 21 to the end
+# Days 1-10, 11-20, 21 to the end; in this order a season's first, second and third month.
+PARTS = {"early": (1, 11), "mid": (11, 21), "late": (21, None)}
 PART_WORDS = {"beginning": "early", "start": "early", "middle": "mid", "end": "late"}
 
 
@@ -262,7 +263,6 @@ def part_of_month(query: str) -> Period | None:
 # the winter whose January and February bear the year. A part is one of the season's months
 # (early: its first, mid: its second, late: its third). Not without a year: "fall" alone is far
 # more often the verb.
-PART_ORDER = ("early", "mid", "late")
 SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
 SEASON = re.compile(rf"\b(?:{PART}[\s-]+(?:the\s+)?)?(?P<season>spring|summer|autumn|fall|winter)(?:\s+of)?,?\s+{YEAR}\b",
                     re.IGNORECASE)
@@ -274,7 +274,7 @@ def season(query: str) -> Period | None:
         return None
     first = SEASONS[match.group("season").lower()]
     year = int(match.group("year")) - (first == 12)
-    offset, length = (0, 3) if match.group("part") is None else (PART_ORDER.index(part_name(match.group("part"))), 1)
+    offset, length = (0, 3) if match.group("part") is None else (list(PARTS).index(part_name(match.group("part"))), 1)
     return Period(month_start(year, first + offset), month_start(year, first + offset + length), match.group(0))
 
 
