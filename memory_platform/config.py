@@ -84,6 +84,10 @@ class SearchConfig:
     # weighs the fused relevance of memories in others' words by this (memories.retrieval.
     # speakers); 1 turns it off.
     speaker_others_weight: float
+    # A hybrid search for a query asking for what goes by a name ("What books has Tim read?";
+    # memories.understanding.asks) weighs the fused relevance of memories that name nothing by
+    # this (memories.retrieval.naming); 1 turns it off.
+    nameless_weight: float
     # A hybrid search queries meaning a second time, moved towards the mean embedding of its
     # best rocchio_seeds results (query + rocchio_blend x mean; memories.retrieval.rocchio),
     # weighed in fusion as rrf_weights["rocchio"] (0 turns it off).

@@ -59,6 +59,14 @@ a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kep
   the memories that hold one, ranked by cosine to the query at `weight`. Needs nltk and
   WordNet 3.0's files where nltk looks for them (`wordnet` under an nltk_data folder), neither
   of which the product depends on.
+- names: a list question ("What books has Tim read?", "What kind of art ...?") asks for
+  instances, and instances are mostly named: of the evidence turns in such questions' top 20,
+  40% name something other than the conversation's two people, of the other turns 12%. After
+  fusion, the memories that name nothing (no extractor link to an entity other than a date, a
+  quantity or a speaker) weigh `weight`; `gate` "list" (asks_plural_class or "kind of"), "named"
+  (a class whose members go by a name: the product's place and organisation words, titled
+  works) or "all". Gate "named" at 0.7 was kept and is memories.retrieval.naming (docs/adr/0067),
+  which this experiment turns off while it runs.
 - own-turns: each of the neighbours signal's seeds brings its speaker's own previous and next
   turn in the namespace (the stored speaker link; `session` 1: within the seed's session, its
   event time), ranked just below the seed, at `weight`; `gate` "all" or "when" (questions
@@ -92,7 +100,8 @@ SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
             "sentences": {"weight": 1.0, "vector": 1.0, "gate": "all"},
             "says-when": {"weight": 0.5, "words": "broad"},
             "statement": {},
-            "own-turns": {"weight": 1.0, "session": 1, "gate": "all"}}
+            "own-turns": {"weight": 1.0, "session": 1, "gate": "all"},
+            "names": {"weight": 0.7, "gate": "list"}}
 EXPERIMENTS = set(SETTINGS)
 chosen: dict = {}
 
@@ -542,6 +551,59 @@ def install_statement() -> str:
     return "statement"
 
 
+# --------------------------------------------------------------------------- names
+
+# The memories among `ids` that name something other than a person who speaks in their
+# namespace: a link of role "mentioned" to an entity that is not a date or a quantity and
+# not a speaker (a reply addresses the other by name: "Thanks, Caroline!").
+NAMING_SQL = """
+    SELECT DISTINCT l.memory_id FROM memory_entities l JOIN entities e ON e.id = l.entity_id
+    WHERE l.org_id = %s AND l.memory_id = ANY(%s::uuid[]) AND l.role = 'mentioned'
+      AND e.kind NOT IN ('date', 'quantity')
+      AND NOT EXISTS (SELECT 1 FROM memory_entities s WHERE s.org_id = l.org_id AND s.entity_id = e.id
+                      AND s.role = 'speaker')
+"""
+
+
+# Classes whose members are mostly called by a name: the product's own place and organisation
+# words (memories.understanding.entities) and the titled works of English.
+WORKS = {"book", "novel", "movie", "film", "show", "series", "song", "album", "game", "band", "team", "brand",
+         "author", "artist", "composer", "writer", "restaurant", "place", "location", "destination"}
+ANY_CLASS = re.compile(rf"\b(?:what|which)\s+(?!{AUXILIARY}\b)(?:[\w-]+\s+){{0,2}}?([a-z]+)\s+{AUXILIARY}\b", re.I)
+
+
+def names_a_named_class(query: str) -> bool:
+    from memories.understanding.entities import ORGANIZATION_WORDS, PLACE_WORDS
+    match = class_word(query) or (ANY_CLASS.search(query) and ANY_CLASS.search(query).group(1).lower())
+    if not match:
+        return False
+    singular = re.sub(r"(ies)$", "y", match) if match.endswith("ies") else re.sub(r"(?<!s)s$", "", match)
+    singular = re.sub(r"(ches|shes|sses|xes)$", lambda m: m.group(1)[:-2], singular) if singular == match else singular
+    return singular in PLACE_WORDS | ORGANIZATION_WORDS | WORKS
+
+
+def install_names() -> str:
+    """A list question's fused memories that name nothing weigh chosen["weight"]; the built
+    preference (memories.retrieval.naming, gate "named" at 0.7) is off while it runs."""
+    object.__setattr__(config().search, "nameless_weight", 1.0)
+    kept = pipeline.run_signals
+
+    def run_signals(search, signals=pipeline.SIGNALS):
+        kept(search, signals)
+        query = search.reading.query
+        gated = {"all": True, "named": names_a_named_class(query),
+                 "list": asks_plural_class(query) or KIND_OF.search(query) is not None}[chosen["gate"]]
+        if search.wide and gated and search.fused:
+            with connection.cursor() as cursor:
+                cursor.execute(NAMING_SQL, [search.org_id, [str(memory_id) for memory_id in search.fused]])
+                naming = {row[0] for row in cursor.fetchall()}
+            search.fused = {memory_id: score if memory_id in naming else score * chosen["weight"]
+                            for memory_id, score in search.fused.items()}
+
+    pipeline.run_signals = run_signals
+    return f"names {chosen}"
+
+
 # --------------------------------------------------------------------------- installing one
 
 
@@ -576,6 +638,8 @@ def install(name: str, settings: dict) -> str:
         return install_says_when()
     if name == "statement":
         return install_statement()
+    if name == "names":
+        return install_names()
     if name == "sentences":  # beside the vector signal, fused with it
         add_signal(pipeline.Signal("sentences-experiment", seeded=False, search=by_best_sentence,
                                    applies=lambda s: chosen["weight"] > 0 and s.embed() is not None

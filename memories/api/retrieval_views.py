@@ -51,14 +51,16 @@ class SearchView(AgentAPIView):
             "understood": drf.DictField(help_text="What the search read from the query (intent: why, when, who, "
                                                   "where, how, what or general; the period it names; the one "
                                                   "person it names who speaks in the namespaces searched, whose "
-                                                  "own words it weighs above others') and the signals that found "
+                                                  "own words it weighs above others'; asks_for: the class it asks "
+                                                  "for when its members go by a name, whose memories that name "
+                                                  "something it weighs above the rest) and the signals that found "
                                                   "results.")}),
         request_example={"query": "what does the user drink in the morning?", "limit": 5,
                          "filters": {"category": ["preference"], "time_range": "last_month"}},
         response_example={"results": [{"memory": EXAMPLE_MEMORY, "score": 0.93, "signals": EXAMPLE_SIGNALS}],
                           "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "degraded": None,
                           "vector_method": "hnsw", "filled_from_fulltext": 0,
-                          "understood": {"intent": "what", "period": None, "speaker": None,
+                          "understood": {"intent": "what", "period": None, "speaker": None, "asks_for": None,
                                          "signals": ["vector", "fulltext"]}},
         operation_id="search")
     def post(self, request):
@@ -133,7 +135,8 @@ class ContextView(AgentAPIView):
             "memories": [{"id": EXAMPLE_MEMORY["id"], "rank": 1, "score": 0.91, "tokens": 10,
                           "signals": EXAMPLE_SIGNALS}],
             "left_out": [], "duplicates": [], "retrieval_event_id": "6c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", "degraded": None,
-            "understood": {"intent": "what", "period": None, "speaker": None, "signals": ["vector", "fulltext"]}},
+            "understood": {"intent": "what", "period": None, "speaker": None, "asks_for": None,
+                           "signals": ["vector", "fulltext"]}},
         description="The same hybrid search as `POST /search` ranks `candidates` memories; a copy of a "
                     "better-ranked one (the same words) is left out as a duplicate, and the others' lines are "
                     "taken in rank order while the text stays within `max_tokens` (a line that does not fit is "

@@ -22,6 +22,7 @@ from memories.caching import cache
 from memories.retrieval import (
     expansion,
     fulltext,
+    naming,
     neighbours,
     ranking,
     records,
@@ -35,6 +36,7 @@ from memories.retrieval import (
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit, SearchOutcome
 from memories.retrieval.speakers import Speaker
+from memories.understanding import asks
 from memories.understanding import intent as intents
 from memories.understanding import when
 from memories.understanding.when import Period
@@ -61,15 +63,17 @@ class QueryReading:
     intent: str  # memories.understanding.intent
     period: Period | None = None  # the period it names (memories.understanding.when)
     speaker: Speaker | None = None  # who it is about, of the people who speak in the namespaces searched
+    asks_for: str | None = None  # the class it asks for, if its members go by a name (memories.understanding.asks)
 
     @classmethod
     def of(cls, query: str, *, period: Period | None = None, speaker: Speaker | None = None,
-           named: tuple[str, ...] = ()) -> QueryReading:
+           named: tuple[str, ...] = (), asks_for: str | None = None) -> QueryReading:
         """`named`: every name it says of the people who speak there (speakers.named); the
         speaker's alone if not given."""
         named = named or ((speaker.name,) if speaker else ())
         words = speakers.unnamed(query, named) if named else query
-        return cls(query, words, tuple(fulltext.query_words(words)), intents.classify(query), period, speaker)
+        return cls(query, words, tuple(fulltext.query_words(words)), intents.classify(query), period, speaker,
+                   asks_for)
 
 
 def widens(mode: str, threshold: float | None) -> bool:
@@ -81,13 +85,16 @@ def widens(mode: str, threshold: float | None) -> bool:
 
 def read_query(org_id, query: str, filters: SearchFilters, *, wide: bool, now: datetime | None = None) -> QueryReading:
     """The query read once: its words and intent; for a search that widens, also the period it
-    names (counted back from `now` if relative) and who it is about of the people who speak in
-    the namespaces searched (speakers)."""
+    names (counted back from `now` if relative), who it is about of the people who speak in
+    the namespaces searched (speakers) and the class it asks for if its members go by a name
+    (asks)."""
     if not wide:
         return QueryReading.of(query)
     speaker, named = (speakers.named(org_id, query, filters) if config().search.speaker_others_weight < 1
                       else (None, ()))
-    return QueryReading.of(query, period=when.period(query, now or timezone.now()), speaker=speaker, named=named)
+    asks_for = asks.named_class(query) if config().search.nameless_weight < 1 else None
+    return QueryReading.of(query, period=when.period(query, now or timezone.now()), speaker=speaker, named=named,
+                           asks_for=asks_for)
 
 
 NOT_EMBEDDED = object()
@@ -333,8 +340,13 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     run_signals(search)
     reading, fused = search.reading, search.fused
     explained = ranking.explanations(search.hits)
+    knobs = config().search
+    if reading.asks_for is not None and fused and knobs.nameless_weight < 1:
+        fused, named = naming.prefer(org_id, fused, knobs.nameless_weight)
+        for memory_id in named:
+            explained.setdefault(memory_id, {})["names"] = {"asks_for": reading.asks_for}
     if reading.speaker is not None and fused:  # after every signal: the others' words still seed neighbours
-        fused, spoken = speakers.prefer(org_id, reading.speaker, fused, config().search.speaker_others_weight)
+        fused, spoken = speakers.prefer(org_id, reading.speaker, fused, knobs.speaker_others_weight)
         for memory_id in spoken:
             explained.setdefault(memory_id, {})["speaker"] = {"name": reading.speaker.name}
     # Rank every candidate on a few columns, most of which came with the signals' rows.
@@ -344,6 +356,7 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     records.fill(org_id, results, usage=rows)
     understood = {"intent": reading.intent, "period": reading.period.as_json() if reading.period else None,
                   "speaker": reading.speaker.as_json() if reading.speaker else None,
+                  "asks_for": reading.asks_for,
                   "signals": [name for name, hits in search.hits.items() if hits]}
     return SearchOutcome(results=results, degraded=search.degraded, vector_method=search.vector_method,
                          understood=understood, filled_from_fulltext=search.filled_from_fulltext)

@@ -174,7 +174,7 @@ class SearchOutcome:
     degraded: str | None = None  # "no_embedding" when the query could not be embedded
     vector_method: str | None = None
     filled_from_fulltext: int = 0
-    # What the search read from the query and ran: {"intent", "period", "speaker", "signals"}.
+    # What the search read from the query and ran: {"intent", "period", "speaker", "asks_for", "signals"}.
     understood: dict = field(default_factory=dict)
 
 

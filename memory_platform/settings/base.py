@@ -266,6 +266,7 @@ MEMORY_PLATFORM = {
                                          "time": 1.0, "time_vector": 1.0, "rocchio": 1.0, "session": 0.3}),
         "NEIGHBOUR_SEEDS": env.int("MEMORY_PLATFORM_NEIGHBOUR_SEEDS", default=10),
         "SPEAKER_OTHERS_WEIGHT": env.float("MEMORY_PLATFORM_SPEAKER_OTHERS_WEIGHT", default=0.5),
+        "NAMELESS_WEIGHT": env.float("MEMORY_PLATFORM_NAMELESS_WEIGHT", default=0.7),
         "ROCCHIO_SEEDS": env.int("MEMORY_PLATFORM_ROCCHIO_SEEDS", default=5),
         "ROCCHIO_BLEND": env.float("MEMORY_PLATFORM_ROCCHIO_BLEND", default=1.0),
         "SESSION_SEEDS": env.int("MEMORY_PLATFORM_SESSION_SEEDS", default=3),
