@@ -333,7 +333,8 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     and after its best results (neighbours) and the other memories of their sessions (sessions);
     and when the query names people who speak in the namespaces searched, full text and meaning
     match the rest of the query and the words of anyone but the one it is about weigh less
-    (speakers). The outcome says what it understood of the query (SearchOutcome.understood)."""
+    (speakers); when it asks for what goes by a name ("What books has Tim read?"), the memories
+    that name nothing weigh less (naming). The outcome says what it understood of the query (SearchOutcome.understood)."""
     now = timezone.now()
     search = search_begun(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, expand=expand,
                           threshold=threshold, now=now)
