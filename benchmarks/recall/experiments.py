@@ -582,20 +582,29 @@ def names_a_named_class(query: str) -> bool:
     return singular in PLACE_WORDS | ORGANIZATION_WORDS | WORKS
 
 
+# gate "where-who": a "where" question is answered by a place named, a "who" by a person.
+ANSWER_KINDS = {"where": "('place', 'organization')", "who": "('person')"}
+
+
 def install_names() -> str:
     """A list question's fused memories that name nothing weigh chosen["weight"]; the built
     preference (memories.retrieval.naming, gate "named" at 0.7) is off while it runs."""
-    object.__setattr__(config().search, "nameless_weight", 1.0)
+    if chosen["gate"] != "where-who":  # on beside it: where and who questions ask for no class
+        object.__setattr__(config().search, "nameless_weight", 1.0)
     kept = pipeline.run_signals
 
     def run_signals(search, signals=pipeline.SIGNALS):
         kept(search, signals)
         query = search.reading.query
-        gated = {"all": True, "named": names_a_named_class(query),
+        intent = search.reading.intent
+        gated = {"all": True, "named": names_a_named_class(query), "where-who": intent in ANSWER_KINDS,
                  "list": asks_plural_class(query) or KIND_OF.search(query) is not None}[chosen["gate"]]
         if search.wide and gated and search.fused:
+            sql = NAMING_SQL
+            if chosen["gate"] == "where-who":
+                sql = NAMING_SQL.replace("e.kind NOT IN ('date', 'quantity')", f"e.kind IN {ANSWER_KINDS[intent]}")
             with connection.cursor() as cursor:
-                cursor.execute(NAMING_SQL, [search.org_id, [str(memory_id) for memory_id in search.fused]])
+                cursor.execute(sql, [search.org_id, [str(memory_id) for memory_id in search.fused]])
                 naming = {row[0] for row in cursor.fetchall()}
             search.fused = {memory_id: score if memory_id in naming else score * chosen["weight"]
                             for memory_id, score in search.fused.items()}
