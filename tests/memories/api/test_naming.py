@@ -7,10 +7,11 @@ there only."""
 import pytest
 
 from tests.knobs import with_search_knobs
+from tests.memories.api.conversation import store
 
 pytestmark = pytest.mark.django_db
 
-CONVERSATION = ["chats", "tim-john"]
+CONVERSATION = "chats/tim-john"
 TITLE = "Tim: I finished reading Dune last week, what a story"
 TURNS = [
     TITLE,
@@ -22,19 +23,13 @@ TURNS = [
 ]
 
 
-def write(api, content, namespace=CONVERSATION):
-    response = api.post("/api/v1/memories", {"content": content, "namespace": namespace, "memory_type": "episodic"})
-    assert response.status_code == 201, response.content
-    return response.json()["memory"]["id"]
-
-
 @pytest.fixture
 def conversation(api_a):
-    return {turn: write(api_a, turn) for turn in TURNS}
+    return store(api_a, CONVERSATION, TURNS)
 
 
-def search(api, query, **body):
-    response = api.post("/api/v1/search", {"query": query, "limit": 4, "filters": {"namespace": "chats"}, **body})
+def search(api, query, limit=4):
+    response = api.post("/api/v1/search", {"query": query, "limit": limit, "filters": {"namespace": "chats"}})
     assert response.status_code == 200, response.content
     return response.json()
 
@@ -73,8 +68,8 @@ def test_a_question_for_what_goes_by_no_name_is_ranked_as_before(api_a, conversa
 def test_someone_who_speaks_only_in_another_namespace_is_named_here(api_a, conversation):
     """Oscar speaks in another user's namespace; here he is only mentioned, so the turn that
     mentions him names someone. Whether he speaks elsewhere never shows."""
-    write(api_a, "Oscar: I lend my books to everyone", namespace=["users", "oscar"])
-    lent = write(api_a, "Tim: My friend Oscar lent me his books about dragons")
+    store(api_a, "users/oscar", ["Oscar: I lend my books to everyone"])
+    [lent] = store(api_a, CONVERSATION, ["Tim: My friend Oscar lent me his books about dragons"])
     body = search(api_a, "Which books has Tim read?", limit=6)
     signals = {result["memory"]["id"]: result["signals"] for result in body["results"]}
     assert signals[lent]["names"] == {"asks_for": "books"}
