@@ -74,7 +74,8 @@ def replay(org_id, dia_ids: dict) -> tuple[dict, list, list]:
             latencies.append((time.perf_counter() - began) * 1000)
             found = [dia_ids.get(result.memory.pk) for result in outcome.results]
             details.append({"conversation": sample["sample_id"], "category": category, "question": qa["question"],
-                            "evidence": qa["evidence"], "found": found, "understood": outcome.understood})
+                            "evidence": qa["evidence"], "found": found, "understood": outcome.understood,
+                            "ms": round(latencies[-1], 1)})
             evidence = set(qa["evidence"])
             for k in KS:
                 share = len(evidence & set(found[:k])) / len(evidence)
