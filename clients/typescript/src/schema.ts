@@ -1536,7 +1536,7 @@ export interface components {
             degraded: string | null;
             vector_method: string | null;
             filled_from_fulltext: number;
-            /** @description What the search read from the query (intent: why, when, who, where, how, what or general; the period it names; the one person it names who speaks in the namespaces searched, whose own words it weighs above others') and the signals that found results. */
+            /** @description What the search read from the query (intent: why, when, who, where, how, what or general; the period it names; the one person it names who speaks in the namespaces searched, whose own words it weighs above others'; asks_for: the class it asks for when its members go by a name, whose memories that name something it weighs above the rest) and the signals that found results. */
             understood: {
                 [key: string]: unknown;
             };
