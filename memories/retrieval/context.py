@@ -7,7 +7,8 @@ candidate whose text is a copy of a better-ranked one's (the same words, whateve
 spacing and punctuation) is left out as a duplicate: it would spend the budget on nothing new.
 The rest are taken in rank order while they fit: one that does not fit is left out and the next,
 shorter ones still tried. The text names each day once: a line `[date]` (the day it happened when
-the agent gave one, else when it was recorded), then one line `- content` per memory of that day.
+the agent gave one, else when it was recorded), then one line `- content` per memory of that day
+(`- Speaker: content` when the write named a speaker the text does not show).
 The days come in the order of their best memory (order `relevance`) or of when they were (order
 `time`). A memory's cost is its line, and the day's line for the first memory of its day that goes
 in. Tokens are counted with a real tokenizer, OpenAI's BPE encodings (o200k_base by default,
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.pipeline import memory_search
 from memories.retrieval.ranking import Result, SearchOutcome
+from memories.understanding import entities
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 ORDERS = ("relevance", "time")
@@ -67,7 +69,16 @@ def day_of(result: Result) -> str:
 
 
 def line_of(result: Result) -> str:
-    return "- " + " ".join(result.memory.content.split())  # one line each
+    """One line a memory: its words on one line, after who said them when the write named a
+    speaker its text does not show ("- Melanie: I went camping"; "Melanie: ..." as written is
+    left as it is), so the agent reads who said what whatever shape the text was written in."""
+    content = " ".join(result.memory.content.split())
+    speaker = getattr(result.memory, "speaker_name", None)
+    if speaker:
+        shown = entities.speaker_of(content)
+        if shown is None or entities.name_key(shown[0]) != entities.name_key(speaker):
+            content = f"{speaker}: {content}"
+    return "- " + content
 
 
 def copy_key(result: Result) -> str:

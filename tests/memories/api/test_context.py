@@ -235,3 +235,21 @@ def test_by_default_the_candidates_grow_with_the_budget(api_a, alice):
     assert context(api_a, max_tokens=4000)["candidates"] == 100
     assert context(api_a, max_tokens=4000, candidates=2)["candidates"] == 2
     assert len(context(api_a, max_tokens=4000, candidates=2)["memories"]) == 2
+
+
+def test_who_said_a_memory_is_in_its_line_whatever_shape_it_was_written_in(api_a):
+    """The speaker given with the write, not in the text, is put before its words; a text that
+    says its speaker already keeps its own shape, never the name twice."""
+    for body in ({"content": "I went camping with the kids at the lake", "speaker": "Melanie"},
+                 {"content": "Caroline: I went camping once, near the lake in Sweden"},
+                 {"content": "Melanie said: the lake was freezing but the kids loved it"}):
+        response = api_a.post("/api/v1/memories", {**body, "namespace": ["chats", "camping"],
+                                                   "event_time": "2023-07-01T10:00:00Z"}, format="json")
+        assert response.status_code == 201, response.content
+    shown = ok(api_a.post("/api/v1/context", {"query": "Who went camping at the lake?",
+                                              "filters": {"namespace": "chats/camping"}}, format="json"))
+    lines = shown["context"].splitlines()[2:]  # the header, the day
+    assert sorted(lines) == sorted(["- Melanie: I went camping with the kids at the lake",
+                                    "- Caroline: I went camping once, near the lake in Sweden",
+                                    "- Melanie said: the lake was freezing but the kids loved it"])
+    assert shown["tokens"] == tokens(shown["context"])
