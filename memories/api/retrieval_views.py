@@ -108,8 +108,9 @@ class ContextView(AgentAPIView):
         response=inline_serializer("ContextResponse", {
             "context": drf.CharField(help_text="The text to put in the prompt: a header, then for each day a line "
                                                "`[date]` (the day it happened, else when it was recorded) and "
-                                               "one line `- content` per memory of that day; empty when not "
-                                               "even one memory fits."),
+                                               "one line `- content` per memory of that day (`- Speaker: content` "
+                                               "when the write named a speaker its text does not show); empty "
+                                               "when not even one memory fits."),
             "tokens": drf.IntegerField(help_text="The text's tokens, as `encoding` counts them."),
             "max_tokens": drf.IntegerField(), "encoding": drf.CharField(), "candidates": drf.IntegerField(),
             "order": drf.CharField(),

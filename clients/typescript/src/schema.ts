@@ -784,7 +784,7 @@ export interface components {
             filters?: components["schemas"]["SearchFiltersRequest"];
         };
         ContextResponse: {
-            /** @description The text to put in the prompt: a header, then for each day a line `[date]` (the day it happened, else when it was recorded) and one line `- content` per memory of that day; empty when not even one memory fits. */
+            /** @description The text to put in the prompt: a header, then for each day a line `[date]` (the day it happened, else when it was recorded) and one line `- content` per memory of that day (`- Speaker: content` when the write named a speaker its text does not show); empty when not even one memory fits. */
             context: string;
             /** @description The text's tokens, as `encoding` counts them. */
             tokens: number;
