@@ -80,6 +80,17 @@ def test_the_context_fits_its_budget_and_is_recorded_as_a_retrieval_event(tenant
 
 
 @committing
+def test_a_line_names_who_said_it_when_the_text_does_not(tenant_a, served):
+    """remember_fact's speaker, not in the text, comes before the words in assemble_context's line."""
+    key = factories.api_key(agent=tenant_a.agent)[1]
+    calls(served.url, key, ("remember_fact", {"content": "I went camping with the kids at the lake",
+                                              "speaker": "Melanie", "namespace": "chats/camping"}))
+    [shown] = calls(served.url, key, ("assemble_context", {"query": "Who went camping?",
+                                                           "namespace": "chats/camping"}))
+    assert "- Melanie: I went camping with the kids at the lake" in data_of(shown)["context"].splitlines()
+
+
+@committing
 def test_a_replay_runs_a_search_or_an_assembly_again_and_says_what_changed(tenant_a, written, served):
     ids, key = written
     searched, assembled = (data_of(result) for result in calls(
