@@ -320,10 +320,10 @@ async def assemble_context(
 ) -> str:
     """The memories relevant to a request, as text ready to put in a prompt, within a token budget: the same
     search as search_memory ranks them, copies of a better one are left out, and their lines ("- content", or
-    "- Speaker: content" when the write named a speaker its text does not show, under a line "[date]" per day) are taken best first while the text stays within max_tokens, counted by a real
-    tokenizer. Use it to fill a prompt with what memory holds;
-    use search_memory to look at memories one by one. Recorded as a retrieval event (replay_retrieval runs it
-    again)."""
+    "- Speaker: content" when the write named a speaker its text does not show, under a line "[date]" per day)
+    are taken best first while the text stays within max_tokens, counted by a real tokenizer. Use it to fill a
+    prompt with what memory holds; use search_memory to look at memories one by one. Recorded as a retrieval
+    event (replay_retrieval runs it again)."""
     filters = search_filters(namespace=namespace, category=category, memory_type=memory_type,
                              time_range=time_range, after=after, before=before, tags=tags)
     body = given(query=query, max_tokens=max_tokens, candidates=candidates, order=order, encoding=encoding,

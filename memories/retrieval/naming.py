@@ -6,11 +6,11 @@ that name one: the title, the city, the team. After fusion, the memories that na
 weigh NAMELESS_WEIGHT: no extractor link (memories.writes.entities) to an entity other than a
 date, a quantity or a person who speaks, since a reply addresses the other by name ("Thanks,
 Caroline!") without naming anything it is about. An entity belongs to one namespace, so who
-speaks is read in the memory's own: someone who speaks only elsewhere is, here, someone named. A preference, not a filter:
-a nameless memory still ranks, and one the other signals put far ahead stays ahead. In the
-LoCoMo conversations 40% of the evidence of a list question's top 20 names something of this
-kind, against 12% of the other memories there; docs/adr/0067 has the decision and its
-measurements.
+speaks is read in the memory's own: someone who speaks only elsewhere is, here, someone named.
+A preference, not a filter: a nameless memory still ranks, and one the other signals put far
+ahead stays ahead. In the LoCoMo conversations 40% of the evidence of a list question's top 20
+names something of this kind, against 12% of the other memories there; docs/adr/0067 has the
+decision and its measurements.
 """
 
 from __future__ import annotations

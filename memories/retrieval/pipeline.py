@@ -334,7 +334,8 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     and when the query names people who speak in the namespaces searched, full text and meaning
     match the rest of the query and the words of anyone but the one it is about weigh less
     (speakers); when it asks for what goes by a name ("What books has Tim read?"), the memories
-    that name nothing weigh less (naming). The outcome says what it understood of the query (SearchOutcome.understood)."""
+    that name nothing weigh less (naming). The outcome says what it understood of the query
+    (SearchOutcome.understood)."""
     now = timezone.now()
     search = search_begun(org_id=org_id, query=query, filters=filters, limit=limit, mode=mode, expand=expand,
                           threshold=threshold, now=now)
@@ -342,7 +343,7 @@ def memory_search(*, org_id, query: str, filters: SearchFilters, limit: int = 10
     reading, fused = search.reading, search.fused
     explained = ranking.explanations(search.hits)
     knobs = config().search
-    if reading.asks_for is not None and fused and knobs.nameless_weight < 1:
+    if reading.asks_for is not None and fused:  # read only while NAMELESS_WEIGHT < 1 (read_query)
         fused, named = naming.prefer(org_id, fused, knobs.nameless_weight)
         for memory_id in named:
             explained.setdefault(memory_id, {})["names"] = {"asks_for": reading.asks_for}
