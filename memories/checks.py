@@ -28,6 +28,8 @@ def search_settings(app_configs, **kwargs) -> list[Error]:
             check()
         except ValueError as exc:
             errors.append(Error(str(exc), id=check_id))
+    if (rrf_k := config.config().search.rrf_k) < 0:  # weight / (k + rank) divides by zero at -1
+        errors.append(Error(f"MEMORY_PLATFORM_RRF_K must be 0 or more, not {rrf_k!r}", id="memories.E005"))
     return errors
 
 

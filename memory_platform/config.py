@@ -73,7 +73,10 @@ class SearchConfig:
     bm25_candidate_rows: int
     # Candidates each signal contributes before fusion.
     candidates: int
-    # Reciprocal rank fusion: each signal adds weight / (rrf_k + rank).
+    # Reciprocal rank fusion: each signal adds weight / (rrf_k + rank). 25, not the 60 of
+    # fusing deep independent runs: each signal here ranks 50 candidates and several rank by
+    # the same query's meaning, so a flatter curve lets their agreement low down outvote
+    # one signal's best (docs/adr/0068).
     rrf_k: int
     rrf_weights: Mapping[str, float] = _weights("vector", "fulltext", "graph", "neighbours", "time",
                                                 "time_vector", "rocchio", "session")

@@ -260,7 +260,7 @@ MEMORY_PLATFORM = {
         "BM25_B": env.float("MEMORY_PLATFORM_BM25_B", default=0.75),
         "BM25_CANDIDATE_ROWS": env.int("MEMORY_PLATFORM_BM25_CANDIDATE_ROWS", default=300),
         "CANDIDATES": env.int("MEMORY_PLATFORM_SEARCH_CANDIDATES", default=50),
-        "RRF_K": env.int("MEMORY_PLATFORM_RRF_K", default=60),
+        "RRF_K": env.int("MEMORY_PLATFORM_RRF_K", default=25),
         "RRF_WEIGHTS": env.dict("MEMORY_PLATFORM_RRF_WEIGHTS", cast={"value": float},
                                 default={"vector": 1.0, "fulltext": 1.0, "graph": 0.5, "neighbours": 1.0,
                                          "time": 1.0, "time_vector": 1.0, "rocchio": 1.0, "session": 0.3}),

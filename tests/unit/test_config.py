@@ -112,3 +112,15 @@ def test_a_strength_outside_0_to_1_stops_the_checks(settings, knob, value):
     settings.MEMORY_PLATFORM = {**settings.MEMORY_PLATFORM, knob: value}
     [error] = lifecycle_settings(None)
     assert error.id == "memories.E004" and f"MEMORY_PLATFORM_{knob}" in error.msg
+
+
+def test_a_negative_fusion_constant_stops_the_checks_and_zero_is_allowed(settings):
+    """weight / (RRF_K + rank) with RRF_K -1 divides by zero at the first rank: the checks
+    (which `run` and `migrate` run first) refuse it with a message naming the setting."""
+    from memories.checks import search_settings
+
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, RRF_K=0)
+    assert search_settings(None) == []
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, RRF_K=-1)
+    [error] = search_settings(None)
+    assert error.id == "memories.E005" and "MEMORY_PLATFORM_RRF_K" in error.msg and "-1" in error.msg
