@@ -74,6 +74,14 @@ a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kep
   turns away, past the other's reply: a speaker announces news with its time ("Guess what? I
   had a great accomplishment this Tuesday!") and tells it after the other asks ("I won the
   regional chess tournament"). (Round ten.)
+- replies: a turn that asks something is answered by the turn after it. "Why did Caroline choose
+  the adoption agency?" matches the other's question ("What made you pick it?") better than the
+  answer ("I chose them 'cause they help LGBTQ+ folks"), and the neighbours signal leaves a
+  seed's neighbour alone when it is a seed too. Each of the fusion's best `seeds` memories whose
+  text holds a "?" brings the memory written after it in its namespace, ranked just below it,
+  a seed itself or not (`seeded` 0: only those that are not), at `weight`; `voice` 1: when
+  the question is about one person who speaks there, only replies in that person's words.
+  (Round thirteen.)
 """
 
 from __future__ import annotations
@@ -101,7 +109,8 @@ SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
             "says-when": {"weight": 0.5, "words": "broad"},
             "statement": {},
             "own-turns": {"weight": 1.0, "session": 1, "gate": "all"},
-            "names": {"weight": 0.7, "gate": "list"}}
+            "names": {"weight": 0.7, "gate": "list"},
+            "replies": {"weight": 1.0, "seeds": 10, "seeded": 1, "voice": 0}}
 EXPERIMENTS = set(SETTINGS)
 chosen: dict = {}
 
@@ -415,6 +424,47 @@ def own_turns(search: pipeline.Search) -> list[Hit]:
         return neighbours.below_seeds(seeds, cursor.fetchall())
 
 
+# --------------------------------------------------------------------------- replies
+
+REPLIES_SQL = """
+    SELECT seed.id, near.id, 'next'
+    FROM unnest(%s::uuid[]) WITH ORDINALITY AS wanted(id, position)
+    JOIN memories seed ON seed.org_id = %s AND seed.id = wanted.id AND strpos(seed.content, '?') > 0
+    CROSS JOIN LATERAL (
+        SELECT m.id FROM memories m
+        WHERE m.org_id = %s AND m.scope = seed.scope AND {live}
+          AND (m.created_at, m.id) > (seed.created_at, seed.id)
+        ORDER BY m.created_at, m.id LIMIT 1
+    ) near
+    JOIN memories m ON m.org_id = %s AND m.id = near.id
+    WHERE {where}
+    ORDER BY wanted.position
+"""
+
+
+def replies(search: pipeline.Search) -> list[Hit]:
+    """The memory written after each seed that asks something (its text holds a "?"): the reply,
+    ranked just below the seed, a seed itself or not (`seeded` 0: only those that are not)."""
+    seeds = ranking.best(search.fused, chosen["seeds"])
+    if not seeds:
+        return []
+    where, params = search.filters.where(search.org_id)
+    with connection.cursor() as cursor:
+        cursor.execute(REPLIES_SQL.format(live=live_sql("m"), where=where),
+                       [[str(seed) for seed in seeds], search.org_id, search.org_id, search.org_id, *params])
+        rows = cursor.fetchall()
+    if chosen["voice"] and search.reading.speaker is not None and rows:
+        cursor_rows = {memory_id: score for _, memory_id, _ in rows for score in [1.0]}
+        _, spoken = speakers.prefer(search.org_id, search.reading.speaker, cursor_rows, 1.0)
+        rows = [row for row in rows if row[1] in spoken]
+    hits, seen = [], set() if chosen["seeded"] else set(seeds)
+    for seed, memory_id, side in rows:
+        if memory_id not in seen:
+            seen.add(memory_id)
+            hits.append(Hit(memory_id, 0.0, seeds.index(seed) + 2, details={"from": str(seed), "side": side}))
+    return hits
+
+
 # --------------------------------------------------------------------------- first-person
 
 kept_unnamed = speakers.unnamed
@@ -656,7 +706,7 @@ def install(name: str, settings: dict) -> str:
                    at=signal_position("vector") + 1, weights={"vector": chosen["vector"]})
         return f"sentences {chosen}"
     search = {"session": session_turns, "context": with_turn_before, "members": members_of,
-              "wordnet": wordnet_members_of, "own-turns": own_turns}[name]
+              "wordnet": wordnet_members_of, "own-turns": own_turns, "replies": replies}[name]
     name = f"{name}-experiment"  # beside the built signals' names; the built session signal is off
     built_session = 0.0 if name == "session-experiment" else config().search.rrf_weights["session"]
     add_signal(pipeline.Signal(name, seeded=True, search=search,

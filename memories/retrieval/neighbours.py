@@ -9,6 +9,12 @@ memory in its namespace, in the order they were written, ranked just below their
 fusion weighs it as RRF_WEIGHTS["neighbours"]. A neighbour passes the search's own filters
 (namespace, reach, status...) like any result. On the LoCoMo conversations it moved recall@10
 from 0.543 to 0.599 (benchmarks/recall/README.md).
+
+A seed that asks something (its text holds a "?") brings the memory after it, its reply, even
+when that reply is a seed too: "Why did Caroline choose the adoption agency?" matches the
+other's question ("What made you pick it?") before the answer ("I chose them 'cause they help
+LGBTQ+ folks"). When the search is about one person who speaks there (speakers), only a reply
+in that person's words is brought so: the question was put to them (docs/adr/0069).
 """
 
 from __future__ import annotations
@@ -19,10 +25,17 @@ from memories.retrieval.ranking import Hit
 from memory_platform.database import prepared_cursor
 
 # For each seed, one step back and one forward along memories_namespace_order (org, scope,
-# created_at, id; live rows), each an index scan that stops at its first row. The organisation
+# created_at, id; live rows), each an index scan that stops at its first row; whether the
+# next one answers the seed (the seed asks, and the reply is in the words of the person the
+# search is about, if any: a probe of memory_entities_unique by the reply). The organisation
 # is a literal in every part: on a Citus cluster that is what keeps it on one shard.
 NEIGHBOURS_SQL = """
-    SELECT seed.id, near.id, near.side
+    SELECT seed.id, near.id, near.side,
+           near.side = 'next' AND strpos(seed.content, '?') > 0
+           AND (cardinality(%s::uuid[]) = 0 OR EXISTS (
+               SELECT 1 FROM memory_entities me
+               WHERE me.org_id = %s AND me.memory_id = near.id AND me.role = 'speaker'
+                 AND me.entity_id = ANY(%s::uuid[]))) AS answers
     FROM unnest(%s::uuid[]) WITH ORDINALITY AS wanted(id, position)
     JOIN memories seed ON seed.org_id = %s AND seed.id = wanted.id
     CROSS JOIN LATERAL (
@@ -42,27 +55,35 @@ NEIGHBOURS_SQL = """
 """
 
 
-def search(org_id, seeds: list, filters: SearchFilters) -> list[Hit]:
+def search(org_id, seeds: list, filters: SearchFilters, speaker_ids: tuple = ()) -> list[Hit]:
     """Each seed's previous and next memory in its namespace that the filters let through,
     ranked one below its seed (the previous first); a memory next to several seeds takes the
     best of their ranks. Seeds are not each other's neighbours: two adjacent results would
-    each lift the other, and undo the order the other signals gave them."""
+    each lift the other, and undo the order the other signals gave them; except a seed's reply
+    when the seed asks (in the words of speaker_ids' person, if given): a question lifts its
+    answer, not the other way."""
     if not seeds:
         return []
     where, params = filters.where(org_id)
+    speakers = [str(entity_id) for entity_id in speaker_ids]
     with prepared_cursor() as cursor:  # planned once a connection: its plan is the same for any seeds
         cursor.execute(NEIGHBOURS_SQL.format(live=live_sql("m"), where=where),
-                       [[str(seed) for seed in seeds], org_id, org_id, org_id, org_id, *params])
+                       [speakers, org_id, speakers, [str(seed) for seed in seeds], org_id, org_id, org_id, org_id,
+                        *params])
         return below_seeds(seeds, cursor.fetchall())
 
 
 def below_seeds(seeds: list, rows) -> list[Hit]:
-    """(seed, memory, side) rows in the seeds' order as hits, each ranked just below the seed
-    that brought it (a neighbour found by this signal alone never ties with a seed that one
-    other signal found), once, by its best seed; the seeds themselves left out."""
-    hits, seen = [], set(seeds)
-    for seed, memory_id, side in rows:
-        if memory_id not in seen:
-            seen.add(memory_id)
-            hits.append(Hit(memory_id, 0.0, seeds.index(seed) + 2, details={"from": str(seed), "side": side}))
+    """(seed, memory, side[, answers]) rows in the seeds' order as hits, each ranked just below
+    the seed that brought it (a neighbour found by this signal alone never ties with a seed that
+    one other signal found), once, by its best seed; the seeds themselves left out unless they
+    answer the seed that brought them."""
+    hits, taken = [], set()
+    for seed, memory_id, side, *answers in rows:
+        answering = bool(answers and answers[0])
+        if memory_id in taken or (memory_id in seeds and not answering):
+            continue
+        taken.add(memory_id)
+        details = {"from": str(seed), "side": side, **({"answers": True} if answering else {})}
+        hits.append(Hit(memory_id, 0.0, seeds.index(seed) + 2, details=details))
     return hits

@@ -276,8 +276,9 @@ def brings_neighbours(search: Search) -> bool:
 
 
 def written_nearby(search: Search) -> list[Hit]:
+    speaker = search.reading.speaker
     return neighbours.search(search.org_id, ranking.best(search.fused, config().search.neighbour_seeds),
-                             search.filters)
+                             search.filters, speaker.entity_ids if speaker else ())
 
 
 @dataclass(frozen=True)

@@ -91,3 +91,46 @@ def test_a_key_limited_to_a_namespace_gets_no_neighbour_outside_it(api_a, tenant
     limited.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     results = search(limited, "adoption agency", limit=10)
     assert results and {namespace(result) for result in results} == {"users/alice"}
+
+
+ADOPTION = [
+    "Caroline: I chose an adoption agency last week",
+    "Melanie: Wow, that agency looks great! What made you pick it?",
+    "Caroline: They help LGBTQ+ folks adopt, and that inclusivity spoke to me",
+    "Melanie: I love painting sunsets with my kids on weekends",
+]
+
+
+def test_a_question_among_the_best_results_lifts_its_reply_though_that_is_one_too(api_a):
+    """With four memories every one is a seed, and seeds are not each other's neighbours; but a
+    seed that asks brings the turn after it, its answer, ranked just below it."""
+    ids = store(api_a, "conversations/1", ADOPTION)
+    results = search(api_a, "Why did Caroline pick the adoption agency?", namespace="conversations/1", limit=4)
+    by_id = {result["memory"]["id"]: result for result in results}
+    assert set(by_id) == set(ids)
+    lifted = by_id[ids[2]]["signals"]["neighbours"]
+    assert {key: lifted[key] for key in ("from", "side", "answers")} == {"from": ids[1], "side": "next",
+                                                                        "answers": True}
+    # Seeds that ask nothing bring no seed: neither the question nor the last turn is lifted.
+    assert "neighbours" not in by_id[ids[1]]["signals"]
+    assert "neighbours" not in by_id[ids[3]]["signals"]
+
+
+def test_a_question_about_one_person_lifts_only_a_reply_in_their_words(api_a):
+    """Asked about Melanie, the question she put to Caroline does not make Caroline's answer
+    Melanie's: the reply is not lifted."""
+    ids = store(api_a, "conversations/1", ADOPTION)
+    body = api_a.post("/api/v1/search", {"query": "What did Melanie ask about the adoption agency?",
+                                         "filters": {"namespace": "conversations/1"}, "limit": 4}).json()
+    assert body["understood"]["speaker"]["name"] == "Melanie"
+    reply = next(result for result in body["results"] if result["memory"]["id"] == ids[2])
+    assert "answers" not in reply["signals"].get("neighbours", {})
+
+
+def test_a_reply_is_never_lifted_from_another_namespace(api_a):
+    """The question is the last turn of one user's namespace; the next memory written is
+    another user's answer to something else. It stays out of the first user's search."""
+    question = store(api_a, "users/alice", ["Alice: Which adoption agency did you pick?"])
+    store(api_a, "users/bob", ["Bob: We picked the agency downtown, they were kind"])
+    results = search(api_a, "Which adoption agency did Alice pick?", namespace="users/alice", limit=10)
+    assert [result["memory"]["id"] for result in results] == question
