@@ -27,8 +27,10 @@ NAMED_CLASSES = frozenset(PLACE_WORDS | ORGANIZATION_WORDS | NAMED_WORKS)
 AUXILIARY = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|would|will|might|should)"
 KIND_OF = re.compile(r"\b(?:what|which)\s+(?:kinds?|types?|sorts?)\s+of\s+([a-z]+)\b", re.IGNORECASE)
 # "Which two fantasy novels does ...": the last word before the auxiliary, up to two words after
-# "what/which".
-CLASS = re.compile(rf"\b(?:what|which)\s+(?!{AUXILIARY}\b)(?:[\w-]+\s+){{0,2}}?([a-z]+)\s+{AUXILIARY}\b",
+# "what/which", or before a place or part it is narrowed to ("Which places in Canada was ...",
+# "Which city in Ireland will ...").
+NARROWED = r"(?:\s+(?:in|of|from|on|at|near|around|across|outside)\s+(?:the\s+)?[\w-]+)?"
+CLASS = re.compile(rf"\b(?:what|which)\s+(?!{AUXILIARY}\b)(?:[\w-]+\s+){{0,2}}?([a-z]+){NARROWED}\s+{AUXILIARY}\b",
                    re.IGNORECASE)
 
 

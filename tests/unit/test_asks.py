@@ -18,6 +18,10 @@ from memories.understanding.asks import named_class, singular
     ("What churches has she sung in?", "churches"),
     ("which country has Tim visited most?", "country"),
     ("Which book did Tim recommend to John?", "book"),
+    # narrowed to a place or a part before the auxiliary: the class is still the noun asked for
+    ("Which places in Canada was Evan visiting in July 2023?", "places"),
+    ("Which city in Ireland will Tim be staying in?", "city"),
+    ("What bands from the nineties has Melanie seen?", "bands"),
 ])
 def test_a_class_whose_members_go_by_a_name(query, asks_for):
     assert named_class(query) == asks_for
@@ -31,6 +35,7 @@ def test_a_class_whose_members_go_by_a_name(query, asks_for):
     "What did Tim read last week?",  # no class asked for
     "When did John visit Chicago?",
     "Which is better?",
+    "What activities in the park does Melanie enjoy?",  # narrowed, and still no names
     "books",
     "",
 ])
