@@ -26,11 +26,16 @@ NAMING_SQL = """
 """
 
 
+def naming(org_id, memory_ids) -> set:
+    """Those of the memories that name something."""
+    with prepared_cursor() as cursor:
+        cursor.execute(NAMING_SQL, [org_id, [str(memory_id) for memory_id in memory_ids]])
+        return {row[0] for row in cursor.fetchall()}
+
+
 def prefer(org_id, fused: dict, nameless_weight: float) -> tuple[dict, set]:
     """The fused scores with those of memories that name nothing multiplied by
     nameless_weight; and the memories that name something."""
-    with prepared_cursor() as cursor:
-        cursor.execute(NAMING_SQL, [org_id, [str(memory_id) for memory_id in fused]])
-        naming = {row[0] for row in cursor.fetchall()}
-    return {memory_id: score if memory_id in naming else score * nameless_weight
-            for memory_id, score in fused.items()}, naming
+    named = naming(org_id, fused)
+    return {memory_id: score if memory_id in named else score * nameless_weight
+            for memory_id, score in fused.items()}, named

@@ -14,7 +14,9 @@ A seed that asks something (its text holds a "?") brings the memory after it, it
 when that reply is a seed too: "Why did Caroline choose the adoption agency?" matches the
 other's question ("What made you pick it?") before the answer ("I chose them 'cause they help
 LGBTQ+ folks"). When the search is about one person who speaks there (speakers), only a reply
-in that person's words is brought so: the question was put to them (docs/adr/0069).
+in that person's words is brought so: the question was put to them; and when it asks for what
+goes by a name, only a reply that names something (the pipeline's written_nearby, with naming;
+docs/adr/0069).
 """
 
 from __future__ import annotations

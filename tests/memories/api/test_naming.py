@@ -74,3 +74,20 @@ def test_someone_who_speaks_only_in_another_namespace_is_named_here(api_a, conve
     signals = {result["memory"]["id"]: result["signals"] for result in body["results"]}
     assert signals[lent]["names"] == {"asks_for": "books"}
     assert all(result["memory"]["content"].startswith(("Tim", "John")) for result in body["results"])
+
+
+def test_a_reply_is_lifted_as_the_answer_only_if_it_names_something(api_a, conversation):
+    """John asks "What books have you read lately, Tim?"; Tim's reply names no book, so for a
+    question asking for books it is not lifted as the answer to it (memories.retrieval.
+    neighbours). A reply that names one is."""
+    ids = dict(zip(TURNS, conversation))
+    body = search(api_a, "What books has Tim read?", limit=6)
+    signals = {result["memory"]["id"]: result["signals"] for result in body["results"]}
+    assert "answers" not in signals[ids[TURNS[2]]].get("neighbours", {})
+    assert body["results"][0]["memory"]["content"] == TITLE
+
+    question, reply = store(api_a, "chats/tim-anna", ["Anna: Which books did you read this summer, Tim?",
+                                                      "Tim: Mostly The Hobbit, twice"])
+    body = search(api_a, "What books has Tim read?", limit=10)
+    signals = {result["memory"]["id"]: result["signals"] for result in body["results"]}
+    assert signals[reply]["neighbours"]["answers"] is True and signals[reply]["neighbours"]["from"] == question
