@@ -75,8 +75,8 @@ class SearchConfig:
     candidates: int
     # Reciprocal rank fusion: each signal adds weight / (rrf_k + rank). 25, not the 60 of
     # fusing deep independent runs: each signal here ranks 50 candidates and several rank by
-    # the same query's meaning, so a flatter curve lets their agreement low down outvote
-    # one signal's best (docs/adr/0068).
+    # the same query's meaning, and at 60 the curve is so flat that their agreement low down
+    # outvotes one signal's clear best (docs/adr/0068).
     rrf_k: int
     rrf_weights: Mapping[str, float] = _weights("vector", "fulltext", "graph", "neighbours", "time",
                                                 "time_vector", "rocchio", "session")
