@@ -176,3 +176,30 @@ def test_when_the_model_fails_a_write_is_stored_pending_and_completed_later(tena
     assert empty_queue.count == 1  # the retry is queued at once
     assert jobs.embed_pending() == 1  # and the sweep would complete it too
     assert embedding_states(tenant_a.org, [memory_id]) == {memory_id: 384}
+
+
+@pytest.mark.django_db
+def test_a_worker_that_missed_the_schedulers_locks_asks_again_within_a_minute():
+    """A worker restarted after a crash asks for RQ's scheduler locks once as it starts. If its
+    predecessor's scheduler has not let them go yet, it asks again at its next maintenance:
+    within MAINTENANCE_SECONDS, not RQ's ten minutes without scheduled jobs."""
+    from datetime import timedelta
+
+    from rq.scheduler import RQScheduler
+    from rq.utils import now
+
+    from memories.worker import MAINTENANCE_SECONDS, EmbeddingWorker
+
+    queue = django_rq.get_queue(jobs.QUEUE)
+    lock = RQScheduler([queue], connection=queue.connection).get_locking_key(queue.name)
+    queue.connection.set(lock, "the crashed worker's scheduler", ex=60)
+    try:
+        starting = RQScheduler([queue], connection=queue.connection)
+        assert starting.acquire_locks() == set()  # what the new worker's first attempt gets
+    finally:
+        queue.connection.delete(lock)
+    worker = EmbeddingWorker([queue], connection=queue.connection)
+    worker.last_cleaned_at = now() - timedelta(seconds=MAINTENANCE_SECONDS + 1)
+    assert MAINTENANCE_SECONDS <= 60 and worker.should_run_maintenance_tasks
+    worker.last_cleaned_at = now()
+    assert not worker.should_run_maintenance_tasks
