@@ -15,13 +15,13 @@ when that reply is a seed too: "Why did Caroline choose the adoption agency?" ma
 other's question ("What made you pick it?") before the answer ("I chose them 'cause they help
 LGBTQ+ folks"). When the search is about one person who speaks there (speakers), only a reply
 in that person's words is brought so: the question was put to them; and when it asks for what
-goes by a name, only a reply that names something (the pipeline's written_nearby, with naming;
-docs/adr/0069).
+goes by a name, only a reply that names something (naming; docs/adr/0069).
 """
 
 from __future__ import annotations
 
 from memories.models import live_sql
+from memories.retrieval import naming
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit
 from memory_platform.database import prepared_cursor
@@ -57,13 +57,14 @@ NEIGHBOURS_SQL = """
 """
 
 
-def search(org_id, seeds: list, filters: SearchFilters, speaker_ids: tuple = ()) -> list[Hit]:
+def search(org_id, seeds: list, filters: SearchFilters, speaker_ids: tuple = (),
+           answers_name: bool = False) -> list[Hit]:
     """Each seed's previous and next memory in its namespace that the filters let through,
     ranked one below its seed (the previous first); a memory next to several seeds takes the
     best of their ranks. Seeds are not each other's neighbours: two adjacent results would
     each lift the other, and undo the order the other signals gave them; except a seed's reply
-    when the seed asks (in the words of speaker_ids' person, if given): a question lifts its
-    answer, not the other way."""
+    when the seed asks (in the words of speaker_ids' person, if given; naming something, if
+    answers_name): a question lifts its answer, not the other way."""
     if not seeds:
         return []
     where, params = filters.where(org_id)
@@ -72,7 +73,11 @@ def search(org_id, seeds: list, filters: SearchFilters, speaker_ids: tuple = ())
         cursor.execute(NEIGHBOURS_SQL.format(live=live_sql("m"), where=where),
                        [speakers, org_id, speakers, [str(seed) for seed in seeds], org_id, org_id, org_id, org_id,
                         *params])
-        return below_seeds(seeds, cursor.fetchall())
+        rows = cursor.fetchall()
+    if answers_name and (replies := [memory_id for _, memory_id, _, answers in rows if answers]):
+        named = naming.naming(org_id, replies)  # a reply naming nothing stays a plain neighbour
+        rows = [(seed, memory_id, side, answers and memory_id in named) for seed, memory_id, side, answers in rows]
+    return below_seeds(seeds, rows)
 
 
 def below_seeds(seeds: list, rows) -> list[Hit]:

@@ -276,17 +276,10 @@ def brings_neighbours(search: Search) -> bool:
 
 
 def written_nearby(search: Search) -> list[Hit]:
-    """The neighbours of the best results; of a question asking for what goes by a name, a
-    reply is lifted as an answer only if it names something (naming)."""
-    speaker, seeds = search.reading.speaker, ranking.best(search.fused, config().search.neighbour_seeds)
-    hits = neighbours.search(search.org_id, seeds, search.filters, speaker.entity_ids if speaker else ())
-    if search.reading.asks_for and (answers := {hit.memory_id for hit in hits if hit.details.get("answers")}):
-        named = naming.naming(search.org_id, answers)
-        for hit in hits:
-            if hit.memory_id in answers and hit.memory_id not in named:
-                hit.details.pop("answers")  # a neighbour still, not an answer
-        hits = [hit for hit in hits if hit.memory_id not in seeds or hit.details.get("answers")]
-    return hits
+    speaker = search.reading.speaker
+    return neighbours.search(search.org_id, ranking.best(search.fused, config().search.neighbour_seeds),
+                             search.filters, speaker.entity_ids if speaker else (),
+                             answers_name=search.reading.asks_for is not None)
 
 
 @dataclass(frozen=True)
