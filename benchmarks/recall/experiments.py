@@ -82,11 +82,24 @@ a signal added to memories.retrieval.pipeline.SIGNALS for the run, the way a kep
   a seed itself or not (`seeded` 0: only those that are not), at `weight`; `voice` 1: when
   the question is about one person who speaks there, only replies in that person's words.
   (Round thirteen.)
+- centred: the query's embedding less `alpha` times the mean embedding of the memories
+  searched, normalised, for every signal that reads it (`scope` "all") or the vector signal
+  alone ("vector"): ranks by cos(q, d) - alpha cos(mean, d), so a memory like every other of
+  the namespace ("Thanks, Mel! Family is everything") weighs less. (Round fourteen.)
+- context-words: full text where a memory holds its own words and `before` times the words of
+  the memory written before it in its namespace (the question a reply answers: "Been playing
+  it for a month now" after "How long have you been playing this game?"), BM25 computed here
+  over the namespace searched (`stats` "namespace": its IDF, row count and average length) or
+  the organisation ("tenant", as the built full text does); `replace` 1 runs it in place of
+  the built full-text signal, 0 beside it at `weight`; `when` 0 leaves the words before out
+  for questions asking when (memories.understanding.intent), whose answer says the time in
+  its own words. (Round fourteen.)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections import defaultdict
 
@@ -110,7 +123,9 @@ SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
             "statement": {},
             "own-turns": {"weight": 1.0, "session": 1, "gate": "all"},
             "names": {"weight": 0.7, "gate": "list"},
-            "replies": {"weight": 1.0, "seeds": 10, "seeded": 1, "voice": 0}}
+            "replies": {"weight": 1.0, "seeds": 10, "seeded": 1, "voice": 0},
+            "centred": {"alpha": 1.0, "scope": "all"},
+            "context-words": {"weight": 1.0, "before": 0.5, "replace": 0, "stats": "namespace", "when": 1}}
 EXPERIMENTS = set(SETTINGS)
 chosen: dict = {}
 
@@ -663,6 +678,120 @@ def install_names() -> str:
     return f"names {chosen}"
 
 
+# --------------------------------------------------------------------------- centred
+
+MEAN_SQL = "SELECT avg(m.embedding)::text FROM memories m WHERE {where} AND m.embedding IS NOT NULL"
+
+
+def install_centred() -> str:
+    """The query's embedding less `alpha` times the mean of the memories searched, normalised:
+    ranks by cos(q, d) - alpha cos(mean, d), up to the query's own scale."""
+    import numpy
+
+    means: dict = {}
+    embedded = pipeline.Search.embed
+
+    def embed(search):
+        vector_ = embedded(search)
+        if vector_ is None or search.embedding_centred:
+            return vector_
+        key = (search.org_id, repr(search.filters))
+        if key not in means:
+            where, params = search.filters.where(search.org_id)
+            with connection.cursor() as cursor:
+                cursor.execute(MEAN_SQL.format(where=where), params)
+                means[key] = numpy.array(json.loads(cursor.fetchone()[0]))
+        moved = numpy.array(vector_) - chosen["alpha"] * means[key]
+        search.embedding = (moved / numpy.linalg.norm(moved)).tolist()
+        search.embedding_centred = True
+        return search.embedding
+
+    pipeline.Search.embedding_centred = False
+    if chosen["scope"] == "all":
+        pipeline.Search.embed = embed
+    else:  # the vector signal's own statement only
+        meaning = pipeline.meaning
+
+        def centred_meaning(search):
+            kept, centred = search.embedding, search.embedding_centred
+            embed(search)
+            try:
+                return meaning(search)
+            finally:
+                search.embedding, search.embedding_centred = kept, centred
+
+        pipeline.SIGNALS = tuple(dataclasses.replace(signal, search=centred_meaning) if signal.name == "vector"
+                                 else signal for signal in pipeline.SIGNALS)
+        pipeline.run_signals.__defaults__ = (pipeline.SIGNALS,)
+    return f"centred {chosen}"
+
+
+# --------------------------------------------------------------------------- context-words
+
+NAMESPACE_LEXEMES_SQL = """
+    SELECT m.id, m.search_vector::text, m.scope FROM memories m WHERE {where}
+    ORDER BY m.scope, m.created_at, m.id
+"""
+LEXEME = re.compile(r"'((?:[^']|'')+)'(?::([\d,A-D]+))?")
+
+
+def namespace_documents(search: pipeline.Search) -> list[tuple]:
+    """Each memory of the namespace searched (stats "tenant": of the organisation), in written
+    order, with its lexemes' counts and its namespace."""
+    from memories.retrieval.filters import SearchFilters
+
+    filters = search.filters if chosen["stats"] == "namespace" else SearchFilters()
+    key = (search.org_id, repr(filters))
+    if key not in namespace_documents.cache:
+        where, params = filters.where(search.org_id)
+        with connection.cursor() as cursor:
+            cursor.execute(NAMESPACE_LEXEMES_SQL.format(where=where), params)
+            namespace_documents.cache[key] = [
+                (memory_id, {lexeme.replace("''", "'"): len(positions.split(",")) if positions else 1
+                             for lexeme, positions in LEXEME.findall(vector_ or "")}, scope)
+                for memory_id, vector_, scope in cursor.fetchall()]
+    return namespace_documents.cache[key]
+
+
+namespace_documents.cache = {}
+
+
+def with_words_before(search: pipeline.Search) -> list[Hit]:
+    """BM25 of the query's lexemes over each memory's words plus `before` times the words of
+    the memory written before it (the question a reply answers)."""
+    import math
+
+    documents = namespace_documents(search)
+    lexemes = fulltext.query_lexemes(list(search.reading.terms))
+    if not lexemes or not documents:
+        return []
+    counts, searched = [], set()
+    for position, (memory_id, own, scope) in enumerate(documents):
+        merged = dict(own)
+        if scope == search.filters.namespace:
+            searched.add(memory_id)
+        expanded = chosen["when"] or search.reading.intent != "when"
+        if expanded and position and documents[position - 1][2] == scope:
+            for lexeme, count in documents[position - 1][1].items():
+                merged[lexeme] = merged.get(lexeme, 0) + chosen["before"] * count
+        counts.append((memory_id, merged))
+    lengths = [sum(c.values()) for _, c in counts]
+    average = sum(lengths) / len(lengths)
+    frequency = {lexeme: sum(1 for _, c in counts if lexeme in c) for lexeme in lexemes}
+    scored = []
+    for (memory_id, c), length in zip(counts, lengths):
+        score = 0.0
+        for lexeme in lexemes:
+            tf = c.get(lexeme, 0)
+            if tf:
+                idf = math.log(1 + (len(counts) - frequency[lexeme] + 0.5) / (frequency[lexeme] + 0.5))
+                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+        if score > 0 and memory_id in searched:
+            scored.append((memory_id, score))
+    scored.sort(key=lambda pair: (-pair[1], str(pair[0])))
+    return ranked_hits(scored[:search.k])
+
+
 # --------------------------------------------------------------------------- installing one
 
 
@@ -699,6 +828,13 @@ def install(name: str, settings: dict) -> str:
         return install_statement()
     if name == "names":
         return install_names()
+    if name == "centred":
+        return install_centred()
+    if name == "context-words":  # beside full text, fused with it (or in its place)
+        add_signal(pipeline.Signal("context-words-experiment", seeded=False, search=with_words_before,
+                                   applies=lambda s: chosen["weight"] > 0 and s.wide),
+                   at=signal_position("vector") + 1, weights={"fulltext": 0.0} if chosen["replace"] else {})
+        return f"context-words {chosen}"
     if name == "sentences":  # beside the vector signal, fused with it
         add_signal(pipeline.Signal("sentences-experiment", seeded=False, search=by_best_sentence,
                                    applies=lambda s: chosen["weight"] > 0 and s.embed() is not None
