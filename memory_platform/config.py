@@ -71,6 +71,10 @@ class SearchConfig:
     # BM25 on a large tenant scores the memories holding the query's rarest words, as many of
     # those words as hold at most this many memories together (at least the rarest one).
     bm25_candidate_rows: int
+    # A memory written right after one that asks (its text holds a "?") also holds, for BM25,
+    # the question's words at this weight: a reply takes its subject from what it answers
+    # (memories.retrieval.fulltext, docs/adr/0070); 0 turns it off.
+    bm25_asked_weight: float
     # Candidates each signal contributes before fusion.
     candidates: int
     # Reciprocal rank fusion: each signal adds weight / (rrf_k + rank). 25, not the 60 of

@@ -125,7 +125,7 @@ SETTINGS = {"session": {"weight": 1.0, "sessions": 3, "vote": "sum"},
             "names": {"weight": 0.7, "gate": "list"},
             "replies": {"weight": 1.0, "seeds": 10, "seeded": 1, "voice": 0},
             "centred": {"alpha": 1.0, "scope": "all"},
-            "context-words": {"weight": 1.0, "before": 0.5, "replace": 0, "stats": "namespace", "when": 1}}
+            "context-words": {"weight": 1.0, "before": 0.5, "replace": 0, "stats": "namespace", "when": 1, "asks": 0}}
 EXPERIMENTS = set(SETTINGS)
 chosen: dict = {}
 
@@ -729,7 +729,7 @@ def install_centred() -> str:
 # --------------------------------------------------------------------------- context-words
 
 NAMESPACE_LEXEMES_SQL = """
-    SELECT m.id, m.search_vector::text, m.scope FROM memories m WHERE {where}
+    SELECT m.id, m.search_vector::text, m.scope, strpos(m.content, '?') > 0 FROM memories m WHERE {where}
     ORDER BY m.scope, m.created_at, m.id
 """
 LEXEME = re.compile(r"'((?:[^']|'')+)'(?::([\d,A-D]+))?")
@@ -748,8 +748,8 @@ def namespace_documents(search: pipeline.Search) -> list[tuple]:
             cursor.execute(NAMESPACE_LEXEMES_SQL.format(where=where), params)
             namespace_documents.cache[key] = [
                 (memory_id, {lexeme.replace("''", "'"): len(positions.split(",")) if positions else 1
-                             for lexeme, positions in LEXEME.findall(vector_ or "")}, scope)
-                for memory_id, vector_, scope in cursor.fetchall()]
+                             for lexeme, positions in LEXEME.findall(vector_ or "")}, scope, asks)
+                for memory_id, vector_, scope, asks in cursor.fetchall()]
     return namespace_documents.cache[key]
 
 
@@ -766,12 +766,13 @@ def with_words_before(search: pipeline.Search) -> list[Hit]:
     if not lexemes or not documents:
         return []
     counts, searched = [], set()
-    for position, (memory_id, own, scope) in enumerate(documents):
+    for position, (memory_id, own, scope, _) in enumerate(documents):
         merged = dict(own)
         if scope == search.filters.namespace:
             searched.add(memory_id)
         expanded = chosen["when"] or search.reading.intent != "when"
-        if expanded and position and documents[position - 1][2] == scope:
+        if (expanded and position and documents[position - 1][2] == scope
+                and (documents[position - 1][3] or not chosen["asks"])):
             for lexeme, count in documents[position - 1][1].items():
                 merged[lexeme] = merged.get(lexeme, 0) + chosen["before"] * count
         counts.append((memory_id, merged))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import psycopg
 from django.db import connection
 
+from memories.models import live_sql
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import (
     Hit,
@@ -97,16 +98,17 @@ def idf(documents: int, frequency: int) -> float:
 
 
 # BM25 over the candidate rows a path chooses: tf is how often the row holds a query lexeme
-# (its positions in search_vector), dl how many words it holds, both read from one unnest.
+# (its positions in search_vector), dl how many words it holds, both read from one unnest;
+# a row that answers a question (ASKED) also holds the question's words, `asked` times each.
 BM25 = """
+    {pool}
     SELECT best.id, best.score, {ranking} FROM (
         SELECT c.id, {memory}, s.bm25 AS score
         FROM ({candidates}) c
         CROSS JOIN LATERAL (
             SELECT sum(t.idf * d.tf * (%s + 1) / (d.tf + %s * (1 - %s + %s * d.dl / %s))) AS bm25
-            FROM (SELECT u.lexeme, cardinality(u.positions)::float8 AS tf,
-                         sum(cardinality(u.positions)) OVER ()::float8 AS dl
-                  FROM unnest(c.search_vector) u) d
+            FROM (SELECT w.lexeme, sum(w.tf) AS tf, sum(sum(w.tf)) OVER () AS dl
+                  FROM ({words}) w GROUP BY w.lexeme) d
             JOIN unnest(%s::text[], %s::float8[]) AS t(lexeme, idf) ON t.lexeme = d.lexeme
         ) s
         ORDER BY s.bm25 DESC, c.created_at DESC, c.id
@@ -114,11 +116,49 @@ BM25 = """
     ) best {usage}
     ORDER BY best.score DESC, best.created_at DESC, best.id
 """
-CANDIDATE_COLUMNS = f"m.id, {memory_columns('m')}, m.search_vector"
+OWN_WORDS = "SELECT u.lexeme, cardinality(u.positions)::float8 AS tf FROM unnest(c.search_vector) u"
+ASKED_WORDS = f"{OWN_WORDS} UNION ALL SELECT u.lexeme, %s * cardinality(u.positions) FROM unnest(c.asked) u"
+# A reply takes its subject from the question it answers ("Been playing it for a month now"
+# after "How long have you been playing this game?"). The candidates a path chooses
+# (matched), and the memory written right after each of them that asks (its text holds a
+# "?"), along memories_namespace_order as neighbours' next one (live, same namespace; the
+# search's filters then apply to it): a row that is such an answer carries the question's
+# search_vector as `asked`. The organisation is a literal in every part: on a Citus cluster
+# that keeps the statement on one shard.
+ASKED = """
+    WITH matched AS MATERIALIZED ({candidates}),
+    answers AS (
+        SELECT {answer_columns}, q.search_vector AS asked
+        FROM matched q
+        CROSS JOIN LATERAL (
+            SELECT m.id FROM memories m
+            WHERE m.org_id = %s AND m.scope = q.scope AND {live}
+              AND (m.created_at, m.id) > (q.created_at, q.id)
+            ORDER BY m.created_at, m.id LIMIT 1
+        ) after
+        JOIN memories r ON r.org_id = %s AND r.id = after.id
+        WHERE q.asks AND {where}
+    ),
+    pool AS (
+        SELECT matched.*, answers.asked FROM matched LEFT JOIN answers ON answers.id = matched.id
+        UNION ALL
+        SELECT answers.* FROM answers WHERE NOT EXISTS (SELECT 1 FROM matched WHERE matched.id = answers.id)
+    )
+"""
+
+
+def candidate_columns(alias: str) -> str:
+    """What BM25 and the ranking read of a candidate row `alias`; with what an answer's
+    lookup reads (its namespace, and whether it asks)."""
+    return (f"{alias}.id, {memory_columns(alias)}, {alias}.search_vector, {alias}.scope, "
+            f"strpos({alias}.content, '?') > 0 AS asks")
+
+
+CANDIDATE_COLUMNS = candidate_columns("m")
 
 
 def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
-              small: bool = False) -> tuple[str, list] | None:
+              small: bool = False, answers: bool = True) -> tuple[str, list] | None:
     """The one statement full-text search runs, ranking by BM25 (docs/adr/0037), and its
     parameters (None if the query has no words that are not stop words). IDF, N and the average length are the tenant's own
     (memories.understanding.lexicon), read before the statement in one round trip.
@@ -164,8 +204,16 @@ def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
                           f"({matching} AND NOT m.tenant_lexemes @@ %s::tsquery LIMIT %s)")
             candidate_params = [*params, every_word, budget,
                                 *params, tagged_query(org_id, [[essential[0]]]), every_word, budget]
-    return (BM25.format(ranking=ranking_columns("best"), memory=memory_columns("c"), candidates=candidates, usage=usage_join("best")),
-            [*candidate_params, *bm25, org_id])
+    shared = {"ranking": ranking_columns("best"), "memory": memory_columns("c"), "usage": usage_join("best")}
+    asked = search.bm25_asked_weight if answers else 0.0
+    if asked <= 0:
+        return (BM25.format(pool="", candidates=candidates, words=OWN_WORDS, **shared),
+                [*candidate_params, *bm25, org_id])
+    answer_where, answer_params = filters.where(org_id, alias="r")
+    pool = ASKED.format(candidates=candidates, answer_columns=candidate_columns("r"), live=live_sql("m"),
+                        where=answer_where)
+    return (BM25.format(pool=pool, candidates="SELECT * FROM pool", words=ASKED_WORDS, **shared),
+            [*candidate_params, org_id, org_id, *answer_params, *bm25[:5], asked, *bm25[5:], org_id])
 
 
 def shown_measure(filters: SearchFilters) -> str | None:
@@ -183,7 +231,8 @@ class Running:
 
 
 @contextmanager
-def started(org_id, words: Sequence[str], filters: SearchFilters, k: int, small: bool = False) -> Iterator[Running]:
+def started(org_id, words: Sequence[str], filters: SearchFilters, k: int, small: bool = False,
+            answers: bool = True) -> Iterator[Running]:
     """Full-text search (statement) started as the block begins, its rows collected as the
     block ends: the statement goes out in pipeline mode, which does not wait for its rows, so
     what the block does in Python meanwhile (a search embeds its query) takes no time of its
@@ -195,7 +244,7 @@ def started(org_id, words: Sequence[str], filters: SearchFilters, k: int, small:
         hits = text.hits
     """
     running = Running()
-    sql_and_params = statement(org_id, words, filters, k, small)
+    sql_and_params = statement(org_id, words, filters, k, small, answers)
     if sql_and_params is None:
         yield running
         running.hits = []
@@ -214,8 +263,9 @@ def started(org_id, words: Sequence[str], filters: SearchFilters, k: int, small:
                                measure=shown_measure(filters))
 
 
-def search(org_id, words: Sequence[str], filters: SearchFilters, k: int, small: bool = False) -> list[Hit]:
+def search(org_id, words: Sequence[str], filters: SearchFilters, k: int, small: bool = False,
+           answers: bool = True) -> list[Hit]:
     """The k memories that match these words (query_words) best (statement)."""
-    with started(org_id, words, filters, k, small) as running:
+    with started(org_id, words, filters, k, small, answers) as running:
         pass
     return running.hits

@@ -175,7 +175,8 @@ def words(search: Search) -> list[Hit]:
     """Full text of the query's words. A hybrid search embeds its query meanwhile, for the
     vector signal next: the statement runs in the database while the model runs here, so the
     two take as long as the longer of them (docs/adr/0035, "The critical path of a search")."""
-    with fulltext.started(search.org_id, search.reading.terms, search.filters, search.k, search.small) as text:
+    with fulltext.started(search.org_id, search.reading.terms, search.filters, search.k, search.small,
+                          answers=search.reading.intent != "when") as text:
         if search.mode == "hybrid":
             search.embed()
     return text.hits

@@ -259,6 +259,7 @@ MEMORY_PLATFORM = {
         "BM25_K1": env.float("MEMORY_PLATFORM_BM25_K1", default=1.2),
         "BM25_B": env.float("MEMORY_PLATFORM_BM25_B", default=0.75),
         "BM25_CANDIDATE_ROWS": env.int("MEMORY_PLATFORM_BM25_CANDIDATE_ROWS", default=300),
+        "BM25_ASKED_WEIGHT": env.float("MEMORY_PLATFORM_BM25_ASKED_WEIGHT", default=0.5),
         "CANDIDATES": env.int("MEMORY_PLATFORM_SEARCH_CANDIDATES", default=50),
         "RRF_K": env.int("MEMORY_PLATFORM_RRF_K", default=25),
         "RRF_WEIGHTS": env.dict("MEMORY_PLATFORM_RRF_WEIGHTS", cast={"value": float},
