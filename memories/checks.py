@@ -30,6 +30,8 @@ def search_settings(app_configs, **kwargs) -> list[Error]:
             errors.append(Error(str(exc), id=check_id))
     if (rrf_k := config.config().search.rrf_k) < 0:  # weight / (k + rank) divides by zero at -1
         errors.append(Error(f"MEMORY_PLATFORM_RRF_K must be 0 or more, not {rrf_k!r}", id="memories.E005"))
+    if (asked := config.config().search.bm25_asked_weight) < 0:  # a question's words would count against its reply
+        errors.append(Error(f"MEMORY_PLATFORM_BM25_ASKED_WEIGHT must be 0 or more, not {asked!r}", id="memories.E006"))
     return errors
 
 

@@ -98,8 +98,7 @@ def idf(documents: int, frequency: int) -> float:
 
 
 # BM25 over the candidate rows a path chooses: tf is how often the row holds a query lexeme
-# (its positions in search_vector), dl how many words it holds, both read from one unnest;
-# a row that answers a question (ASKED) also holds the question's words, `asked` times each.
+# (its positions in search_vector), dl how many words it holds, both read from one unnest.
 BM25 = """
     {pool}
     SELECT best.id, best.score, {ranking} FROM (
@@ -107,8 +106,7 @@ BM25 = """
         FROM ({candidates}) c
         CROSS JOIN LATERAL (
             SELECT sum(t.idf * d.tf * (%s + 1) / (d.tf + %s * (1 - %s + %s * d.dl / %s))) AS bm25
-            FROM (SELECT w.lexeme, sum(w.tf) AS tf, sum(sum(w.tf)) OVER () AS dl
-                  FROM ({words}) w GROUP BY w.lexeme) d
+            FROM ({words}) d
             JOIN unnest(%s::text[], %s::float8[]) AS t(lexeme, idf) ON t.lexeme = d.lexeme
         ) s
         ORDER BY s.bm25 DESC, c.created_at DESC, c.id
@@ -116,8 +114,23 @@ BM25 = """
     ) best {usage}
     ORDER BY best.score DESC, best.created_at DESC, best.id
 """
-OWN_WORDS = "SELECT u.lexeme, cardinality(u.positions)::float8 AS tf FROM unnest(c.search_vector) u"
-ASKED_WORDS = f"{OWN_WORDS} UNION ALL SELECT u.lexeme, %s * cardinality(u.positions) FROM unnest(c.asked) u"
+OWN_WORDS = """
+    SELECT u.lexeme, cardinality(u.positions)::float8 AS tf, sum(cardinality(u.positions)) OVER ()::float8 AS dl
+    FROM unnest(c.search_vector) u
+"""
+# A row that answers a question (ASKED) also holds the question's words, `asked` times each:
+# in tf (the query's lexemes only, counted in both) and in dl.
+ASKED_WORDS = """
+    SELECT w.lexeme, sum(w.tf) AS tf, l.dl
+    FROM (SELECT u.lexeme, cardinality(u.positions)::float8 AS tf FROM unnest(c.search_vector) u
+          WHERE u.lexeme = ANY(%s::text[])
+          UNION ALL
+          SELECT u.lexeme, %s * cardinality(u.positions) FROM unnest(c.asked) u
+          WHERE u.lexeme = ANY(%s::text[])) w
+    CROSS JOIN (SELECT (SELECT sum(cardinality(u.positions)) FROM unnest(c.search_vector) u)::float8
+                       + %s * coalesce((SELECT sum(cardinality(u.positions)) FROM unnest(c.asked) u), 0) AS dl) l
+    GROUP BY w.lexeme, l.dl
+"""
 # A reply takes its subject from the question it answers ("Been playing it for a month now"
 # after "How long have you been playing this game?"). The candidates a path chooses
 # (matched), and the memory written right after each of them that asks (its text holds a
@@ -213,7 +226,8 @@ def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
     pool = ASKED.format(candidates=candidates, answer_columns=candidate_columns("r"), live=live_sql("m"),
                         where=answer_where)
     return (BM25.format(pool=pool, candidates="SELECT * FROM pool", words=ASKED_WORDS, **shared),
-            [*candidate_params, org_id, org_id, *answer_params, *bm25[:5], asked, *bm25[5:], org_id])
+            [*candidate_params, org_id, org_id, *answer_params, *bm25[:5], lexemes, asked, lexemes, asked, *bm25[5:],
+             org_id])
 
 
 def shown_measure(filters: SearchFilters) -> str | None:

@@ -124,3 +124,11 @@ def test_a_negative_fusion_constant_stops_the_checks_and_zero_is_allowed(setting
     settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, RRF_K=-1)
     [error] = search_settings(None)
     assert error.id == "memories.E005" and "MEMORY_PLATFORM_RRF_K" in error.msg and "-1" in error.msg
+
+
+def test_a_negative_weight_for_a_questions_words_is_refused(settings):
+    from memories.checks import search_settings
+
+    settings.MEMORY_PLATFORM = with_search_knobs(settings.MEMORY_PLATFORM, BM25_ASKED_WEIGHT=-0.5)
+    [error] = search_settings(None)
+    assert error.id == "memories.E006" and "MEMORY_PLATFORM_BM25_ASKED_WEIGHT" in error.msg and "-0.5" in error.msg
