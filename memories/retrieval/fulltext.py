@@ -5,6 +5,10 @@ One statement a search (statement), through the GIN index of each tenant's tagge
 (memories.tenant_lexemes, migration 0013), or row by row for the few rows a filter leaves.
 It runs in pipeline mode (started), so the caller's work in Python (a search embeds its query)
 overlaps the database's. A search reads its words once (query_words) and passes them here.
+
+A memory written right after one that asks, in its namespace, also holds the question's words
+at BM25_ASKED_WEIGHT: a reply is found by what it answers (ASKED, docs/adr/0070), unless the
+caller says the search wants no answers (`answers`: a question asking when).
 """
 
 from __future__ import annotations

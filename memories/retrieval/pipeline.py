@@ -175,6 +175,8 @@ def words(search: Search) -> list[Hit]:
     """Full text of the query's words. A hybrid search embeds its query meanwhile, for the
     vector signal next: the statement runs in the database while the model runs here, so the
     two take as long as the longer of them (docs/adr/0035, "The critical path of a search")."""
+    # A reply holds the words of the question it answers, except for a question asking when:
+    # its answer says the time in its own words (docs/adr/0070).
     with fulltext.started(search.org_id, search.reading.terms, search.filters, search.k, search.small,
                           answers=search.reading.intent != "when") as text:
         if search.mode == "hybrid":
