@@ -167,6 +167,12 @@ def search_begun(*, org_id, query: str, filters: SearchFilters, limit: int, mode
 # --------------------------------------------------------------------------- the signals
 
 
+def takes_answers(search: Search) -> bool:
+    """Whether full text scores a reply with the words of the question it answers: not for a
+    question asking when, whose answer says the time in its own words (docs/adr/0070)."""
+    return search.reading.intent != "when"
+
+
 def ranks_words(search: Search) -> bool:
     return search.mode in ("hybrid", "fulltext")
 
@@ -175,10 +181,8 @@ def words(search: Search) -> list[Hit]:
     """Full text of the query's words. A hybrid search embeds its query meanwhile, for the
     vector signal next: the statement runs in the database while the model runs here, so the
     two take as long as the longer of them (docs/adr/0035, "The critical path of a search")."""
-    # A reply holds the words of the question it answers, except for a question asking when:
-    # its answer says the time in its own words (docs/adr/0070).
     with fulltext.started(search.org_id, search.reading.terms, search.filters, search.k, search.small,
-                          answers=search.reading.intent != "when") as text:
+                          answers=takes_answers(search)) as text:
         if search.mode == "hybrid":
             search.embed()
     return text.hits
@@ -210,7 +214,8 @@ def words_stand_in(search: Search) -> bool:
 
 
 def words_for_meaning(search: Search) -> list[Hit]:
-    hits = fulltext.search(search.org_id, search.reading.terms, search.filters, search.k, search.small)
+    hits = fulltext.search(search.org_id, search.reading.terms, search.filters, search.k, search.small,
+                           answers=takes_answers(search))
     if search.embed() is None:
         return hits
     seen = {hit.memory_id for hit in search.hits["vector"]}
