@@ -16,6 +16,7 @@ TURNS = [
     "Melanie: I signed up for a pottery class yesterday, it is like therapy for me",
     "Caroline: A pottery class! I love pottery, the pottery studio near me has a pottery class too",
     "Caroline: Which pottery class did you sign up for? Pottery is so calming",
+    "Melanie: The one at the community centre, on Tuesday evenings",  # the answer, in other words
     "Melanie: The kids and I went camping at the beach last weekend",
     "Caroline: I went to a support group meeting on Tuesday",
     "Melanie: I finished reading Charlotte's Web again with the kids",
@@ -48,10 +49,12 @@ def speakers_of(body) -> list[str]:
 
 
 def test_a_question_about_one_person_ranks_their_own_words_first(api_a, conversation, settings):
-    """Caroline asked the very question; Melanie's own turn is the one about her."""
+    """Caroline asked the very question; Melanie's own turns are the ones about her: what she
+    said of her class, and her answer to Caroline's question about it (which holds the
+    question's words for full text, docs/adr/0070)."""
     body = search(api_a, "Where is Melanie's pottery studio?")
     assert body["understood"]["speaker"]["name"] == "Melanie"
-    assert body["results"][0]["memory"]["content"] == TURNS[0]
+    assert {result["memory"]["content"] for result in body["results"][:2]} == {TURNS[0], TURNS[3]}
     assert body["results"][0]["signals"]["speaker"] == {"name": "Melanie"}
     assert all("speaker" not in r["signals"] for r in body["results"] if r["memory"]["content"].startswith("Caroline"))
     # Without the preference, Caroline's question ranks above Melanie's own words.
