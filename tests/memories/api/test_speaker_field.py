@@ -20,6 +20,7 @@ TURNS = [
     ("Melanie", "I signed up for a pottery class yesterday, it is like therapy for me"),
     ("Caroline", "A pottery class! I love pottery, the pottery studio near me has a pottery class too"),
     ("Caroline", "Which pottery class did you sign up for? Pottery is so calming"),
+    ("Melanie", "The one at the community centre, on Tuesday evenings"),  # the answer, in other words
     ("Melanie", "The kids and I went camping at the beach last weekend"),
     ("Caroline", "I went to a support group meeting on Tuesday"),
     ("Caroline", "Melanie, where is your pottery studio? Is it the pottery studio by the beach?"),
@@ -71,8 +72,9 @@ def test_a_batch_takes_a_speaker_per_memory(api_a, tenant_a):
 @pytest.mark.parametrize("shape", ["{name}: {text}", "{name} said: {text}", "[{name}] {text}",
                                    "8/5/23, 1:56 PM - {name}: {text}", '"{text}" said {name}.', None])
 def test_the_speaker_signal_reads_the_link_in_every_shape(api_a, shape):
-    """The question about Melanie ranks her own turn first however the turns were written:
-    Caroline's question repeats every word of it."""
+    """The question about Melanie ranks her own turns first however the turns were written
+    (what she said of her class, or her answer to Caroline's question about it): Caroline's
+    question repeats every word of it."""
     for name, text in TURNS:
         if shape is None:
             write(api_a, text, speaker=name, memory_type="episodic")
@@ -82,8 +84,9 @@ def test_the_speaker_signal_reads_the_link_in_every_shape(api_a, shape):
                                              "filters": {"namespace": "chats"}})
     body = response.json()
     assert body["understood"]["speaker"]["name"] == "Melanie"
-    assert TURNS[0][1] in body["results"][0]["memory"]["content"]
-    assert body["results"][0]["memory"]["speaker"] == "Melanie"
+    first_two = " ".join(result["memory"]["content"] for result in body["results"][:2])
+    assert TURNS[0][1] in first_two and TURNS[3][1] in first_two
+    assert [result["memory"]["speaker"] for result in body["results"][:2]] == ["Melanie", "Melanie"]
 
 
 def test_an_edit_keeps_changes_or_clears_the_speaker_and_history_records_it(api_a, tenant_a):
