@@ -168,8 +168,9 @@ def search_begun(*, org_id, query: str, filters: SearchFilters, limit: int, mode
 
 
 def takes_answers(search: Search) -> bool:
-    """Whether full text scores a reply with the words of the question it answers: not for a
-    question asking when, whose answer says the time in its own words (docs/adr/0070)."""
+    """Whether full text (and the period's memories by words) scores a reply with the words of
+    the question it answers: not for a question asking when, whose answer says the time in its
+    own words (docs/adr/0070)."""
     return search.reading.intent != "when"
 
 
@@ -229,7 +230,8 @@ def names_a_period(search: Search) -> bool:
 
 
 def period(search: Search) -> list[Hit]:
-    return timeframe.search(search.org_id, search.reading.terms, search.period_window(), search.k)
+    return timeframe.search(search.org_id, search.reading.terms, search.period_window(), search.k,
+                            answers=takes_answers(search))
 
 
 def names_a_period_it_means(search: Search) -> bool:

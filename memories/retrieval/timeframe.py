@@ -62,9 +62,11 @@ def window(org_id, filters: SearchFilters, period: Period) -> Window:
     return Window(narrowed, size.candidate_count(org_id, narrowed), period.phrase)
 
 
-def search(org_id, words: Sequence[str], period: Window, k: int) -> list[Hit]:
-    """The k memories of the period that hold these words (fulltext.query_words) best."""
-    hits = fulltext.search(org_id, words, period.filters, k, period.rows <= config().search.text_scan_rows)
+def search(org_id, words: Sequence[str], period: Window, k: int, answers: bool = True) -> list[Hit]:
+    """The k memories of the period that hold these words (fulltext.query_words) best; a
+    reply with its question's words unless `answers` is False (fulltext, docs/adr/0070)."""
+    hits = fulltext.search(org_id, words, period.filters, k, period.rows <= config().search.text_scan_rows,
+                           answers=answers)
     return _read_from(hits, period)
 
 
