@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import psycopg
 from django.db import connection
 
-from memories.models import live_sql
+from memories.retrieval import neighbours
 from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import (
     Hit,
@@ -138,8 +138,7 @@ ASKED_WORDS = """
 # A reply takes its subject from the question it answers ("Been playing it for a month now"
 # after "How long have you been playing this game?"). The candidates a path chooses
 # (matched), and the memory written right after each of them that asks (its text holds a
-# "?"), along memories_namespace_order as neighbours' next one (live, same namespace; the
-# search's filters then apply to it): a row that is such an answer carries the question's
+# "?"), neighbours' next one (neighbours.written_beside; the search's filters then apply to it): a row that is such an answer carries the question's
 # search_vector as `asked`. The organisation is a literal in every part: on a Citus cluster
 # that keeps the statement on one shard.
 ASKED = """
@@ -147,12 +146,7 @@ ASKED = """
     answers AS (
         SELECT {answer_columns}, q.search_vector AS asked
         FROM matched q
-        CROSS JOIN LATERAL (
-            SELECT m.id FROM memories m
-            WHERE m.org_id = %s AND m.scope = q.scope AND {live}
-              AND (m.created_at, m.id) > (q.created_at, q.id)
-            ORDER BY m.created_at, m.id LIMIT 1
-        ) after
+        CROSS JOIN LATERAL ({after}) after
         JOIN memories r ON r.org_id = %s AND r.id = after.id
         WHERE q.asks AND {where}
     ),
@@ -164,14 +158,11 @@ ASKED = """
 """
 
 
-def candidate_columns(alias: str) -> str:
-    """What BM25 and the ranking read of a candidate row `alias`; with what an answer's
-    lookup reads (its namespace, and whether it asks)."""
-    return (f"{alias}.id, {memory_columns(alias)}, {alias}.search_vector, {alias}.scope, "
-            f"strpos({alias}.content, '?') > 0 AS asks")
-
-
-CANDIDATE_COLUMNS = candidate_columns("m")
+def candidate_columns(alias: str, answering: bool) -> str:
+    """What BM25 and the ranking read of a candidate row `alias`; when answers are looked
+    up (ASKED), also what the lookup reads: its namespace, and whether it asks."""
+    columns = f"{alias}.id, {memory_columns(alias)}, {alias}.search_vector"
+    return f"{columns}, {alias}.scope, strpos({alias}.content, '?') > 0 AS asks" if answering else columns
 
 
 def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
@@ -196,9 +187,11 @@ def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
     weights = [idf(stats.documents, stats.frequency[lexeme]) for lexeme in lexemes]
     bm25 = [search.bm25_k1, search.bm25_k1, search.bm25_b, search.bm25_b, max(stats.average_length, 1.0),
             lexemes, weights, k]
+    asked = search.bm25_asked_weight if answers else 0.0
+    columns = candidate_columns("m", answering=asked > 0)
     if small:
         where, params = filters.where(org_id)
-        candidates = f"SELECT {CANDIDATE_COLUMNS} FROM memories m WHERE {where} AND m.search_vector @@ %s::tsquery"
+        candidates = f"SELECT {columns} FROM memories m WHERE {where} AND m.search_vector @@ %s::tsquery"
         candidate_params = [*params, lexeme_query([[lexeme] for lexeme in lexemes])]
     else:
         # The tags have chosen the tenant's rows: a bitmap of its org_id would only cost.
@@ -211,7 +204,7 @@ def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
                 break
             essential.append(lexeme)
             held += stats.frequency[lexeme]
-        matching = f"SELECT {CANDIDATE_COLUMNS} FROM memories m WHERE {where} AND m.tenant_lexemes @@ %s::tsquery"
+        matching = f"SELECT {columns} FROM memories m WHERE {where} AND m.tenant_lexemes @@ %s::tsquery"
         if held <= budget:
             candidates = f"{matching} LIMIT %s"
             candidate_params = [*params, tagged_query(org_id, [[lexeme] for lexeme in essential]), budget]
@@ -222,13 +215,12 @@ def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
             candidate_params = [*params, every_word, budget,
                                 *params, tagged_query(org_id, [[essential[0]]]), every_word, budget]
     shared = {"ranking": ranking_columns("best"), "memory": memory_columns("c"), "usage": usage_join("best")}
-    asked = search.bm25_asked_weight if answers else 0.0
     if asked <= 0:
         return (BM25.format(pool="", candidates=candidates, words=OWN_WORDS, **shared),
                 [*candidate_params, *bm25, org_id])
     answer_where, answer_params = filters.where(org_id, alias="r")
-    pool = ASKED.format(candidates=candidates, answer_columns=candidate_columns("r"), live=live_sql("m"),
-                        where=answer_where)
+    pool = ASKED.format(candidates=candidates, answer_columns=candidate_columns("r", answering=True),
+                        after=neighbours.written_beside("q", "next"), where=answer_where)
     return (BM25.format(pool=pool, candidates="SELECT * FROM pool", words=ASKED_WORDS, **shared),
             [*candidate_params, org_id, org_id, *answer_params, *bm25[:5], lexemes, asked, lexemes, asked, *bm25[5:],
              org_id])

@@ -31,6 +31,19 @@ from memory_platform.database import prepared_cursor
 # next one answers the seed (the seed asks, and the reply is in the words of the person the
 # search is about, if any: a probe of memory_entities_unique by the reply). The organisation
 # is a literal in every part: on a Citus cluster that is what keeps it on one shard.
+def written_beside(row: str, side: str) -> str:
+    """The live memory written right before (side "previous") or right after ("next") the
+    memories row `row` in its namespace, as a subquery of its id: one step along
+    memories_namespace_order (org, scope, created_at, id; live rows), an index scan that stops
+    at its first row. Its one parameter is the organisation, a literal (on a Citus cluster,
+    what keeps the statement on one shard). Full text reads the same order for the reply to a
+    question (fulltext.ASKED)."""
+    step, order = ("<", " DESC") if side == "previous" else (">", "")
+    return (f"SELECT m.id FROM memories m WHERE m.org_id = %s AND m.scope = {row}.scope AND {live_sql('m')} "
+            f"AND (m.created_at, m.id) {step} ({row}.created_at, {row}.id) "
+            f"ORDER BY m.created_at{order}, m.id{order} LIMIT 1")
+
+
 NEIGHBOURS_SQL = """
     SELECT seed.id, near.id, near.side,
            near.side = 'next' AND strpos(seed.content, '?') > 0
@@ -41,15 +54,9 @@ NEIGHBOURS_SQL = """
     FROM unnest(%s::uuid[]) WITH ORDINALITY AS wanted(id, position)
     JOIN memories seed ON seed.org_id = %s AND seed.id = wanted.id
     CROSS JOIN LATERAL (
-        (SELECT m.id, 'previous' AS side FROM memories m
-         WHERE m.org_id = %s AND m.scope = seed.scope AND {live}
-           AND (m.created_at, m.id) < (seed.created_at, seed.id)
-         ORDER BY m.created_at DESC, m.id DESC LIMIT 1)
+        (SELECT before.id, 'previous' AS side FROM ({previous}) before)
         UNION ALL
-        (SELECT m.id, 'next' FROM memories m
-         WHERE m.org_id = %s AND m.scope = seed.scope AND {live}
-           AND (m.created_at, m.id) > (seed.created_at, seed.id)
-         ORDER BY m.created_at, m.id LIMIT 1)
+        (SELECT after.id, 'next' FROM ({next}) after)
     ) near
     JOIN memories m ON m.org_id = %s AND m.id = near.id
     WHERE {where}
@@ -70,7 +77,8 @@ def search(org_id, seeds: list, filters: SearchFilters, speaker_ids: tuple = (),
     where, params = filters.where(org_id)
     speakers = [str(entity_id) for entity_id in speaker_ids]
     with prepared_cursor() as cursor:  # planned once a connection: its plan is the same for any seeds
-        cursor.execute(NEIGHBOURS_SQL.format(live=live_sql("m"), where=where),
+        cursor.execute(NEIGHBOURS_SQL.format(previous=written_beside("seed", "previous"),
+                                             next=written_beside("seed", "next"), where=where),
                        [speakers, org_id, speakers, [str(seed) for seed in seeds], org_id, org_id, org_id, org_id,
                         *params])
         rows = cursor.fetchall()
