@@ -1,6 +1,7 @@
-"""gunicorn settings for `manage.py run`: each web worker loads the embedding model once,
-before its first request, instead of making that request wait for it; idle connections are
-kept open long enough for polling clients; workers die with their master."""
+"""gunicorn settings for `manage.py run`: each web worker loads the embedding model (and the
+table of words' forms) once, before its first request, instead of making that request wait
+for it; idle connections are kept open long enough for polling clients; workers die with
+their master."""
 
 import environ
 
@@ -18,12 +19,14 @@ access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms'
 
 
 def post_worker_init(worker):
+    from memories.understanding import forms
     from memories.vectors.embeddings import get_embedder, get_query_embedder
 
     # One thread: a web worker embeds one text at a time, and a search's full-text statement
     # runs in the database meanwhile, on the other core.
     get_embedder(threads=1)
     get_query_embedder(threads=1)
+    forms.load()  # a word's other forms, which full text looks for too
 
 
 def post_fork(server, worker):

@@ -762,7 +762,7 @@ def with_words_before(search: pipeline.Search) -> list[Hit]:
     import math
 
     documents = namespace_documents(search)
-    lexemes = fulltext.query_lexemes(list(search.reading.terms))
+    lexemes = list(fulltext.query_terms(list(search.reading.terms)))
     if not lexemes or not documents:
         return []
     counts, searched = [], set()

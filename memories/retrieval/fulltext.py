@@ -4,7 +4,8 @@ ranked by BM25 from the tenant's own word statistics (memories.understanding.lex
 One statement a search (statement), through the GIN index of each tenant's tagged lexemes
 (memories.tenant_lexemes, migration 0013), or row by row for the few rows a filter leaves.
 It runs in pipeline mode (started), so the caller's work in Python (a search embeds its query)
-overlaps the database's. A search reads its words once (query_words) and passes them here.
+overlaps the database's. A search reads its words once (query_words) and passes them here;
+a word is looked for in all its forms, as one word ("went" and "go": query_terms, docs/adr/0071).
 
 A memory written right after one that asks, in its namespace, also holds the question's words
 at BM25_ASKED_WEIGHT: a reply is found by what it answers (ASKED, docs/adr/0070), unless the
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ from memories.retrieval.ranking import (
     usage_join,
 )
 from memories.understanding import lexicon
+from memories.understanding.forms import other_forms
 from memory_platform.config import config
 
 _lexeme_cache: dict[str, list[str]] = {}
@@ -89,10 +92,21 @@ def query_words(text: str) -> list[str]:
     return list(dict.fromkeys(re.findall(r"\w+", text.lower())))
 
 
-def query_lexemes(words: list[str]) -> list[str]:
-    """The lexemes of the query's words ('english'), each once, in order; none for stop words."""
+def query_terms(words: list[str]) -> dict[str, str]:
+    """The lexemes full text looks for ('english'; none for stop words), each once, in order:
+    the query words' own, then those of their other forms (memories.understanding.forms: "went"
+    also looks for "go" and "gone"). Each maps to the lexeme of the word it is a form of, its
+    term: a term's lexemes weigh as one word (statement)."""
     lexemes = word_lexemes(words)
-    return list(dict.fromkeys(lexeme for word in words for lexeme in lexemes[word]))
+    terms = {lexeme: lexeme for word in words for lexeme in lexemes[word]}
+    forms = {word: forms_of for word in words if lexemes[word] and (forms_of := other_forms(word))}
+    if forms:
+        form_lexemes = word_lexemes(list(dict.fromkeys(form for forms_of in forms.values() for form in forms_of)))
+        for word, forms_of in forms.items():
+            for form in forms_of:
+                for lexeme in form_lexemes[form]:
+                    terms.setdefault(lexeme, lexemes[word][0])
+    return terms
 
 
 def idf(documents: int, frequency: int) -> float:
@@ -179,12 +193,18 @@ def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
     held by more rows, the rows holding all the words come first, then those holding the
     rarest one, at most BM25_CANDIDATE_ROWS of each.
     """
-    lexemes = query_lexemes(list(words))
-    if not lexemes:  # nothing but stop words
+    terms = query_terms(list(words))
+    if not terms:  # nothing but stop words
         return None
+    lexemes = list(terms)
     search = config().search
     stats = lexicon.statistics(org_id, lexemes)
-    weights = [idf(stats.documents, stats.frequency[lexeme]) for lexeme in lexemes]
+    # A word's forms are one word: IDF from the memories holding any of them (their counts
+    # added up: a memory rarely holds two forms of a word).
+    held = Counter()
+    for lexeme, term in terms.items():
+        held[term] += stats.frequency[lexeme]
+    weights = [idf(stats.documents, held[terms[lexeme]]) for lexeme in lexemes]
     bm25 = [search.bm25_k1, search.bm25_k1, search.bm25_b, search.bm25_b, max(stats.average_length, 1.0),
             lexemes, weights, k]
     asked = search.bm25_asked_weight if answers else 0.0
