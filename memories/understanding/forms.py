@@ -11,7 +11,7 @@ inflections; full text takes a query word's other forms as the same word
 
 A word that can be an auxiliary takes none: "might" would bring "may", which is also a month,
 and "does" a deer. Of a form's spellings only the usual one is taken ("dreamed", not "dreamt";
-"stayed", not "staid").
+"stayed", not "staid"), and only a single word: "over-come" would bring "come" and "came".
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ PARTS = ("VERB", "NOUN")
 def other_forms(word: str) -> tuple[str, ...]:
     """The forms `word` (lower case) takes as the same verb or noun, itself left out, each once:
     "went" -> go, goes, going, gone; "children" -> child. Regular forms come too ("painted" ->
-    paint, painting...): full text's stemmer gives most of them the word's own lexeme."""
+    paint, painting...): full text's stemmer gives most of them the word's own lexeme. Only
+    forms written as one word of letters: a hyphenated spelling is several words to full text."""
     lemmas = lemminflect.getAllLemmas(word)
     if "AUX" in lemmas:
         return ()
     forms = (spellings[0] for part in PARTS for lemma in lemmas.get(part, ())
              for spellings in lemminflect.getAllInflections(lemma, upos=part).values())
-    return tuple(form for form in dict.fromkeys(forms) if form != word)
+    return tuple(form for form in dict.fromkeys(forms) if form != word and form.isalpha())
 
 
 def load() -> None:

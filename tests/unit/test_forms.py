@@ -34,3 +34,10 @@ def test_a_name_or_a_number_brings_none(word):
 def test_of_a_forms_spellings_only_the_usual_one():
     assert "dreamed" in other_forms("dream") and "dreamt" not in other_forms("dream")
     assert "stayed" in other_forms("stay") and "staid" not in other_forms("stay")
+
+
+def test_a_form_is_one_word():
+    """LemmInflect spells "overcome" "over-come" too: full text would read "come" in it, and
+    "How did John overcome his injury?" would look for every memory that says "came"."""
+    assert "overcame" in other_forms("overcome")
+    assert all(form.isalpha() for form in other_forms("overcome") + other_forms("undergo"))
