@@ -152,9 +152,10 @@ ASKED_WORDS = """
 # A reply takes its subject from the question it answers ("Been playing it for a month now"
 # after "How long have you been playing this game?"). The candidates a path chooses
 # (matched), and the memory written right after each of them that asks (its text holds a
-# "?"), neighbours' next one (neighbours.written_beside; the search's filters then apply to it): a row that is such an answer carries the question's
-# search_vector as `asked`. The organisation is a literal in every part: on a Citus cluster
-# that keeps the statement on one shard.
+# "?"), neighbours' next one (neighbours.written_beside; the search's filters then apply to
+# it): a row that is such an answer carries the question's search_vector as `asked`. The
+# organisation is a literal in every part: on a Citus cluster that keeps the statement on one
+# shard.
 ASKED = """
     WITH matched AS MATERIALIZED ({candidates}),
     answers AS (
@@ -201,10 +202,10 @@ def statement(org_id, words: Sequence[str], filters: SearchFilters, k: int,
     stats = lexicon.statistics(org_id, lexemes)
     # A word's forms are one word: IDF from the memories holding any of them (their counts
     # added up: a memory rarely holds two forms of a word).
-    held = Counter()
+    term_frequency = Counter()
     for lexeme, term in terms.items():
-        held[term] += stats.frequency[lexeme]
-    weights = [idf(stats.documents, held[terms[lexeme]]) for lexeme in lexemes]
+        term_frequency[term] += stats.frequency[lexeme]
+    weights = [idf(stats.documents, term_frequency[terms[lexeme]]) for lexeme in lexemes]
     bm25 = [search.bm25_k1, search.bm25_k1, search.bm25_b, search.bm25_b, max(stats.average_length, 1.0),
             lexemes, weights, k]
     asked = search.bm25_asked_weight if answers else 0.0

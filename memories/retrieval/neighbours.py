@@ -26,11 +26,7 @@ from memories.retrieval.filters import SearchFilters
 from memories.retrieval.ranking import Hit
 from memory_platform.database import prepared_cursor
 
-# For each seed, one step back and one forward along memories_namespace_order (org, scope,
-# created_at, id; live rows), each an index scan that stops at its first row; whether the
-# next one answers the seed (the seed asks, and the reply is in the words of the person the
-# search is about, if any: a probe of memory_entities_unique by the reply). The organisation
-# is a literal in every part: on a Citus cluster that is what keeps it on one shard.
+
 def written_beside(row: str, side: str) -> str:
     """The live memory written right before (side "previous") or right after ("next") the
     memories row `row` in its namespace, as a subquery of its id: one step along
@@ -44,6 +40,11 @@ def written_beside(row: str, side: str) -> str:
             f"ORDER BY m.created_at{order}, m.id{order} LIMIT 1")
 
 
+# For each seed, one step back and one forward along memories_namespace_order (org, scope,
+# created_at, id; live rows), each an index scan that stops at its first row; whether the
+# next one answers the seed (the seed asks, and the reply is in the words of the person the
+# search is about, if any: a probe of memory_entities_unique by the reply). The organisation
+# is a literal in every part: on a Citus cluster that is what keeps it on one shard.
 NEIGHBOURS_SQL = """
     SELECT seed.id, near.id, near.side,
            near.side = 'next' AND strpos(seed.content, '?') > 0
